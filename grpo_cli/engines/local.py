@@ -1,0 +1,204 @@
+"""The local engine: read -> validate -> group statistics -> per-row math -> write + summarise.
+
+Pass 1 reads only the small columns (prompt id, reward) and computes one advantage per row.
+Pass 2 streams every column by record batch, appends the computed columns and writes each
+batch before reading the next, so memory is bounded by the batch, not by the token columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import schema
+from ..config import AdvantageConfig
+from ..errors import ColumnNotFoundError, InputError, UsageError
+from ..estimators import advantage
+from ..io import Sink, Source, check_target, open_source, resolve_output_format
+from ..report import advantage_figures
+
+BATCH_ROWS = 16_384
+
+
+@dataclass
+class Groups:
+    """Pass-1 result: one row per input row, in file order, with ``group`` and ``reward``."""
+
+    frame: pl.DataFrame
+    prompt_col: str | None
+    reward_col: str | None
+    source: str
+
+    def row_label(self, row: int) -> str:
+        """``row 12 (prompt id 'p3')``: how errors name a row (0-based)."""
+        if self.prompt_col is None:
+            return f"row {row}"
+        return f"row {row} (prompt id {self.frame['group'][row]!r})"
+
+
+def read_groups(
+    source: Source,
+    *,
+    prompt_col: str | None,
+    reward_col: str | None,
+    num_generations: int | None,
+    need_reward: bool = True,
+    need_groups: bool = True,
+) -> Groups:
+    """Read the id and reward columns and assign each row its group key.
+
+    Groups come from the prompt id column (rows need not be contiguous), else from
+    consecutive blocks of ``num_generations`` rows, else (``need_groups=False``) the whole
+    file is one group. With both an id column and ``num_generations``, every group must have
+    exactly that many rows.
+    """
+    schema.positive_int(num_generations, "num_generations")
+    arrow_schema = source.schema
+    schema.check_unique_names(arrow_schema, source.name)
+    prompt = schema.resolve_column(
+        arrow_schema, role="prompt id", flag="--prompt-col", explicit=prompt_col,
+        candidates=schema.PROMPT_CANDIDATES, required=False, source=source.name,
+    )
+    if prompt is None and num_generations is None and need_groups:
+        raise ColumnNotFoundError(
+            f"{source.name}: no prompt id column (looked for {', '.join(schema.PROMPT_CANDIDATES)}); "
+            "pass --prompt-col, or --num-generations N to group consecutive blocks of N rows"
+        )
+    reward = schema.resolve_column(
+        arrow_schema, role="reward", flag="--reward-col", explicit=reward_col,
+        candidates=schema.REWARD_CANDIDATES, required=need_reward, source=source.name,
+    )
+    table = source.read_columns([c for c in (prompt, reward) if c is not None])
+    n_rows = table.num_rows
+    if n_rows == 0:
+        raise InputError(f"{source.name}: no rows")
+    frame = pl.DataFrame({"group": _group_keys(table, prompt, num_generations, n_rows, source.name)})
+    groups = Groups(frame, prompt, reward, source.name)
+    if reward is not None:
+        schema.check_numeric(arrow_schema.field(reward), source.name)
+        rewards = _float64(table.column(reward))
+        schema.check_finite_scalars(rewards, column=reward, source=source.name, row_label=groups.row_label)
+        groups.frame = frame.with_columns(reward=pl.Series(rewards))
+    if prompt is not None and num_generations is not None:
+        _check_group_sizes(groups, num_generations)
+    return groups
+
+
+def _float64(column: pa.ChunkedArray) -> np.ndarray:
+    """A numeric column as float64 with nulls as NaN."""
+    return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+
+
+def _group_keys(table: pa.Table, prompt: str | None, num_generations: int | None, n_rows: int, name: str) -> pl.Series:
+    if prompt is not None:
+        keys = pl.from_arrow(table.column(prompt))
+        if keys.null_count():
+            row = int(keys.is_null().arg_max())
+            raise InputError(f"{name}: row {row}: column {prompt!r} (prompt id) is null")
+        return keys
+    if num_generations is not None:
+        if n_rows % num_generations:
+            raise InputError(
+                f"{name}: {n_rows} rows is not a multiple of --num-generations {num_generations}"
+            )
+        return pl.Series(np.arange(n_rows, dtype=np.int64) // num_generations)
+    return pl.Series(np.zeros(n_rows, dtype=np.int64))
+
+
+def _check_group_sizes(groups: Groups, num_generations: int) -> None:
+    sizes = groups.frame.group_by("group", maintain_order=True).len()
+    wrong = sizes.filter(pl.col("len") != num_generations)
+    if wrong.height:
+        key, size = wrong.row(0)
+        raise InputError(
+            f"{groups.source}: prompt id {key!r} has {size} rows, expected --num-generations {num_generations}"
+        )
+
+
+def with_advantages(groups: Groups, config: AdvantageConfig) -> pl.DataFrame:
+    """Pass-1 frame plus the ``advantage`` column (float64), one vectorized select."""
+    return groups.frame.with_columns(advantage(pl.col("reward"), pl.col("group"), config))
+
+
+Annotate = Callable[[pa.RecordBatch, int], dict[str, pa.Array]]
+
+
+def write_annotated(
+    source: Source,
+    target: str,
+    fmt_option: str | None,
+    new_fields: list[pa.Field],
+    annotate: Annotate,
+    batch_rows: int = BATCH_ROWS,
+) -> None:
+    """Stream ``source`` to ``target`` with columns from ``annotate(batch, first_row)`` set.
+
+    A column of the input with the same name as a new one is replaced in place; the others
+    are appended in order. The write is atomic (see :class:`~grpo_cli.io.Sink`).
+    """
+    check_target(target, source.name if source.name != "<stdin>" else "-")
+    fmt = resolve_output_format(target, fmt_option, source.format)
+    out_schema = _annotated_schema(source.schema, new_fields)
+    with Sink(target, fmt, out_schema) as sink:
+        first_row = 0
+        for batch in source.iter_batches(batch_rows):
+            columns = annotate(batch, first_row)
+            sink.write(_set_columns(batch, columns).cast(out_schema))
+            first_row += batch.num_rows
+        sink.commit()
+
+
+def _annotated_schema(base: pa.Schema, new_fields: list[pa.Field]) -> pa.Schema:
+    out = base
+    for f in new_fields:
+        i = out.get_field_index(f.name)
+        out = out.set(i, f) if i >= 0 else out.append(f)
+    return out
+
+
+def _set_columns(batch: pa.RecordBatch, columns: dict[str, pa.Array]) -> pa.RecordBatch:
+    for name, values in columns.items():
+        i = batch.schema.get_field_index(name)
+        batch = batch.set_column(i, name, values) if i >= 0 else batch.append_column(name, values)
+    return batch
+
+
+def advantages_file(
+    input: str,
+    output: str | None = None,
+    *,
+    config: AdvantageConfig = AdvantageConfig(),
+    prompt_col: str | None = None,
+    reward_col: str | None = None,
+    num_generations: int | None = None,
+    round_digits: int | None = None,
+    input_format: str | None = None,
+    output_format: str | None = None,
+    batch_rows: int = BATCH_ROWS,
+) -> dict:
+    """Compute advantages for every row of ``input``; write them to ``output`` if given.
+
+    Returns the summary figures (see :func:`grpo_cli.report.advantage_figures`).
+    The written file holds every input column unchanged plus ``advantage`` (float64),
+    rounded to ``round_digits`` decimals if given.
+    """
+    if round_digits is not None and round_digits < 0:
+        raise UsageError(f"require `round` >= 0 (found {round_digits!r})")
+    with open_source(input, input_format) as source:
+        groups = read_groups(source, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations)
+        frame = with_advantages(groups, config)
+        if output is not None:
+            adv = frame["advantage"].to_numpy()
+            if round_digits is not None:
+                adv = np.round(adv, round_digits)
+            write_annotated(
+                source, output, output_format, [pa.field("advantage", pa.float64())],
+                lambda batch, start: {"advantage": pa.array(adv[start : start + batch.num_rows])},
+                batch_rows,
+            )
+    return advantage_figures(frame, config)

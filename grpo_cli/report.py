@@ -1,0 +1,92 @@
+"""Summaries: figures as plain data (JSON-ready dicts), rendered by rich on stderr."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+
+HIST_BINS = 10
+BAR_WIDTH = 30
+
+
+def describe(values: np.ndarray) -> dict:
+    """mean / std (population) / min / max of a float array."""
+    return {
+        "mean": float(np.mean(values)),
+        "std": float(np.std(values)),
+        "min": float(np.min(values)),
+        "max": float(np.max(values)),
+    }
+
+
+def histogram(values: np.ndarray, bins: int = HIST_BINS) -> dict:
+    """Equal-width bins over [min, max]: ``edges`` (bins + 1) and ``counts`` (bins)."""
+    counts, edges = np.histogram(values, bins=bins)
+    return {"edges": edges.tolist(), "counts": counts.tolist()}
+
+
+def advantage_figures(frame: pl.DataFrame, config) -> dict:
+    """Summary of a pass-1 frame with ``group``, ``reward`` and ``advantage`` columns."""
+    per_group = frame.group_by("group").agg(
+        size=pl.len(), spread=pl.col("reward").max() - pl.col("reward").min()
+    )
+    sizes = per_group.group_by("size").len().sort("size")
+    zero_var = int((per_group["spread"] == 0).sum())
+    adv = frame["advantage"].to_numpy()
+    return {
+        "rows": frame.height,
+        "groups": per_group.height,
+        "group_sizes": {str(s): int(c) for s, c in sizes.iter_rows()},
+        "reward": describe(frame["reward"].to_numpy()),
+        "zero_variance_groups": {"count": zero_var, "share": zero_var / per_group.height},
+        "advantage": describe(adv),
+        "advantage_histogram": histogram(adv),
+        "config": {"estimator": config.estimator, "scale": config.scale, "std": config.std, "eps": config.eps},
+    }
+
+
+def write_json(figures: dict, path: str) -> None:
+    Path(path).write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def _fmt(x) -> str:
+    return f"{x:.6g}" if isinstance(x, float) else str(x)
+
+
+def _stats_row(table: Table, label: str, stats: dict) -> None:
+    table.add_row(label, "  ".join(f"{k} {_fmt(v)}" for k, v in stats.items()))
+
+
+def render_histogram(hist: dict) -> str:
+    """One text line per bin: ``[lo, hi)  count  ████``."""
+    edges, counts = hist["edges"], hist["counts"]
+    peak = max(counts) or 1
+    lines = []
+    for lo, hi, c in zip(edges, edges[1:], counts):
+        bar = "█" * round(BAR_WIDTH * c / peak)
+        lines.append(f"{lo:+9.4f} .. {hi:+9.4f} {c:>8} {bar}")
+    return "\n".join(lines)
+
+
+def render_advantages(figures: dict, console: Console) -> None:
+    """The `grpo advantages` summary as a rich table plus a histogram."""
+    t = Table(title="grpo advantages", show_header=False, title_justify="left")
+    t.add_column("figure", style="bold")
+    t.add_column("value")
+    cfg = figures["config"]
+    t.add_row("estimator", f"{cfg['estimator']} (scale {cfg['scale']}, std {cfg['std']}, eps {cfg['eps']:g})")
+    t.add_row("rows", str(figures["rows"]))
+    t.add_row("groups", str(figures["groups"]))
+    t.add_row("group sizes", ", ".join(f"{s}: {c}" for s, c in figures["group_sizes"].items()))
+    _stats_row(t, "reward", figures["reward"])
+    zv = figures["zero_variance_groups"]
+    t.add_row("zero-variance groups", f"{zv['count']} ({zv['share']:.1%}, no learning signal)")
+    _stats_row(t, "advantage", figures["advantage"])
+    console.print(t)
+    console.print("advantage histogram")
+    console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)
