@@ -38,7 +38,7 @@ def _to_numpy(rewards) -> tuple[np.ndarray, Any]:
         import torch
 
         values = rewards.detach().to("cpu", torch.float64).numpy()
-        return values, lambda a: torch.as_tensor(a, dtype=rewards.dtype, device=rewards.device)
+        return values, lambda a: torch.tensor(a, dtype=rewards.dtype, device=rewards.device)
     return np.asarray(rewards, dtype=np.float64), lambda a: a
 
 

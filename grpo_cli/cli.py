@@ -84,7 +84,7 @@ def reported_errors(debug: bool) -> Iterator[None]:
     except GrpoError as exc:
         if debug:
             raise
-        stderr.print(f"Error: {exc}", markup=False, highlight=False)
+        typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(exc.exit_code)
     except BrokenPipeError:
         # The reader closed the pipe (e.g. `| head`): stop quietly, as Unix tools do.

@@ -1,0 +1,131 @@
+"""The installed `grpo advantages` command, run as a subprocess on the shipped sample data."""
+
+import hashlib
+import io
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from .conftest import read_json, reference_advantages, run_grpo
+
+
+def expected_for(path, **kw):
+    table = pq.read_table(path.with_suffix(".parquet"), columns=["prompt_id", "reward"])
+    return reference_advantages(table["reward"].to_numpy(), table["prompt_id"].to_pylist(), **kw)
+
+
+def test_parquet_to_parquet(sample_parquet, tmp_path):
+    out = tmp_path / "adv.parquet"
+    run_grpo("advantages", str(sample_parquet), "-o", str(out), "-q")
+    written = pq.read_table(out)
+    original = pq.read_table(sample_parquet)
+    assert written.column_names == original.column_names + ["advantage"]
+    assert written.drop(["advantage"]).equals(original)  # every input column untouched
+    np.testing.assert_allclose(written["advantage"].to_numpy(), expected_for(sample_parquet), rtol=1e-12)
+
+
+def test_jsonl_to_jsonl_sample_std_rloo(sample_jsonl, tmp_path):
+    out = tmp_path / "adv.jsonl"
+    run_grpo("advantages", str(sample_jsonl), "-o", str(out), "--estimator", "rloo", "--std", "sample", "--eps", "1e-8", "-q")
+    frame = pl.read_ndjson(out)
+    expected = expected_for(sample_jsonl, estimator="rloo", ddof=1, eps=1e-8)
+    np.testing.assert_allclose(frame["advantage"].to_numpy(), expected, rtol=1e-12)
+    assert frame.columns[-1] == "advantage" and frame.height == 320
+
+
+def test_stdin_to_stdout_jsonl(sample_jsonl):
+    proc = run_grpo("advantages", "-", "-o", "-", "--round", "4", "-q", stdin=sample_jsonl.read_bytes())
+    frame = pl.read_ndjson(io.BytesIO(proc.stdout))
+    expected = np.round(expected_for(sample_jsonl), 4)
+    assert frame["advantage"].to_list() == expected.tolist()
+    assert proc.stderr == b""
+
+
+def test_parquet_stdin_to_stdout_parquet(sample_parquet):
+    proc = run_grpo("advantages", "-", "-o", "-", "--scale", "batch", stdin=sample_parquet.read_bytes())
+    written = pq.read_table(io.BytesIO(proc.stdout))
+    np.testing.assert_allclose(written["advantage"].to_numpy(), expected_for(sample_parquet, scale="batch"), rtol=1e-12)
+    assert b"grpo advantages" in proc.stderr  # the summary goes to stderr, data to stdout
+
+
+def test_summary_json(sample_parquet, tmp_path):
+    summary = tmp_path / "summary.json"
+    proc = run_grpo("advantages", str(sample_parquet), "--summary-json", str(summary), "-q")
+    assert proc.stdout == b"" and proc.stderr == b""
+    figures = read_json(summary)
+    table = pl.read_parquet(sample_parquet, columns=["prompt_id", "reward"])
+    spread = table.group_by("prompt_id").agg((pl.col("reward").max() - pl.col("reward").min()).alias("s"))
+    zero = int((spread["s"] == 0).sum())
+    assert figures["rows"] == 320 and figures["groups"] == 40 and figures["group_sizes"] == {"8": 40}
+    assert figures["zero_variance_groups"] == {"count": zero, "share": zero / 40}
+    assert figures["reward"]["mean"] == pytest.approx(table["reward"].mean(), rel=1e-12)
+    adv = expected_for(sample_parquet)
+    assert figures["advantage"]["max"] == pytest.approx(adv.max(), rel=1e-12)
+    assert sum(figures["advantage_histogram"]["counts"]) == 320
+
+
+def test_num_generations_without_id_column(tmp_path):
+    src = tmp_path / "noid.jsonl"
+    src.write_text("".join(f'{{"score": {r}}}\n' for r in [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]))
+    out = tmp_path / "out.jsonl"
+    run_grpo("advantages", str(src), "--num-generations", "4", "--scale", "none", "-o", str(out), "-q")
+    assert pl.read_ndjson(out)["advantage"].to_list() == [-0.5, 0.5, -0.5, 0.5, 0.75, -0.25, -0.25, -0.25]
+
+
+def test_missing_reward_column_suggests_names(tmp_path):
+    src = tmp_path / "bad.jsonl"
+    src.write_text('{"prompt_id": 1, "rewards": 1.0}\n')
+    proc = run_grpo("advantages", str(src), "-o", str(tmp_path / "o.jsonl"), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.decode().strip().splitlines() == [
+        f"Error: {src}: no reward column (looked for reward, score; pass --reward-col); did you mean 'rewards'?"
+    ]
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_nan_reward_names_row_and_prompt(tmp_path):
+    src = tmp_path / "nan.jsonl"
+    src.write_text('{"uid": "p1", "reward": 1.0}\n{"uid": "p1", "reward": NaN}\n')
+    proc = run_grpo("advantages", str(src), check=False)
+    assert proc.returncode == 1
+    assert "row 1 (prompt id 'p1'): column 'reward' is null or NaN" in proc.stderr.decode()
+    assert "Traceback" not in proc.stderr.decode()
+
+
+def test_group_size_disagrees_with_num_generations(sample_parquet):
+    proc = run_grpo("advantages", str(sample_parquet), "--num-generations", "4", check=False)
+    assert proc.returncode == 1
+    assert "prompt id 'gsm8k-0000' has 8 rows, expected --num-generations 4" in proc.stderr.decode()
+
+
+def test_mean_with_scale_is_usage_error(sample_parquet):
+    proc = run_grpo("advantages", str(sample_parquet), "--estimator", "drgrpo", "--scale", "group", check=False)
+    assert proc.returncode == 2 and "never scaled" in proc.stderr.decode()
+
+
+def test_output_equal_to_input_is_refused_and_input_untouched(tmp_path, sample_parquet):
+    src = tmp_path / "in.parquet"
+    src.write_bytes(sample_parquet.read_bytes())
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    proc = run_grpo("advantages", str(src), "-o", str(src), check=False)
+    assert proc.returncode == 2 and "is the input file" in proc.stderr.decode()
+    assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
+
+
+def test_existing_advantage_column_is_replaced(tmp_path, sample_parquet):
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    run_grpo("advantages", str(sample_parquet), "-o", str(first), "-q")
+    run_grpo("advantages", str(first), "-o", str(second), "--scale", "none", "-q")
+    written = pq.read_table(second)
+    assert written.column_names.count("advantage") == 1
+    np.testing.assert_allclose(written["advantage"].to_numpy(), expected_for(sample_parquet, scale="none"), rtol=1e-12)
+
+
+def test_python_dash_m_works(sample_parquet):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "grpo_cli", "advantages", str(sample_parquet), "-q"], capture_output=True)
+    assert proc.returncode == 0, proc.stderr
