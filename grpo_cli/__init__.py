@@ -1,8 +1,8 @@
 """grpo-cli: group-relative advantages and clipped policy objectives on rollout files."""
 
-from .api import GRPOAdvantage, RLOOAdvantage, advantages, normalize_group
-from .config import AdvantageConfig
-from .engines.local import advantages_file
+from .api import GRPOAdvantage, RLOOAdvantage, advantages, normalize_group, policy_objective
+from .config import AdvantageConfig, ObjectiveConfig
+from .engines.local import advantages_file, objective_file
 from .errors import ColumnNotFoundError, GrpoError, InputError, UsageError
 
 __all__ = [
@@ -11,9 +11,12 @@ __all__ = [
     "GRPOAdvantage",
     "GrpoError",
     "InputError",
+    "ObjectiveConfig",
     "RLOOAdvantage",
     "UsageError",
     "advantages",
     "advantages_file",
     "normalize_group",
+    "objective_file",
+    "policy_objective",
 ]

@@ -1,5 +1,5 @@
-"""Python API for notebooks and trainers: Twinkle-style advantage callables and seed 000's
-group normalisation. Both call the same polars expression as the CLI."""
+"""Python API for notebooks and trainers: Twinkle-style advantage callables, seed 000's group
+normalisation and seed 002's objective. They call the same code as the CLI."""
 
 from __future__ import annotations
 
@@ -7,10 +7,14 @@ from typing import Any, Sequence
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
-from .config import AdvantageConfig
+from .config import AdvantageConfig, ObjectiveConfig
 from .errors import InputError, UsageError
 from .estimators import advantage
+from .objective import row_terms
+from .report import objective_figures
+from .tokens import TokenColumns, read_tokens
 
 TWINKLE_STD = "sample"
 TWINKLE_EPS = 1e-8
@@ -105,3 +109,63 @@ def normalize_group(rewards: Sequence[float], decimals: int = 4) -> list[float]:
     """
     adv = advantages(rewards, np.zeros(len(rewards), dtype=np.int64), AdvantageConfig(std="population"))
     return np.round(adv, decimals).tolist()
+
+
+def _list_array(values) -> pa.Array:
+    """Ragged Python lists, a list of numpy arrays, or an Arrow list array, as Arrow."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return pa.concat_arrays(values.chunks) if isinstance(values, pa.ChunkedArray) else values
+    return pa.array([np.asarray(v, dtype=np.float64) if not isinstance(v, list) else v for v in values])
+
+
+def policy_objective(
+    log_probs_new,
+    log_probs_old,
+    rewards=None,
+    epsilon: float = 0.2,
+    *,
+    advantage_values: Sequence[float] | np.ndarray | None = None,
+    groups: Sequence[Any] | None = None,
+    advantage_config: AdvantageConfig | None = None,
+    ref_log_probs=None,
+    mask=None,
+    details: bool = False,
+    **options: Any,
+) -> float | dict:
+    """Seed 002's objective, and every option of `grpo objective` as a keyword
+    (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``beta``, ``kl`` ...).
+
+    Advantages are ``advantage_values`` if given, else computed from ``rewards`` with
+    ``advantage_config`` (default: the mean baseline), grouped by ``groups`` (default: all
+    rows are one group, as in the seed). Returns the objective (to maximise), or with
+    ``details=True`` the summary figures of `grpo objective` plus per-row ``rows``.
+
+    >>> round(policy_objective([[-0.2, -0.3], [-0.1, -0.4]], [[-0.5, -0.6], [-0.4, -0.7]], [1.0, 0.0], 0.2), 7)
+    -0.0749294
+    """
+    config = ObjectiveConfig(epsilon=epsilon, **options)
+    arrays = {"new": _list_array(log_probs_new), "old": _list_array(log_probs_old)}
+    if ref_log_probs is not None:
+        arrays["ref"] = _list_array(ref_log_probs)
+    if mask is not None:
+        arrays["mask"] = pa.array(mask) if not isinstance(mask, pa.Array) else mask
+    batch = pa.RecordBatch.from_pydict(arrays)
+    n_rows = batch.num_rows
+    if advantage_values is not None:
+        adv = np.asarray(advantage_values, dtype=np.float64)
+    elif rewards is not None:
+        keys = groups if groups is not None else np.zeros(n_rows, dtype=np.int64)
+        adv = advantages(rewards, keys, advantage_config or AdvantageConfig(estimator="mean"))
+    else:
+        raise UsageError("pass `rewards` or `advantage_values`")
+    if adv.shape != (n_rows,):
+        raise InputError(f"{adv.shape[0]} advantages for {n_rows} rows of log-probs")
+    if config.beta > 0 and ref_log_probs is None:
+        raise UsageError("`beta` > 0 needs `ref_log_probs`")
+    columns = TokenColumns("new", "old", "ref" if ref_log_probs is not None else None, "mask" if mask is not None else None)
+    tokens = read_tokens(batch, columns, 0, lambda row: f"row {row}", "log-probs")
+    terms = row_terms(tokens, adv, config)
+    figures = objective_figures(terms, adv, config)
+    if not details:
+        return figures["objective"]
+    return {**figures, "rows": {"advantage": adv, **terms}}

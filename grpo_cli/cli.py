@@ -16,10 +16,10 @@ from typing import Annotated, Iterator, Optional
 import typer
 from rich.console import Console
 
-from .config import AdvantageConfig
-from .engines.local import advantages_file
+from .config import AdvantageConfig, ObjectiveConfig
+from .engines.local import advantages_file, objective_file
 from .errors import GrpoError
-from .report import render_advantages, write_json
+from .report import render_advantages, render_objective, write_json
 
 app = typer.Typer(
     help="Group-relative advantages (GRPO, RLOO, Dr.GRPO) and clipped policy objectives on rollout files.",
@@ -47,6 +47,26 @@ class Scale(str, Enum):
 class Std(str, Enum):
     population = "population"
     sample = "sample"
+
+
+class Aggregation(str, Enum):
+    seq_mean_token_sum = "seq-mean-token-sum"
+    seq_mean_token_mean = "seq-mean-token-mean"
+    token_mean = "token-mean"
+    token_sum = "token-sum"
+    seq_mean_token_sum_norm = "seq-mean-token-sum-norm"
+
+
+class KL(str, Enum):
+    k1 = "k1"
+    k2 = "k2"
+    k3 = "k3"
+    abs = "abs"
+
+
+class RatioLevel(str, Enum):
+    token = "token"
+    sequence = "sequence"
 
 
 class Format(str, Enum):
@@ -134,6 +154,63 @@ def advantages(
             input_format=_value(input_format), output_format=_value(output_format),
         )
         _emit(figures, render_advantages, quiet, summary_json)
+
+
+@app.command()
+def objective(
+    input: InputArg,
+    output: OutputOpt = None,
+    epsilon: Annotated[float, typer.Option(help="Clip range: clip(rho, 1 - eps, 1 + eps).")] = 0.2,
+    epsilon_low: Annotated[Optional[float], typer.Option(help="Override the low side (default: --epsilon).")] = None,
+    epsilon_high: Annotated[Optional[float], typer.Option(help="Override the high side, DAPO clip-higher (default: --epsilon).")] = None,
+    dual_clip: Annotated[Optional[float], typer.Option(help="C > 1: for A < 0 the token term is max(surrogate, C*A).")] = None,
+    ratio_level: Annotated[RatioLevel, typer.Option(help="token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).")] = RatioLevel.token,
+    agg: Annotated[Aggregation, typer.Option(help="seq-mean-token-sum (seed 002, Dr.GRPO), seq-mean-token-mean (GRPO), token-mean (DAPO, verl), token-sum, seq-mean-token-sum-norm (/ rows*max_length).")] = Aggregation.seq_mean_token_sum,
+    max_length: Annotated[Optional[int], typer.Option(help="The constant of seq-mean-token-sum-norm.")] = None,
+    beta: Annotated[float, typer.Option(help="KL penalty weight against reference log-probs: L - beta*KL.")] = 0.0,
+    kl: Annotated[KL, typer.Option(help="KL estimator with d = new - ref: k1 = d, k2 = d^2/2, k3 = exp(-d)+d-1, abs = |d|.")] = KL.k3,
+    logratio_clamp: Annotated[float, typer.Option(help="Clamp new - old to [-c, c] before exp (counted in the summary).")] = 20.0,
+    logprobs_col: Annotated[Optional[str], typer.Option(help="New-policy log-probs (default: logprobs, log_probs, new_logprobs).")] = None,
+    old_logprobs_col: Annotated[Optional[str], typer.Option(help="Old-policy log-probs (default: old_logprobs, old_log_probs).")] = None,
+    ref_logprobs_col: Annotated[Optional[str], typer.Option(help="Reference log-probs (default: ref_logprobs, ref_log_probs if present).")] = None,
+    mask_col: Annotated[Optional[str], typer.Option(help="Token mask: list of 0/1 or bool; masked tokens count nowhere.")] = None,
+    advantage_col: Annotated[Optional[str], typer.Option(help="Use this advantage column (default: `advantage` if present).")] = None,
+    estimator: Annotated[Optional[Estimator], typer.Option(help="Compute advantages instead (as grpo advantages). Default without an advantage column: mean.")] = None,
+    scale: ScaleOpt = None,
+    std: StdOpt = Std.population,
+    eps: EpsOpt = 0.0,
+    prompt_col: PromptColOpt = None,
+    reward_col: RewardColOpt = None,
+    num_generations: NumGenOpt = None,
+    input_format: InputFormatOpt = None,
+    output_format: OutputFormatOpt = None,
+    quiet: QuietOpt = False,
+    summary_json: SummaryJsonOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """The PPO-style clipped objective from new/old per-token log-probs.
+
+    Advantages come from an advantage column, else from the rewards (mean baseline per
+    prompt; the whole file is one group without ids or --num-generations). The objective is
+    maximised; the loss is its negative.
+    """
+    with reported_errors(debug):
+        config = ObjectiveConfig(
+            epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
+            ratio_level=ratio_level.value, agg=agg.value, max_length=max_length, beta=beta, kl=kl.value,
+            logratio_clamp=logratio_clamp,
+        )
+        advantage_config = None
+        if estimator is not None or scale is not None:
+            name = estimator.value if estimator is not None else "grpo"
+            advantage_config = AdvantageConfig(estimator=name, scale=_value(scale), std=std.value, eps=eps)
+        figures = objective_file(
+            input, output, config=config, advantage_config=advantage_config, advantage_col=advantage_col,
+            prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
+            logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col,
+            mask_col=mask_col, input_format=_value(input_format), output_format=_value(output_format),
+        )
+        _emit(figures, render_objective, quiet, summary_json)
 
 
 def main() -> None:

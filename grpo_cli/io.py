@@ -61,17 +61,18 @@ class Source:
             return self._guard(lambda: pq.read_table(self.path, columns=columns, pre_buffer=False))
         return self._jsonl().select(columns)
 
-    def iter_batches(self, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        """All columns, ``batch_rows`` rows at a time, in file order."""
+    def iter_batches(self, batch_rows: int, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """``columns`` (default: all), ``batch_rows`` rows at a time, in file order."""
         if self.format == "parquet":
-            batches = self._parquet().iter_batches(batch_size=batch_rows)
+            batches = self._parquet().iter_batches(batch_size=batch_rows, columns=columns)
             while True:
                 batch = self._guard(lambda: next(batches, None))
                 if batch is None:
                     return
                 yield batch
         else:
-            yield from self._jsonl().to_batches(max_chunksize=batch_rows)
+            table = self._jsonl()
+            yield from (table if columns is None else table.select(columns)).to_batches(max_chunksize=batch_rows)
 
     def _parquet(self) -> pq.ParquetFile:
         return self._guard(lambda: pq.ParquetFile(self.path, pre_buffer=False))

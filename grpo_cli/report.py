@@ -10,6 +10,8 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from .objective import aggregate
+
 HIST_BINS = 10
 BAR_WIDTH = 30
 
@@ -90,3 +92,67 @@ def render_advantages(figures: dict, console: Console) -> None:
     console.print(t)
     console.print("advantage histogram")
     console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)
+
+
+def objective_figures(terms: dict[str, np.ndarray], adv: np.ndarray, config) -> dict:
+    """Summary of per-row objective terms (see :func:`grpo_cli.objective.row_terms`).
+
+    Token shares (clip fractions, ratio mean) are over counted (unmasked) tokens.
+    """
+    n = terms["n_tokens"]
+    tokens = int(n.sum())
+    counted_rows = n > 0
+
+    def share(key: str) -> float:
+        return float(terms[key].sum() / tokens) if tokens else 0.0
+
+    def agg(key: str) -> float:
+        return aggregate(terms[key], n, config.agg, config.max_length)
+
+    objective = agg("objective_sum")
+    return {
+        "objective": objective,
+        "loss": -objective,
+        "surrogate": agg("surrogate_sum"),
+        "kl_ref": agg("kl_ref_sum") if "kl_ref_sum" in terms else None,
+        "kl_old": share("kl_old_sum"),
+        "clip_frac": {"low": share("clip_low"), "high": share("clip_high"), "dual": share("dual_clip")},
+        "ratio": {
+            "mean": share("ratio_sum"),
+            "min": float(terms["ratio_min"][counted_rows].min()) if tokens else None,
+            "max": float(terms["ratio_max"][counted_rows].max()) if tokens else None,
+        },
+        "tokens": tokens,
+        "rows": len(n),
+        "zero_advantage_rows": int((adv == 0).sum()),
+        "clamped_tokens": int(terms["clamped"].sum()),
+        "config": {
+            "agg": config.agg, "epsilon_low": config.eps_low, "epsilon_high": config.eps_high,
+            "dual_clip": config.dual_clip, "ratio_level": config.ratio_level, "beta": config.beta,
+            "kl": config.kl, "max_length": config.max_length, "logratio_clamp": config.logratio_clamp,
+        },
+    }
+
+
+def render_objective(figures: dict, console: Console) -> None:
+    """The `grpo objective` summary as a rich table."""
+    cfg = figures["config"]
+    t = Table(title="grpo objective", show_header=False, title_justify="left")
+    t.add_column("figure", style="bold")
+    t.add_column("value")
+    t.add_row("objective", f"{figures['objective']:.8g}  ({cfg['agg']}; maximise)")
+    t.add_row("loss", f"{figures['loss']:.8g}")
+    t.add_row("clip", f"eps_low {cfg['epsilon_low']:g}  eps_high {cfg['epsilon_high']:g}  dual {cfg['dual_clip']}  ratio {cfg['ratio_level']}")
+    cf = figures["clip_frac"]
+    t.add_row("clip fraction", f"low {cf['low']:.4%}  high {cf['high']:.4%}  dual {cf['dual']:.4%}")
+    _stats_row(t, "ratio", figures["ratio"])
+    kl = f"old (k3) {figures['kl_old']:.6g}"
+    if figures["kl_ref"] is not None:
+        kl += f"  ref ({cfg['kl']}, {cfg['agg']}) {figures['kl_ref']:.6g}  beta {cfg['beta']:g}"
+    t.add_row("KL", kl)
+    t.add_row("tokens", str(figures["tokens"]))
+    t.add_row("rows", str(figures["rows"]))
+    t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
+    if figures["clamped_tokens"]:
+        t.add_row("clamped log-ratios", f"{figures['clamped_tokens']} tokens (|new - old| > {cfg['logratio_clamp']:g})")
+    console.print(t)

@@ -64,3 +64,19 @@ def sample_jsonl() -> Path:
 
 def read_json(path) -> dict:
     return json.loads(Path(path).read_text())
+
+
+def reference_row_objective(new, old, adv, eps_low=0.2, eps_high=0.2, dual_clip=None, mask=None) -> float:
+    """Slow, obvious reference: one row's sum_t of the clipped surrogate, token by token."""
+    import math
+
+    total = 0.0
+    for t, (n, o) in enumerate(zip(new, old)):
+        if mask is not None and not mask[t]:
+            continue
+        ratio = math.exp(n - o)
+        term = min(ratio * adv, min(max(ratio, 1 - eps_low), 1 + eps_high) * adv)
+        if dual_clip is not None and adv < 0:
+            term = max(term, dual_clip * adv)
+        total += term
+    return total

@@ -25,10 +25,14 @@ def test_readme_examples_run(command, tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()
 
 
-def test_readme_usage_output_is_current(monkeypatch):
-    """The summary shown in the README is what the command prints today (at 100 columns)."""
+@pytest.mark.parametrize(
+    "args",
+    [["advantages", "--std", "sample", "--eps", "1e-8"], ["objective", "--epsilon", "0.2"]],
+)
+def test_readme_usage_output_is_current(monkeypatch, args):
+    """The summaries shown in the README are what the commands print today (at 100 columns)."""
     monkeypatch.setenv("COLUMNS", "100")
-    proc = run_grpo("advantages", str(ROOT / "sample_data/rollouts.parquet"), "--std", "sample", "--eps", "1e-8")
+    proc = run_grpo(args[0], str(ROOT / "sample_data/rollouts.parquet"), *args[1:])
     for line in proc.stderr.decode().splitlines():
         assert line.rstrip() in README, f"README usage output is stale: {line!r}"
 
@@ -37,7 +41,7 @@ def test_readme_commands_exist():
     assert "<!-- ci: run -->" in README and "<!-- ci: test -->" in README
 
 
-@pytest.mark.parametrize("command", ["advantages"])
+@pytest.mark.parametrize("command", ["advantages", "objective"])
 def test_every_command_has_help(command):
     proc = run_grpo(command, "--help")
     assert b"Usage" in proc.stdout

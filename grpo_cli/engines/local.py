@@ -16,11 +16,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import schema
-from ..config import AdvantageConfig
+from ..config import AdvantageConfig, ObjectiveConfig
 from ..errors import ColumnNotFoundError, InputError, UsageError
 from ..estimators import advantage
 from ..io import Sink, Source, check_target, open_source, resolve_output_format
-from ..report import advantage_figures
+from ..objective import row_terms
+from ..report import advantage_figures, objective_figures
+from ..tokens import TokenColumns, read_tokens
 
 BATCH_ROWS = 16_384
 
@@ -55,7 +57,7 @@ def read_groups(
     Groups come from the prompt id column (rows need not be contiguous), else from
     consecutive blocks of ``num_generations`` rows, else (``need_groups=False``) the whole
     file is one group. With both an id column and ``num_generations``, every group must have
-    exactly that many rows.
+    exactly that many rows. ``need_reward=False`` reads no reward column.
     """
     schema.positive_int(num_generations, "num_generations")
     arrow_schema = source.schema
@@ -71,8 +73,8 @@ def read_groups(
         )
     reward = schema.resolve_column(
         arrow_schema, role="reward", flag="--reward-col", explicit=reward_col,
-        candidates=schema.REWARD_CANDIDATES, required=need_reward, source=source.name,
-    )
+        candidates=schema.REWARD_CANDIDATES, source=source.name,
+    ) if need_reward else None
     table = source.read_columns([c for c in (prompt, reward) if c is not None])
     n_rows = table.num_rows
     if n_rows == 0:
@@ -202,3 +204,130 @@ def advantages_file(
                 batch_rows,
             )
     return advantage_figures(frame, config)
+
+
+def row_advantages(
+    source: Source,
+    *,
+    advantage_config: AdvantageConfig | None,
+    advantage_col: str | None,
+    prompt_col: str | None,
+    reward_col: str | None,
+    num_generations: int | None,
+) -> tuple[Groups, np.ndarray]:
+    """Each row's advantage for the objective: from ``advantage_col`` (explicit, or an
+    ``advantage`` column found in the input), else computed with ``advantage_config``
+    (default: seed 002's mean baseline per group; one group if there are no ids)."""
+    if advantage_config is not None and advantage_col is not None:
+        raise UsageError("pass either an advantage column or an estimator, not both")
+    column = None
+    if advantage_config is None:
+        column = schema.resolve_column(
+            source.schema, role="advantage", flag="--advantage-col", explicit=advantage_col,
+            candidates=schema.ADVANTAGE_CANDIDATES, required=advantage_col is not None, source=source.name,
+        )
+    groups = read_groups(
+        source, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
+        need_reward=column is None, need_groups=False,
+    )
+    if column is None:
+        frame = with_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"))
+        return groups, frame["advantage"].to_numpy()
+    schema.check_numeric(source.schema.field(column), source.name)
+    adv = _float64(source.read_columns([column]).column(column))
+    schema.check_finite_scalars(adv, column=column, source=source.name, row_label=groups.row_label)
+    return groups, adv
+
+
+def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray) -> dict[str, pa.Array]:
+    n = terms["n_tokens"]
+    empty = n == 0
+    safe_n = np.where(empty, 1, n)
+
+    def per_token(x: np.ndarray) -> pa.Array:
+        return pa.array(x / safe_n, mask=empty)
+
+    columns = {
+        "advantage": pa.array(adv),
+        "objective_sum": pa.array(terms["objective_sum"]),
+        "objective_mean": per_token(terms["objective_sum"]),
+        "n_tokens": pa.array(n),
+        "clip_frac": per_token((terms["clip_low"] + terms["clip_high"]).astype(np.float64)),
+        "ratio_mean": per_token(terms["ratio_sum"]),
+        "ratio_max": pa.array(terms["ratio_max"], mask=empty),
+        "kl_old": per_token(terms["kl_old_sum"]),
+    }
+    if "kl_ref_sum" in terms:
+        columns["kl_ref"] = per_token(terms["kl_ref_sum"])
+    return columns
+
+
+def objective_file(
+    input: str,
+    output: str | None = None,
+    *,
+    config: ObjectiveConfig = ObjectiveConfig(),
+    advantage_config: AdvantageConfig | None = None,
+    advantage_col: str | None = None,
+    prompt_col: str | None = None,
+    reward_col: str | None = None,
+    num_generations: int | None = None,
+    logprobs_col: str | None = None,
+    old_logprobs_col: str | None = None,
+    ref_logprobs_col: str | None = None,
+    mask_col: str | None = None,
+    input_format: str | None = None,
+    output_format: str | None = None,
+    batch_rows: int = BATCH_ROWS,
+) -> dict:
+    """The clipped policy objective of ``input``; per-row diagnostics written to ``output``.
+
+    Returns the summary figures (see :func:`grpo_cli.report.objective_figures`); the scalar
+    under ``objective`` is aggregated as ``config.agg`` says, and ``loss`` is its negative.
+    """
+    with open_source(input, input_format) as source:
+        columns = resolve_token_columns(source, logprobs_col, old_logprobs_col, ref_logprobs_col, mask_col)
+        if config.beta > 0 and columns.ref is None:
+            raise UsageError(
+                f"`beta` > 0 needs reference log-probs: pass --ref-logprobs-col "
+                f"(looked for {', '.join(schema.REF_LOGPROBS_CANDIDATES)})"
+            )
+        groups, adv = row_advantages(
+            source, advantage_config=advantage_config, advantage_col=advantage_col,
+            prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
+        )
+        terms: list[dict[str, np.ndarray]] = []
+
+        def annotate(batch: pa.RecordBatch, start: int) -> dict[str, pa.Array]:
+            tokens = read_tokens(batch, columns, start, groups.row_label, source.name)
+            rows_adv = adv[start : start + batch.num_rows]
+            terms.append(row_terms(tokens, rows_adv, config))
+            return _per_row_columns(terms[-1], rows_adv)
+
+        if output is not None:
+            fields = [pa.field(name, pa.int64() if name == "n_tokens" else pa.float64()) for name in objective_columns(columns)]
+            write_annotated(source, output, output_format, fields, annotate, batch_rows)
+        else:
+            start = 0
+            for batch in source.iter_batches(batch_rows, columns.names):
+                annotate(batch, start)
+                start += batch.num_rows
+    merged = {key: np.concatenate([t[key] for t in terms]) for key in terms[0]}
+    return objective_figures(merged, adv, config)
+
+
+def objective_columns(columns: TokenColumns) -> list[str]:
+    """Names of the per-row columns `grpo objective` writes, in order."""
+    names = ["advantage", "objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old"]
+    return names + (["kl_ref"] if columns.ref else [])
+
+
+def resolve_token_columns(source: Source, new: str | None, old: str | None, ref: str | None, mask: str | None) -> TokenColumns:
+    s = source.schema
+    kw = {"source": source.name}
+    return TokenColumns(
+        new=schema.resolve_column(s, role="new log-probs", flag="--logprobs-col", explicit=new, candidates=schema.LOGPROBS_CANDIDATES, **kw),
+        old=schema.resolve_column(s, role="old log-probs", flag="--old-logprobs-col", explicit=old, candidates=schema.OLD_LOGPROBS_CANDIDATES, **kw),
+        ref=schema.resolve_column(s, role="reference log-probs", flag="--ref-logprobs-col", explicit=ref, candidates=schema.REF_LOGPROBS_CANDIDATES, required=False, **kw),
+        mask=schema.resolve_column(s, role="token mask", flag="--mask-col", explicit=mask, required=False, **kw),
+    )

@@ -1,0 +1,126 @@
+"""The installed `grpo objective` command on the sample data, batch independence, bad input."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from grpo_cli import AdvantageConfig, ObjectiveConfig, objective_file
+
+from .conftest import read_json, reference_row_objective, run_grpo
+
+PER_ROW = ["advantage", "objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old", "kl_ref"]
+
+
+def test_parquet_objective_rows_match_reference(sample_parquet, tmp_path):
+    out, summary = tmp_path / "obj.parquet", tmp_path / "s.json"
+    run_grpo("objective", str(sample_parquet), "-o", str(out), "--summary-json", str(summary), "-q")
+    written = pq.read_table(out)
+    original = pq.read_table(sample_parquet)
+    assert written.column_names == original.column_names + PER_ROW
+    assert written.select(original.column_names).equals(original)
+    frame = pl.from_arrow(written)
+    # default advantage: mean baseline per prompt id (seed 002 per group)
+    mean_g = frame.select(pl.col("reward").mean().over("prompt_id"))["reward"]
+    np.testing.assert_allclose(frame["advantage"], frame["reward"] - mean_g, atol=1e-15)
+    new, old = frame["logprobs"].to_list(), frame["old_logprobs"].to_list()
+    expected = [reference_row_objective(n, o, a) for n, o, a in zip(new, old, frame["advantage"])]
+    np.testing.assert_allclose(frame["objective_sum"], expected, rtol=1e-12, atol=1e-14)
+    assert frame["n_tokens"].to_list() == [len(x) for x in new]
+    figures = read_json(summary)
+    assert figures["objective"] == pytest.approx(np.mean(expected), rel=1e-12)
+    assert figures["loss"] == -figures["objective"]
+    assert figures["rows"] == 320 and figures["tokens"] == int(frame["n_tokens"].sum())
+
+
+def test_jsonl_stdin_to_stdout_with_advantage_column(sample_parquet, tmp_path):
+    adv = tmp_path / "adv.jsonl"
+    run_grpo("advantages", str(sample_parquet), "-o", str(adv), "-q")
+    proc = run_grpo("objective", "-", "-o", "-", "--agg", "token-mean", "-q", stdin=adv.read_bytes())
+    frame = pl.read_ndjson(proc.stdout)
+    source = pl.read_ndjson(adv)
+    assert frame["advantage"].to_list() == source["advantage"].to_list()  # used, not recomputed
+    assert frame.columns.count("advantage") == 1
+
+
+def test_estimator_options_compute_advantages(sample_parquet, tmp_path):
+    summary = tmp_path / "s.json"
+    run_grpo("objective", str(sample_parquet), "--estimator", "grpo", "--std", "sample", "--eps", "1e-8",
+             "--beta", "0.04", "--kl", "k2", "--summary-json", str(summary), "-q")
+    figures = read_json(summary)
+    library = objective_file(str(sample_parquet), config=ObjectiveConfig(beta=0.04, kl="k2"),
+                             advantage_config=AdvantageConfig(std="sample", eps=1e-8))
+    assert json.loads(json.dumps(library)) == figures
+    assert figures["objective"] == pytest.approx(figures["surrogate"] - 0.04 * figures["kl_ref"], rel=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_results_do_not_depend_on_batch_size(sample_parquet, tmp_path, fmt):
+    source = sample_parquet.with_suffix(f".{fmt}")
+    config = ObjectiveConfig(epsilon_high=0.28, dual_clip=3.0, beta=0.01)
+    outputs, summaries = [], []
+    for rows in (1, 7, 64, 100_000):
+        out = tmp_path / f"o{rows}.parquet"
+        summaries.append(objective_file(str(source), str(out), config=config, batch_rows=rows))
+        outputs.append(pq.read_table(out))
+    assert all(s == summaries[0] for s in summaries)  # bit-identical figures
+    assert all(o.equals(outputs[0]) for o in outputs)
+
+
+def jsonl(tmp_path, rows, name="bad.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+GOOD = {"prompt_id": "p0", "reward": 1.0, "logprobs": [-0.1, -0.2], "old_logprobs": [-0.1, -0.3]}
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"logprobs": [-0.1]}, "row 1 (prompt id 'p1'): column 'old_logprobs' has 2 tokens but 1 in the log-probs column"),
+        ({"logprobs": None}, "row 1 (prompt id 'p1'): column 'logprobs' is null"),
+        ({"old_logprobs": [-0.1, 0.5]}, "row 1 (prompt id 'p1'): column 'old_logprobs' has a positive log-prob"),
+        ({"logprobs": [-0.1, float("nan")]}, "row 1 (prompt id 'p1'): column 'logprobs' has a NaN or infinite log-prob"),
+    ],
+)
+def test_bad_token_data(tmp_path, bad, message):
+    src = jsonl(tmp_path, [GOOD, {**GOOD, "prompt_id": "p1", **bad}])
+    out = tmp_path / "out.parquet"
+    proc = run_grpo("objective", str(src), "-o", str(out), check=False)
+    lines = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 1 and lines == [f"Error: {src}: {message}"]
+    assert not out.exists() and list(tmp_path.iterdir()) == [src]  # no output, no temp file
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--epsilon", "0"], "require `epsilon` > 0 (found 0.0)"),
+        (["--epsilon-high", "-1"], "require `epsilon_high` > 0 (found -1.0)"),
+        (["--dual-clip", "1"], "require `dual_clip` > 1 (found 1.0)"),
+        (["--beta", "0.1"], "`beta` > 0 needs reference log-probs: pass --ref-logprobs-col (looked for ref_logprobs, ref_log_probs)"),
+        (["--agg", "seq-mean-token-sum-norm"], "`agg` 'seq-mean-token-sum-norm' needs `max_length` >= 1 (found None)"),
+    ],
+)
+def test_option_errors(tmp_path, args, message):
+    src = jsonl(tmp_path, [GOOD])
+    out = tmp_path / "out.jsonl"
+    proc = run_grpo("objective", str(src), "-o", str(out), *args, check=False)
+    assert proc.returncode == 2 and proc.stderr.decode().strip() == f"Error: {message}"
+    assert not out.exists()
+
+
+def test_mask_column_and_whole_file_group(tmp_path):
+    rows = [
+        {"logprobs": [-1.0, -1.0, -1.0], "old_logprobs": [-1.0, -4.0, -1.0], "mask": [1, 0, 1], "score": 1.0},
+        {"logprobs": [-1.0], "old_logprobs": [-1.0], "mask": [1], "score": 0.0},
+    ]
+    src, summary = jsonl(tmp_path, rows, "m.jsonl"), tmp_path / "s.json"
+    run_grpo("objective", str(src), "--mask-col", "mask", "--agg", "token-sum", "--summary-json", str(summary), "-q")
+    figures = read_json(summary)
+    # no ids: one group, mean 0.5 -> A = +0.5, -0.5; masked token ignored: 2 * 0.5 - 0.5
+    assert figures["objective"] == 0.5 and figures["tokens"] == 3 and figures["clip_frac"]["high"] == 0.0
