@@ -16,9 +16,10 @@ from typing import Annotated, Iterator, Optional
 import typer
 from rich.console import Console
 
-from .config import AdvantageConfig, ObjectiveConfig
+from .config import AGGREGATIONS, ESTIMATOR_ALIASES, KL_ESTIMATORS, RATIO_LEVELS, SCALES, STD_KINDS, AdvantageConfig, ObjectiveConfig
 from .engines.local import advantages_file, objective_file
 from .errors import GrpoError
+from .io import FORMATS
 from .report import render_advantages, render_objective, write_json
 
 app = typer.Typer(
@@ -30,48 +31,18 @@ app = typer.Typer(
 stderr = Console(stderr=True)
 
 
-class Estimator(str, Enum):
-    grpo = "grpo"
-    rloo = "rloo"
-    mean = "mean"
-    drgrpo = "drgrpo"
-    unbiased = "unbiased"
+def _choices(name: str, values) -> type[Enum]:
+    """A str Enum of the library's valid names, so `--help` and validation list them."""
+    return Enum(name, {v: v for v in values}, type=str)
 
 
-class Scale(str, Enum):
-    group = "group"
-    batch = "batch"
-    none = "none"
-
-
-class Std(str, Enum):
-    population = "population"
-    sample = "sample"
-
-
-class Aggregation(str, Enum):
-    seq_mean_token_sum = "seq-mean-token-sum"
-    seq_mean_token_mean = "seq-mean-token-mean"
-    token_mean = "token-mean"
-    token_sum = "token-sum"
-    seq_mean_token_sum_norm = "seq-mean-token-sum-norm"
-
-
-class KL(str, Enum):
-    k1 = "k1"
-    k2 = "k2"
-    k3 = "k3"
-    abs = "abs"
-
-
-class RatioLevel(str, Enum):
-    token = "token"
-    sequence = "sequence"
-
-
-class Format(str, Enum):
-    parquet = "parquet"
-    jsonl = "jsonl"
+Estimator = _choices("Estimator", ESTIMATOR_ALIASES)
+Scale = _choices("Scale", SCALES)
+Std = _choices("Std", STD_KINDS)
+Aggregation = _choices("Aggregation", AGGREGATIONS)
+KL = _choices("KL", KL_ESTIMATORS)
+RatioLevel = _choices("RatioLevel", RATIO_LEVELS)
+Format = _choices("Format", FORMATS)
 
 
 # Options shared by every command, declared once.
@@ -165,7 +136,7 @@ def objective(
     epsilon_high: Annotated[Optional[float], typer.Option(help="Override the high side, DAPO clip-higher (default: --epsilon).")] = None,
     dual_clip: Annotated[Optional[float], typer.Option(help="C > 1: for A < 0 the token term is max(surrogate, C*A).")] = None,
     ratio_level: Annotated[RatioLevel, typer.Option(help="token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).")] = RatioLevel.token,
-    agg: Annotated[Aggregation, typer.Option(help="seq-mean-token-sum (seed 002, Dr.GRPO), seq-mean-token-mean (GRPO), token-mean (DAPO, verl), token-sum, seq-mean-token-sum-norm (/ rows*max_length).")] = Aggregation.seq_mean_token_sum,
+    agg: Annotated[Aggregation, typer.Option(help="seq-mean-token-sum (seed 002, Dr.GRPO), seq-mean-token-mean (GRPO), token-mean (DAPO, verl), token-sum, seq-mean-token-sum-norm (/ rows*max_length).")] = Aggregation("seq-mean-token-sum"),
     max_length: Annotated[Optional[int], typer.Option(help="The constant of seq-mean-token-sum-norm.")] = None,
     beta: Annotated[float, typer.Option(help="KL penalty weight against reference log-probs: L - beta*KL.")] = 0.0,
     kl: Annotated[KL, typer.Option(help="KL estimator with d = new - ref: k1 = d, k2 = d^2/2, k3 = exp(-d)+d-1, abs = |d|.")] = KL.k3,
