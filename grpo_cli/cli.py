@@ -82,6 +82,11 @@ def reported_errors(debug: bool) -> Iterator[None]:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(141)
+    except Exception as exc:
+        if debug:
+            raise
+        typer.echo(f"Error: internal error ({type(exc).__name__}: {exc}); rerun with --debug for the traceback", err=True)
+        raise typer.Exit(1)
 
 
 def _value(option: Optional[Enum]) -> Optional[str]:
