@@ -156,6 +156,10 @@ class Sink:
                 shutil.copyfileobj(f, sys.stdout.buffer)
             sys.stdout.buffer.flush()
         else:
+            # mkstemp makes the file private (0600); give it the mode a plain open() would.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self.tmp, 0o666 & ~umask)
             os.replace(self.tmp, self.target)
 
     def __enter__(self) -> "Sink":

@@ -26,6 +26,13 @@ def test_parquet_to_parquet(sample_parquet, tmp_path):
     np.testing.assert_allclose(written["advantage"].to_numpy(), expected_for(sample_parquet), rtol=1e-12)
 
 
+def test_output_gets_the_mode_a_plain_write_would(sample_parquet, tmp_path):
+    out, plain = tmp_path / "adv.parquet", tmp_path / "plain"
+    run_grpo("advantages", str(sample_parquet), "-o", str(out), "-q")
+    plain.write_bytes(b"")
+    assert out.stat().st_mode == plain.stat().st_mode
+
+
 def test_jsonl_to_jsonl_sample_std_rloo(sample_jsonl, tmp_path):
     out = tmp_path / "adv.jsonl"
     run_grpo("advantages", str(sample_jsonl), "-o", str(out), "--estimator", "rloo", "--std", "sample", "--eps", "1e-8", "-q")
