@@ -1,0 +1,20 @@
+"""CI runs the benchmark at a tiny size: it must work end to end (no timing is asserted)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import ROOT, grpo_executable
+
+
+def test_benchmark_smoke(tmp_path):
+    env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/bench.py"), "--rows", "256", "--mean-tokens", "4", "--runs", "1", "--workdir", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 7  # header + 6 commands
+    assert rows[2].startswith("| grpo advantages -o |")
