@@ -186,11 +186,11 @@ def resolve_output_format(target: str, explicit: str | None, input_format: str) 
 
 
 def check_target(target: str, source: str) -> None:
-    """Refuse to overwrite the input, or to write into a folder that does not exist."""
+    """Refuse to overwrite the input file ``source``, or to write into a missing folder."""
     if target == STDIO:
         return
     t = Path(target)
-    if source != STDIO and Path(source).exists() and t.exists() and os.path.samefile(source, t):
+    if t.exists() and os.path.samefile(source, t):
         raise UsageError(f"output {target!r} is the input file; choose another path")
     if not t.resolve().parent.is_dir():
         raise UsageError(f"output folder {str(t.parent)!r} does not exist")

@@ -143,7 +143,7 @@ def write_annotated(
     A column of the input with the same name as a new one is replaced in place; the others
     are appended in order. The write is atomic (see :class:`~grpo_cli.io.Sink`).
     """
-    check_target(target, source.name if source.name != "<stdin>" else "-")
+    check_target(target, str(source.path))
     fmt = resolve_output_format(target, fmt_option, source.format)
     out_schema = _annotated_schema(source.schema, new_fields)
     with Sink(target, fmt, out_schema) as sink:
