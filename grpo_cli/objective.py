@@ -8,6 +8,7 @@ sequential float64 sum per row), so a row's numbers never depend on the batch it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -28,12 +29,12 @@ class Tokens:
     def rows(self) -> int:
         return len(self.lengths)
 
-    @property
+    @cached_property
     def row(self) -> np.ndarray:
         """The row index of every token."""
         return np.repeat(np.arange(self.rows), self.lengths)
 
-    @property
+    @cached_property
     def weight(self) -> np.ndarray:
         """1.0 for tokens that count, 0.0 for masked ones."""
         if self.mask is None:
@@ -56,9 +57,8 @@ def row_extreme(values: np.ndarray, lengths: np.ndarray, reduce: np.ufunc) -> np
     return out
 
 
-def log_ratio(new: np.ndarray, old: np.ndarray, clamp: float) -> tuple[np.ndarray, np.ndarray]:
-    """``log rho = new - old`` clamped to [-clamp, clamp], and where the clamp bit."""
-    logratio = new - old
+def token_log_ratio(logratio: np.ndarray, clamp: float) -> tuple[np.ndarray, np.ndarray]:
+    """PPO: ``log rho = new - old`` per token, clamped to [-clamp, clamp], and where the clamp bit."""
     return np.clip(logratio, -clamp, clamp), np.abs(logratio) > clamp
 
 
@@ -71,10 +71,9 @@ def sequence_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tu
     return clamped_mean[row], (np.abs(mean) > clamp)[row]
 
 
-def kl_estimate(new: np.ndarray, ref: np.ndarray, kind: str) -> np.ndarray:
+def kl_estimate(d: np.ndarray, kind: str) -> np.ndarray:
     """Per-token KL estimators of http://joschu.net/blog/kl-approx.html with d = new - ref:
     k1 = d, k2 = d^2 / 2, k3 = exp(-d) + d - 1, abs = |d|."""
-    d = new - ref
     if kind == "k1":
         return d
     if kind == "k2":
@@ -109,9 +108,11 @@ def row_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig) -
     The per-token objective is ``L_it - beta * KL_it``; ``objective_sum`` is its row sum.
     """
     row, weight, rows = tokens.row, tokens.weight, tokens.rows
-    logratio, clamped = log_ratio(tokens.new, tokens.old, config.logratio_clamp)
+    new_minus_old = tokens.new - tokens.old
     if config.ratio_level == "sequence":
-        logratio, clamped = sequence_log_ratio(tokens.new - tokens.old, tokens, config.logratio_clamp)
+        logratio, clamped = sequence_log_ratio(new_minus_old, tokens, config.logratio_clamp)
+    else:
+        logratio, clamped = token_log_ratio(new_minus_old, config.logratio_clamp)
     ratio = np.exp(logratio)
     terms = clipped_surrogate(ratio, advantages[row], config)
     counted = weight > 0
@@ -123,13 +124,13 @@ def row_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig) -
         "ratio_max": row_extreme(np.where(counted, ratio, -np.inf), tokens.lengths, np.maximum),
         "ratio_min": row_extreme(np.where(counted, ratio, np.inf), tokens.lengths, np.minimum),
         # kl_old: k3 between new and old, http://joschu.net/blog/kl-approx.html
-        "kl_old_sum": row_sum(kl_estimate(tokens.new, tokens.old, "k3") * weight, row, rows),
+        "kl_old_sum": row_sum(kl_estimate(new_minus_old, "k3") * weight, row, rows),
     }
     for flag in ("clip_low", "clip_high", "dual_clip"):
         out[flag] = np.bincount(row, weights=terms[flag] & counted, minlength=rows).astype(np.int64)
     out["clamped"] = np.bincount(row, weights=clamped & counted, minlength=rows).astype(np.int64)
     if tokens.ref is not None:
-        kl_ref = kl_estimate(tokens.new, tokens.ref, config.kl)
+        kl_ref = kl_estimate(tokens.new - tokens.ref, config.kl)
         out["kl_ref_sum"] = row_sum(kl_ref * weight, row, rows)
         objective = objective - config.beta * kl_ref
     out["objective_sum"] = row_sum(objective * weight, row, rows)

@@ -147,12 +147,17 @@ def write_annotated(
     fmt = resolve_output_format(target, fmt_option, source.format)
     out_schema = _annotated_schema(source.schema, new_fields)
     with Sink(target, fmt, out_schema) as sink:
-        first_row = 0
-        for batch in source.iter_batches(batch_rows):
-            columns = annotate(batch, first_row)
-            sink.write(_set_columns(batch, columns).cast(out_schema))
-            first_row += batch.num_rows
+        for first_row, batch in numbered_batches(source, batch_rows):
+            sink.write(_set_columns(batch, annotate(batch, first_row)).cast(out_schema))
         sink.commit()
+
+
+def numbered_batches(source: Source, batch_rows: int, columns: list[str] | None = None):
+    """``(index of the batch's first row in the file, batch)`` for every record batch."""
+    first_row = 0
+    for batch in source.iter_batches(batch_rows, columns):
+        yield first_row, batch
+        first_row += batch.num_rows
 
 
 def _annotated_schema(base: pa.Schema, new_fields: list[pa.Field]) -> pa.Schema:
@@ -308,10 +313,8 @@ def objective_file(
             fields = [pa.field(name, pa.int64() if name == "n_tokens" else pa.float64()) for name in objective_columns(columns)]
             write_annotated(source, output, output_format, fields, annotate, batch_rows)
         else:
-            start = 0
-            for batch in source.iter_batches(batch_rows, columns.names):
+            for start, batch in numbered_batches(source, batch_rows, columns.names):
                 annotate(batch, start)
-                start += batch.num_rows
     merged = {key: np.concatenate([t[key] for t in terms]) for key in terms[0]}
     return objective_figures(merged, adv, config)
 
