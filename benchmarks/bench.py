@@ -8,6 +8,7 @@ time, ratio to the floor, and peak resident memory (ru_maxrss of the process, vi
 
 - floor (advantages): pyarrow streams the same input and writes it back with one more column.
 - floor (objective): the same with the 8 per-row columns `grpo objective` adds, no math.
+- read floor (summary-only objective): pyarrow streaming the same input, writing nothing.
 - naive loop: a plain Python dict of lists keyed by prompt id, float by float.
 This is a benchmark, not a test: nothing here asserts a time.
 """
@@ -43,6 +44,12 @@ for batch in f.iter_batches(batch_size=16384):
 writer.close()
 """
 
+READ_FLOOR = """
+import sys, pyarrow.parquet as pq
+for batch in pq.ParquetFile(sys.argv[1], pre_buffer=False).iter_batches(batch_size=16384):
+    pass
+"""
+
 NAIVE = """
 import sys, math, pyarrow as pa, pyarrow.parquet as pq
 src, dst = sys.argv[1], sys.argv[2]
@@ -72,22 +79,22 @@ writer.close()
 
 
 def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int) -> int:
-    """Write synthetic rollouts chunk by chunk (bounded memory); return the token count."""
+    """Write synthetic rollouts chunk by chunk (bounded memory); return the token count.
+    ``mean_tokens=0`` writes only prompt_id and reward (for the advantages-only benchmark)."""
     rng = np.random.default_rng(seed)
     writer, tokens = None, 0
     for start in range(0, rows, CHUNK_ROWS):
         n = min(CHUNK_ROWS, rows - start)
         ids = (np.arange(start, start + n) // group_size).astype(np.int64)
-        lengths = rng.integers(1, 2 * mean_tokens, size=n)
-        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-        old = -rng.gamma(0.6, 0.8, size=int(lengths.sum())).astype(np.float32)
-        new = np.minimum(old + rng.normal(0, 0.1, size=old.size).astype(np.float32), 0).astype(np.float32)
-        table = pa.table({
-            "prompt_id": ids,
-            "reward": (rng.uniform(size=n) < 0.5).astype(np.float64),
-            "logprobs": pa.ListArray.from_arrays(offsets, pa.array(new)),
-            "old_logprobs": pa.ListArray.from_arrays(offsets, pa.array(old)),
-        })
+        columns = {"prompt_id": ids, "reward": (rng.uniform(size=n) < 0.5).astype(np.float64)}
+        lengths = rng.integers(1, 2 * mean_tokens, size=n) if mean_tokens else np.zeros(n, dtype=np.int64)
+        if mean_tokens:
+            offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+            old = -rng.gamma(0.6, 0.8, size=int(lengths.sum())).astype(np.float32)
+            new = np.minimum(old + rng.normal(0, 0.1, size=old.size).astype(np.float32), 0).astype(np.float32)
+            columns["logprobs"] = pa.ListArray.from_arrays(offsets, pa.array(new))
+            columns["old_logprobs"] = pa.ListArray.from_arrays(offsets, pa.array(old))
+        table = pa.table(columns)
         writer = writer or pq.ParquetWriter(path, table.schema)
         writer.write_table(table, row_group_size=CHUNK_ROWS)
         tokens += int(lengths.sum())
@@ -134,8 +141,11 @@ def main() -> None:
         ("advantages", "naive per-sample Python loop", [py, "-c", NAIVE, str(data), str(out)]),
         ("objective", "floor (pyarrow read + write, 8 columns)", [py, "-c", FLOOR, str(data), str(out), "8"]),
         ("objective", "grpo objective -o", [*grpo(), "objective", str(data), "-o", str(out), "-q"]),
-        ("objective", "grpo objective (summary only)", [*grpo(), "objective", str(data), "-q"]),
+        ("summary", "read floor (pyarrow read only)", [py, "-c", READ_FLOOR, str(data)]),
+        ("summary", "grpo objective (summary only)", [*grpo(), "objective", str(data), "-q"]),
     ]
+    if not args.mean_tokens:
+        cases = [c for c in cases if c[0] == "advantages"]
     if args.skip_naive:
         cases = [c for c in cases if not c[1].startswith("naive")]
     print(f"{args.rows:,} rows, {tokens:,} tokens, groups of {args.group_size}, {os.cpu_count()} cores, "

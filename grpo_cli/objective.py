@@ -1,8 +1,14 @@
 """The clipped policy objective on flat token buffers. Pure: numpy arrays in, arrays out.
 
 A batch of rows is a :class:`Tokens`: per-row lengths plus flat per-token arrays (the child
-buffers of Arrow list columns). Per-row results are reduced with ``np.bincount`` (a
-sequential float64 sum per row), so a row's numbers never depend on the batch it sits in.
+buffers of Arrow list columns, float32 or float64). Token math is float64. A row's sums are
+numpy's pairwise float64 sums over that row's contiguous tokens (``np.add.reduceat``), so a
+row's numbers never depend on the batch or thread it is computed in.
+
+The advantage is one number per row, so PPO's per-token ``min`` needs no per-token
+advantage: for ``A > 0``, ``min(rho A, clip(rho) A) = A min(rho, 1 + eps_high)``; for
+``A < 0`` it is ``A max(rho, 1 - eps_low)``. A row's surrogate sum is ``A`` times the
+row sum of that factor.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from .config import ObjectiveConfig
 
 @dataclass
 class Tokens:
-    """Rows of tokens: ``lengths[i]`` tokens for row i; flat float64 log-probs; bool mask."""
+    """Rows of tokens: ``lengths[i]`` tokens for row i; flat log-probs; optional bool mask."""
 
     lengths: np.ndarray
     new: np.ndarray
@@ -30,45 +36,53 @@ class Tokens:
         return len(self.lengths)
 
     @cached_property
-    def row(self) -> np.ndarray:
-        """The row index of every token."""
-        return np.repeat(np.arange(self.rows), self.lengths)
+    def starts(self) -> np.ndarray:
+        """Index of each row's first token in the flat arrays."""
+        return np.cumsum(self.lengths) - self.lengths
 
     @cached_property
-    def weight(self) -> np.ndarray:
-        """1.0 for tokens that count, 0.0 for masked ones."""
-        if self.mask is None:
-            return np.ones(len(self.new))
-        return self.mask.astype(np.float64)
+    def n_counted(self) -> np.ndarray:
+        """Counted (unmasked) tokens per row, int64."""
+        return self.lengths.astype(np.int64) if self.mask is None else row_count(self.mask, self)
+
+    def counted(self, values: np.ndarray, fill=0) -> np.ndarray:
+        """``values`` with masked tokens set to ``fill`` (``values`` itself when nothing is masked)."""
+        return values if self.mask is None else np.where(self.mask, values, fill)
 
 
-def row_sum(values: np.ndarray, row: np.ndarray, rows: int) -> np.ndarray:
-    """Sum of ``values`` per row (float64, in token order)."""
-    return np.bincount(row, weights=values, minlength=rows).astype(np.float64, copy=False)
-
-
-def row_extreme(values: np.ndarray, lengths: np.ndarray, reduce: np.ufunc) -> np.ndarray:
-    """``reduce`` (np.maximum / np.minimum) over each row; NaN for rows with no tokens."""
-    out = np.full(len(lengths), np.nan)
-    nonempty = lengths > 0
+def row_reduce(values: np.ndarray, tokens: Tokens, ufunc: np.ufunc = np.add, empty=0.0, dtype=None) -> np.ndarray:
+    """``ufunc.reduce`` over each row's tokens (rows without tokens get ``empty``)."""
+    out = np.full(tokens.rows, empty, dtype=dtype or np.result_type(values.dtype, type(empty)))
+    nonempty = tokens.lengths > 0
     if nonempty.any():
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[nonempty]
-        out[nonempty] = reduce.reduceat(values, starts)
+        out[nonempty] = ufunc.reduceat(values, tokens.starts[nonempty], dtype=dtype)
     return out
 
 
-def token_log_ratio(logratio: np.ndarray, clamp: float) -> tuple[np.ndarray, np.ndarray]:
-    """PPO: ``log rho = new - old`` per token, clamped to [-clamp, clamp], and where the clamp bit."""
+def row_sum(values: np.ndarray, tokens: Tokens) -> np.ndarray:
+    """Float64 sum of ``values`` per row over counted tokens."""
+    return row_reduce(tokens.counted(values), tokens, dtype=np.float64)
+
+
+def row_count(flags: np.ndarray, tokens: Tokens) -> np.ndarray:
+    """Number of counted tokens per row where ``flags`` is true."""
+    return row_reduce(tokens.counted(flags, False), tokens, empty=0, dtype=np.int64)
+
+
+def token_log_ratio(logratio: np.ndarray, clamp: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """PPO: ``log rho = new - old`` per token, clamped to [-clamp, clamp], and where the clamp
+    bit (None when it bit nowhere, checked with one min and one max)."""
+    if logratio.size == 0 or (logratio.min() >= -clamp and logratio.max() <= clamp):
+        return logratio, None
     return np.clip(logratio, -clamp, clamp), np.abs(logratio) > clamp
 
 
 def sequence_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray]:
     """GSPO: every token of row i gets ``mean_t log rho_it`` over the row's counted tokens."""
-    row, weight = tokens.row, tokens.weight
-    counted = row_sum(weight, row, tokens.rows)
-    mean = np.divide(row_sum(logratio * weight, row, tokens.rows), counted, out=np.zeros(tokens.rows), where=counted > 0)
+    counted = tokens.n_counted
+    mean = np.divide(row_sum(logratio, tokens), counted, out=np.zeros(tokens.rows), where=counted > 0)
     clamped_mean = np.clip(mean, -clamp, clamp)
-    return clamped_mean[row], (np.abs(mean) > clamp)[row]
+    return np.repeat(clamped_mean, tokens.lengths), np.repeat(np.abs(mean) > clamp, tokens.lengths)
 
 
 def kl_estimate(d: np.ndarray, kind: str) -> np.ndarray:
@@ -83,23 +97,27 @@ def kl_estimate(d: np.ndarray, kind: str) -> np.ndarray:
     return np.abs(d)
 
 
-def clipped_surrogate(ratio: np.ndarray, adv: np.ndarray, config: ObjectiveConfig) -> dict[str, np.ndarray]:
-    """PPO's clipped surrogate per token, and which branch bit.
+def clipped_surrogate(ratio: np.ndarray, advantages: np.ndarray, tokens: Tokens, config: ObjectiveConfig) -> dict[str, np.ndarray]:
+    """Row sums of PPO's clipped surrogate, and per-row counts of the tokens each clip bit.
 
-    .. math:: L = \\min(\\rho A, \\mathrm{clip}(\\rho, 1 - \\epsilon_{low}, 1 + \\epsilon_{high}) A)
+    .. math:: L_{it} = \\min(\\rho_{it} A_i, \\mathrm{clip}(\\rho_{it}, 1 - \\epsilon_{low}, 1 + \\epsilon_{high}) A_i)
 
-    With dual clip C: ``L = max(L, C * A)`` where ``A < 0``.
+    computed as ``A_i min(rho, 1 + eps_high)`` (A > 0) or ``A_i max(rho, 1 - eps_low)``
+    (A < 0). With dual clip C (A < 0): ``max(L, C A) = A min(max(rho, 1 - eps_low), C)``.
     """
-    surr1 = ratio * adv
-    surr2 = np.clip(ratio, 1.0 - config.eps_low, 1.0 + config.eps_high) * adv
-    surrogate = np.minimum(surr1, surr2)
-    clip_low = (adv < 0) & (ratio < 1.0 - config.eps_low)
-    clip_high = (adv > 0) & (ratio > 1.0 + config.eps_high)
-    dual = np.zeros_like(clip_low)
+    high, low = 1.0 + config.eps_high, 1.0 - config.eps_low
+    positive, negative = advantages > 0, advantages < 0
+    lower = np.maximum(ratio, low)
     if config.dual_clip is not None:
-        dual = (adv < 0) & (surrogate < config.dual_clip * adv)
-        surrogate = np.where(dual, config.dual_clip * adv, surrogate)
-    return {"surrogate": surrogate, "clip_low": clip_low, "clip_high": clip_high, "dual_clip": dual}
+        lower = np.minimum(lower, config.dual_clip)
+    factor_sum = np.where(positive, row_sum(np.minimum(ratio, high), tokens), row_sum(lower, tokens))
+    return {
+        "surrogate_sum": np.where(positive | negative, advantages * factor_sum, 0.0),
+        "clip_high": np.where(positive, row_count(ratio > high, tokens), 0),
+        "clip_low": np.where(negative, row_count(ratio < low, tokens), 0),
+        "dual_clip": np.where(negative, row_count(ratio > config.dual_clip, tokens), 0)
+        if config.dual_clip is not None else np.zeros(tokens.rows, dtype=np.int64),
+    }
 
 
 def row_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig) -> dict[str, np.ndarray]:
@@ -107,33 +125,26 @@ def row_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig) -
 
     The per-token objective is ``L_it - beta * KL_it``; ``objective_sum`` is its row sum.
     """
-    row, weight, rows = tokens.row, tokens.weight, tokens.rows
-    new_minus_old = tokens.new - tokens.old
+    new_minus_old = np.subtract(tokens.new, tokens.old, dtype=np.float64)
     if config.ratio_level == "sequence":
         logratio, clamped = sequence_log_ratio(new_minus_old, tokens, config.logratio_clamp)
     else:
         logratio, clamped = token_log_ratio(new_minus_old, config.logratio_clamp)
     ratio = np.exp(logratio)
-    terms = clipped_surrogate(ratio, advantages[row], config)
-    counted = weight > 0
-    objective = terms["surrogate"]
-    out = {
-        "n_tokens": np.bincount(row, weights=weight, minlength=rows).astype(np.int64),
-        "surrogate_sum": row_sum(terms["surrogate"] * weight, row, rows),
-        "ratio_sum": row_sum(ratio * weight, row, rows),
-        "ratio_max": row_extreme(np.where(counted, ratio, -np.inf), tokens.lengths, np.maximum),
-        "ratio_min": row_extreme(np.where(counted, ratio, np.inf), tokens.lengths, np.minimum),
+    out = clipped_surrogate(ratio, advantages, tokens, config)
+    out.update(
+        n_tokens=tokens.n_counted,
+        ratio_sum=row_sum(ratio, tokens),
+        ratio_max=row_reduce(tokens.counted(ratio, -np.inf), tokens, np.maximum, np.nan),
+        ratio_min=row_reduce(tokens.counted(ratio, np.inf), tokens, np.minimum, np.nan),
         # kl_old: k3 between new and old, http://joschu.net/blog/kl-approx.html
-        "kl_old_sum": row_sum(kl_estimate(new_minus_old, "k3") * weight, row, rows),
-    }
-    for flag in ("clip_low", "clip_high", "dual_clip"):
-        out[flag] = np.bincount(row, weights=terms[flag] & counted, minlength=rows).astype(np.int64)
-    out["clamped"] = np.bincount(row, weights=clamped & counted, minlength=rows).astype(np.int64)
+        kl_old_sum=row_sum(kl_estimate(new_minus_old, "k3"), tokens),
+        clamped=np.zeros(tokens.rows, dtype=np.int64) if clamped is None else row_count(clamped, tokens),
+        objective_sum=out["surrogate_sum"],
+    )
     if tokens.ref is not None:
-        kl_ref = kl_estimate(tokens.new - tokens.ref, config.kl)
-        out["kl_ref_sum"] = row_sum(kl_ref * weight, row, rows)
-        objective = objective - config.beta * kl_ref
-    out["objective_sum"] = row_sum(objective * weight, row, rows)
+        out["kl_ref_sum"] = row_sum(kl_estimate(np.subtract(tokens.new, tokens.ref, dtype=np.float64), config.kl), tokens)
+        out["objective_sum"] = out["surrogate_sum"] - config.beta * out["kl_ref_sum"]
     for extreme in ("ratio_max", "ratio_min"):
         out[extreme][out["n_tokens"] == 0] = np.nan
     return out

@@ -1,7 +1,8 @@
 """Flat token buffers from Arrow list columns, validated.
 
 Each list column becomes (lengths per row, flat values) without a Python loop: the child
-buffer is taken as it is (float32 or float64) and widened to float64. Every check names the
+buffer is taken as it is (float32 or float64; other numbers become float64), and the
+token math widens it to float64. Every check names the
 column and the first offending row.
 """
 
@@ -61,7 +62,9 @@ def _logprobs(batch, name, lengths_new, where) -> tuple[np.ndarray, np.ndarray]:
     if lengths_new is not None and not np.array_equal(lengths, lengths_new):
         row = int(np.flatnonzero(lengths != lengths_new)[0])
         raise InputError(f"{where(row)}: column {name!r} has {lengths[row]} tokens but {lengths_new[row]} in the log-probs column")
-    flat = values.to_numpy(zero_copy_only=False).astype(np.float64)
+    flat = values.to_numpy(zero_copy_only=False)
+    if flat.dtype not in (np.float32, np.float64):
+        flat = flat.astype(np.float64)
     finite = np.isfinite(flat)
     if not finite.all():
         raise InputError(f"{where(_first_row_of_token(lengths, ~finite))}: column {name!r} has a NaN or infinite log-prob")

@@ -5,16 +5,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT, grpo_executable
 
 
-def test_benchmark_smoke(tmp_path):
+@pytest.mark.parametrize("mean_tokens, commands", [(4, 7), (0, 3)])
+def test_benchmark_smoke(tmp_path, mean_tokens, commands):
     env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/bench.py"), "--rows", "256", "--mean-tokens", "4", "--runs", "1", "--workdir", str(tmp_path)],
+        [sys.executable, str(ROOT / "benchmarks/bench.py"), "--rows", "256", "--mean-tokens", str(mean_tokens),
+         "--runs", "1", "--workdir", str(tmp_path)],
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) == 7  # header + 6 commands
+    assert len(rows) == 1 + commands
     assert rows[2].startswith("| grpo advantages -o |")

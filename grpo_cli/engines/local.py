@@ -8,7 +8,7 @@ batch before reading the next, so memory is bounded by the batch, not by the tok
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import polars as pl
@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import schema
+from .parallel import default_threads, ordered_map
 from ..config import AdvantageConfig, ObjectiveConfig
 from ..errors import ColumnNotFoundError, InputError, UsageError
 from ..estimators import advantage
@@ -137,6 +138,7 @@ def write_annotated(
     new_fields: list[pa.Field],
     annotate: Annotate,
     batch_rows: int = BATCH_ROWS,
+    threads: int | None = None,
 ) -> None:
     """Stream ``source`` to ``target`` with columns from ``annotate(batch, first_row)`` set.
 
@@ -147,17 +149,31 @@ def write_annotated(
     fmt = resolve_output_format(target, fmt_option, source.format)
     out_schema = _annotated_schema(source.schema, new_fields)
     with Sink(target, fmt, out_schema) as sink:
-        for first_row, batch in numbered_batches(source, batch_rows):
-            sink.write(_set_columns(batch, annotate(batch, first_row)).cast(out_schema))
+        for batch, columns in annotated_batches(source, annotate, batch_rows, threads):
+            sink.write(_set_columns(batch, columns).cast(out_schema))
         sink.commit()
 
 
-def numbered_batches(source: Source, batch_rows: int, columns: list[str] | None = None):
-    """``(index of the batch's first row in the file, batch)`` for every record batch."""
-    first_row = 0
-    for batch in source.iter_batches(batch_rows, columns):
-        yield first_row, batch
-        first_row += batch.num_rows
+def annotated_batches(
+    source: Source, annotate: Annotate, batch_rows: int, threads: int | None, columns: list[str] | None = None
+) -> Iterator[tuple[pa.RecordBatch, dict[str, pa.Array]]]:
+    """``(batch, annotate(batch, first_row))`` for every record batch, in file order.
+
+    ``annotate`` runs on up to ``threads`` batches at once (default: one per core) while
+    this thread reads the next batch and writes the previous one.
+    """
+
+    def numbered() -> Iterator[tuple[int, pa.RecordBatch]]:
+        first_row = 0
+        for batch in source.iter_batches(batch_rows, columns):
+            yield first_row, batch
+            first_row += batch.num_rows
+
+    def work(item: tuple[int, pa.RecordBatch]) -> tuple[pa.RecordBatch, dict[str, pa.Array]]:
+        first_row, batch = item
+        return batch, annotate(batch, first_row)
+
+    return ordered_map(work, numbered(), threads or default_threads())
 
 
 def _annotated_schema(base: pa.Schema, new_fields: list[pa.Field]) -> pa.Schema:
@@ -187,6 +203,7 @@ def advantages_file(
     input_format: str | None = None,
     output_format: str | None = None,
     batch_rows: int = BATCH_ROWS,
+    threads: int | None = None,
 ) -> dict:
     """Compute advantages for every row of ``input``; write them to ``output`` if given.
 
@@ -206,7 +223,7 @@ def advantages_file(
             write_annotated(
                 source, output, output_format, [pa.field("advantage", pa.float64())],
                 lambda batch, start: {"advantage": pa.array(adv[start : start + batch.num_rows])},
-                batch_rows,
+                batch_rows, threads,
             )
     return advantage_figures(frame, config)
 
@@ -284,6 +301,7 @@ def objective_file(
     input_format: str | None = None,
     output_format: str | None = None,
     batch_rows: int = BATCH_ROWS,
+    threads: int | None = None,
 ) -> dict:
     """The clipped policy objective of ``input``; per-row diagnostics written to ``output``.
 
@@ -301,21 +319,21 @@ def objective_file(
             source, advantage_config=advantage_config, advantage_col=advantage_col,
             prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
         )
-        terms: list[dict[str, np.ndarray]] = []
+        terms: dict[int, dict[str, np.ndarray]] = {}  # by first row: batches finish out of order
 
         def annotate(batch: pa.RecordBatch, start: int) -> dict[str, pa.Array]:
             tokens = read_tokens(batch, columns, start, groups.row_label, source.name)
             rows_adv = adv[start : start + batch.num_rows]
-            terms.append(row_terms(tokens, rows_adv, config))
-            return _per_row_columns(terms[-1], rows_adv)
+            terms[start] = row_terms(tokens, rows_adv, config)
+            return _per_row_columns(terms[start], rows_adv)
 
         if output is not None:
             fields = [pa.field(name, pa.int64() if name == "n_tokens" else pa.float64()) for name in objective_columns(columns)]
-            write_annotated(source, output, output_format, fields, annotate, batch_rows)
+            write_annotated(source, output, output_format, fields, annotate, batch_rows, threads)
         else:
-            for start, batch in numbered_batches(source, batch_rows, columns.names):
-                annotate(batch, start)
-    merged = {key: np.concatenate([t[key] for t in terms]) for key in terms[0]}
+            for _ in annotated_batches(source, annotate, batch_rows, threads, columns.names):
+                pass
+    merged = {key: np.concatenate([terms[start][key] for start in sorted(terms)]) for key in terms[0]}
     return objective_figures(merged, adv, config)
 
 
