@@ -163,7 +163,7 @@ def policy_objective(
     if config.beta > 0 and ref_log_probs is None:
         raise UsageError("`beta` > 0 needs `ref_log_probs`")
     columns = TokenColumns("new", "old", "ref" if ref_log_probs is not None else None, "mask" if mask is not None else None)
-    tokens = read_tokens(batch, columns, 0, lambda row: f"row {row}", "log-probs")
+    tokens = read_tokens(batch, columns, 0, lambda row: f"log-probs: row {row}")
     terms = row_terms(tokens, adv, config)
     figures = objective_figures(terms, adv, config)
     if not details:

@@ -11,10 +11,11 @@ import contextlib
 import os
 import sys
 from enum import Enum
-from typing import Annotated, Iterator, Optional
+from typing import Annotated, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .config import AGGREGATIONS, ESTIMATOR_ALIASES, KL_ESTIMATORS, RATIO_LEVELS, SCALES, STD_KINDS, AdvantageConfig, ObjectiveConfig
 from .engines.local import advantages_file, objective_file
@@ -46,8 +47,10 @@ Format = _choices("Format", FORMATS)
 
 
 # Options shared by every command, declared once.
-InputArg = Annotated[str, typer.Argument(help="Rollout file (.parquet, .jsonl, .ndjson), or - for stdin.")]
-OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the annotated rows here (- for stdout). Without it, only the summary is printed.")]
+InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them, or quoted globs, read as one dataset; or - for stdin.")]
+OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the summary is printed.")]
+OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated file per input file into this existing folder, with the input's name.")]
+ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the token math (default: one per core). Results do not depend on it.")]
 InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format when the name does not tell (default: suffix, then file magic).")]
 OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).")]
 PromptColOpt = Annotated[Optional[str], typer.Option(help="Prompt id column (default: first of prompt_id, uid, index).")]
@@ -93,6 +96,18 @@ def _value(option: Optional[Enum]) -> Optional[str]:
     return option.value if option is not None else None
 
 
+@contextlib.contextmanager
+def progress_bar(show: bool) -> Iterator[Optional[Callable[[int, int], None]]]:
+    """A rich progress bar of rows on stderr, shown only when stderr is a terminal."""
+    if not (show and stderr.is_terminal):
+        yield None
+        return
+    columns = (TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=stderr, transient=True) as bar:
+        task = bar.add_task("rows", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
 def _emit(figures: dict, render, quiet: bool, summary_json: Optional[str]) -> None:
     if summary_json:
         write_json(figures, summary_json)
@@ -104,6 +119,7 @@ def _emit(figures: dict, render, quiet: bool, summary_json: Optional[str]) -> No
 def advantages(
     input: InputArg,
     output: OutputOpt = None,
+    output_dir: OutputDirOpt = None,
     estimator: EstimatorOpt = Estimator.grpo,
     scale: ScaleOpt = None,
     std: StdOpt = Std.population,
@@ -114,6 +130,7 @@ def advantages(
     round: Annotated[Optional[int], typer.Option(min=0, help="Round the written advantages to N decimals.")] = None,
     input_format: InputFormatOpt = None,
     output_format: OutputFormatOpt = None,
+    threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
     summary_json: SummaryJsonOpt = None,
     debug: DebugOpt = False,
@@ -124,11 +141,13 @@ def advantages(
     """
     with reported_errors(debug):
         config = AdvantageConfig(estimator=estimator.value, scale=_value(scale), std=std.value, eps=eps)
-        figures = advantages_file(
-            input, output, config=config, prompt_col=prompt_col, reward_col=reward_col,
-            num_generations=num_generations, round_digits=round,
-            input_format=_value(input_format), output_format=_value(output_format),
-        )
+        with progress_bar(not quiet) as progress:
+            figures = advantages_file(
+                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
+                num_generations=num_generations, round_digits=round,
+                input_format=_value(input_format), output_format=_value(output_format),
+                threads=threads, progress=progress,
+            )
         _emit(figures, render_advantages, quiet, summary_json)
 
 
@@ -136,6 +155,7 @@ def advantages(
 def objective(
     input: InputArg,
     output: OutputOpt = None,
+    output_dir: OutputDirOpt = None,
     epsilon: Annotated[float, typer.Option(help="Clip range: clip(rho, 1 - eps, 1 + eps).")] = 0.2,
     epsilon_low: Annotated[Optional[float], typer.Option(help="Override the low side (default: --epsilon).")] = None,
     epsilon_high: Annotated[Optional[float], typer.Option(help="Override the high side, DAPO clip-higher (default: --epsilon).")] = None,
@@ -160,6 +180,7 @@ def objective(
     num_generations: NumGenOpt = None,
     input_format: InputFormatOpt = None,
     output_format: OutputFormatOpt = None,
+    threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
     summary_json: SummaryJsonOpt = None,
     debug: DebugOpt = False,
@@ -180,12 +201,14 @@ def objective(
         if estimator is not None or scale is not None:
             name = estimator.value if estimator is not None else "grpo"
             advantage_config = AdvantageConfig(estimator=name, scale=_value(scale), std=std.value, eps=eps)
-        figures = objective_file(
-            input, output, config=config, advantage_config=advantage_config, advantage_col=advantage_col,
-            prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
-            logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col,
-            mask_col=mask_col, input_format=_value(input_format), output_format=_value(output_format),
-        )
+        with progress_bar(not quiet) as progress:
+            figures = objective_file(
+                input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,
+                advantage_col=advantage_col, prompt_col=prompt_col, reward_col=reward_col,
+                num_generations=num_generations, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
+                ref_logprobs_col=ref_logprobs_col, mask_col=mask_col, input_format=_value(input_format),
+                output_format=_value(output_format), threads=threads, progress=progress,
+            )
         _emit(figures, render_objective, quiet, summary_json)
 
 

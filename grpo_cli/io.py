@@ -1,32 +1,40 @@
-"""Readers and writers: parquet and JSON Lines, files or stdin/stdout, atomic output.
+"""Readers and writers: parquet and JSON Lines, files, folders, globs or stdin/stdout.
 
-Sources are read twice at most: once for the small columns (ids, rewards), then streamed
-by record batch. Stdin is spooled to a temporary file first, because both passes need it
-and a parquet footer sits at the end of the stream.
+A :class:`Source` is one or more files read as one dataset, in order. Sources are read
+twice at most: once for the small columns (ids, rewards), then streamed by record batch.
+Stdin is spooled to a temporary file first, because both passes need it and a parquet
+footer sits at the end of the stream. Output goes to a temporary file beside the target
+and is renamed into place only when the whole run succeeded.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.json as pajson
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import jsonl
+from .engines.parallel import default_threads, ordered_map
 from .errors import InputError, UsageError
 
 FORMATS = ("parquet", "jsonl")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 STDIO = "-"
 PARQUET_MAGIC = b"PAR1"
+GLOB_CHARS = frozenset("*?[")
 
 
 def format_from_name(path: str) -> str | None:
@@ -40,53 +48,106 @@ def _sniff(path: Path) -> str:
     return "parquet" if head == PARQUET_MAGIC else "jsonl"
 
 
-@dataclass
-class Source:
-    """A readable rollout file: its display name, local path and format."""
+@dataclass(frozen=True)
+class Part:
+    """One file of a source: the name messages use, and where it is."""
 
     name: str
     path: Path
+
+
+@dataclass
+class Source:
+    """Rollout files read as one dataset, in order: a display name, the files, their format."""
+
+    name: str
+    parts: list[Part]
     format: str
-    _table: pa.Table | None = field(default=None, repr=False)
 
     @property
+    def path(self) -> Path:
+        """The file, for a one-file source."""
+        return self.parts[0].path
+
+    @cached_property
     def schema(self) -> pa.Schema:
-        if self.format == "parquet":
-            return self._parquet().schema_arrow
-        return self._jsonl().schema
+        """The columns every part holds (parts must agree; JSON Lines types are unified)."""
+        if self.format == "jsonl":
+            return self._jsonl_scans[-1][0]
+        first, *rest = [(part, self._guard(part, lambda: pq.read_schema(part.path))) for part in self.parts]
+        for part, schema in rest:
+            if not schema.equals(first[1]):
+                raise InputError(f"{part.name}: columns differ from {first[0].name} ({_schema_difference(first[1], schema)})")
+        return first[1]
+
+    @cached_property
+    def row_counts(self) -> np.ndarray:
+        """Rows in each part."""
+        if self.format == "jsonl":
+            return np.array([rows for _, rows in self._jsonl_scans], dtype=np.int64)
+        return np.array([self._guard(p, lambda: pq.ParquetFile(p.path).metadata.num_rows) for p in self.parts], dtype=np.int64)
+
+    def locate(self, row: int) -> str:
+        """``file: row r`` for the dataset's row ``row`` (0-based within its file)."""
+        if len(self.parts) == 1:
+            return f"{self.name}: row {row}"
+        ends = np.cumsum(self.row_counts)
+        k = int(np.searchsorted(ends, row, side="right"))
+        return f"{self.parts[k].name}: row {row - int(ends[k] - self.row_counts[k])}"
 
     def read_columns(self, columns: list[str]) -> pa.Table:
         """The named columns of every row, as one table."""
-        if self.format == "parquet":
-            return self._guard(lambda: pq.read_table(self.path, columns=columns, pre_buffer=False))
-        return self._jsonl().select(columns)
+        schema = pa.schema([self.schema.field(c) for c in columns])
+        return pa.Table.from_batches([batch for _, batch in self.iter_batches(1 << 20, columns)], schema=schema)
 
-    def iter_batches(self, batch_rows: int, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """``columns`` (default: all), ``batch_rows`` rows at a time, in file order."""
-        if self.format == "parquet":
-            batches = self._parquet().iter_batches(batch_size=batch_rows, columns=columns)
-            while True:
-                batch = self._guard(lambda: next(batches, None))
-                if batch is None:
-                    return
-                yield batch
-        else:
-            table = self._jsonl()
-            yield from (table if columns is None else table.select(columns)).to_batches(max_chunksize=batch_rows)
+    def iter_batches(self, batch_rows: int, columns: list[str] | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """``(part index, batch)``: ``columns`` (default: all), at most ``batch_rows`` rows per
+        batch, in file order. A batch never spans two files."""
+        for k, part in enumerate(self.parts):
+            if self.format == "parquet":
+                yield from ((k, b) for b in self._parquet_batches(part, batch_rows, columns))
+            else:
+                yield from ((k, b) for b in self._jsonl_batches(part, batch_rows, columns))
 
-    def _parquet(self) -> pq.ParquetFile:
-        return self._guard(lambda: pq.ParquetFile(self.path, pre_buffer=False))
+    def _parquet_batches(self, part: Part, batch_rows: int, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+        batches = self._guard(part, lambda: pq.ParquetFile(part.path, pre_buffer=False).iter_batches(batch_size=batch_rows, columns=columns))
+        while (batch := self._guard(part, lambda: next(batches, None))) is not None:
+            yield batch
 
-    def _jsonl(self) -> pa.Table:
-        if self._table is None:
-            self._table = self._guard(lambda: pajson.read_json(self.path))
-        return self._table
+    def _jsonl_batches(self, part: Part, batch_rows: int, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+        schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
 
-    def _guard(self, read):
+        def parse(item: tuple[int, bytes]) -> pa.Table:
+            return jsonl.parse_chunk(item[1], item[0], part.name, schema)
+
+        for table in ordered_map(parse, jsonl.line_chunks(part.path), default_threads()):
+            yield from table.to_batches(max_chunksize=batch_rows)
+
+    @cached_property
+    def _jsonl_scans(self) -> list[tuple[pa.Schema, int]]:
+        """Per part: (schema unified over the parts so far, rows of the part)."""
+        scans, schema = [], pa.schema([])
+        for part in self.parts:
+            found = self._guard(part, lambda: jsonl.scan(part.path, part.name))
+            try:
+                schema = pa.unify_schemas([schema, found.schema], promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise InputError(f"{part.name}: column types differ from the files before it ({_first_line(exc)})") from None
+            scans.append((schema, found.rows))
+        return scans
+
+    def _guard(self, part: Part, read):
         try:
             return read()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
-            raise InputError(f"{self.name}: not a readable {self.format} file ({_first_line(exc)})") from exc
+            raise InputError(f"{part.name}: not a readable {self.format} file ({_first_line(exc)})") from None
+
+
+def _schema_difference(a: pa.Schema, b: pa.Schema) -> str:
+    if a.names != b.names:
+        return f"columns {a.names} vs {b.names}"
+    field = next(x for x, y in zip(a, b) if not x.equals(y))
+    return f"column {field.name!r} is {field.type} vs {b.field(field.name).type}"
 
 
 def _first_line(exc: Exception) -> str:
@@ -94,29 +155,94 @@ def _first_line(exc: Exception) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def expand_inputs(inputs: list[str]) -> list[Part]:
+    """The files that ``inputs`` name: files as given, a folder's rollout files (sorted by
+    name), or a glob pattern's matches (sorted). Each must be a readable, non-empty file."""
+    parts: list[Part] = []
+    for given in inputs:
+        p = Path(given)
+        if p.is_dir():
+            found = sorted(q for q in p.iterdir() if q.is_file() and format_from_name(q.name))
+            if not found:
+                raise InputError(f"{given}: is a directory with no {', '.join(SUFFIXES)} files")
+            parts += [Part(str(q), q) for q in found]
+        elif not p.exists() and GLOB_CHARS & set(given):
+            found = sorted(Path(q) for q in glob.glob(given) if Path(q).is_file())
+            if not found:
+                raise InputError(f"{given}: no files match")
+            parts += [Part(str(q), q) for q in found]
+        else:
+            parts.append(Part(given, p))
+    for part in parts:
+        _check_readable(part)
+    return parts
+
+
+def _check_readable(part: Part) -> None:
+    if not part.path.exists():
+        raise InputError(f"{part.name}: no such file")
+    if part.path.is_dir():
+        raise InputError(f"{part.name}: is a directory, expected a file")
+    if not os.access(part.path, os.R_OK):
+        raise InputError(f"{part.name}: permission denied")
+    if part.path.stat().st_size == 0:
+        raise InputError(f"{part.name}: empty file")
+
+
+def _common_format(parts: list[Part], input_format: str | None) -> str:
+    if input_format is not None:
+        return input_format
+    formats = {part.name: format_from_name(part.name) or _sniff(part.path) for part in parts}
+    if len(set(formats.values())) > 1:
+        first = {fmt: name for name, fmt in reversed(formats.items())}
+        mixed = " but ".join(f"{name} is {fmt}" for fmt, name in first.items())
+        raise UsageError(f"inputs mix formats: {mixed}; convert them to one format")
+    return next(iter(formats.values()))
+
+
 @contextlib.contextmanager
-def open_source(path: str, input_format: str | None = None) -> Iterator[Source]:
-    """Open ``path`` (or ``-`` for stdin) as a :class:`Source`; the format comes from
-    ``input_format``, else the suffix, else the file's first bytes (parquet's magic)."""
+def open_source(inputs: str | list[str], input_format: str | None = None) -> Iterator[Source]:
+    """Open files, folders or globs (or ``-`` for stdin) as one :class:`Source`; the format
+    comes from ``input_format``, else the suffix, else the file's first bytes."""
+    inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    inputs = [str(i) for i in inputs]
     if input_format is not None and input_format not in FORMATS:
         raise UsageError(f"unknown `input_format` {input_format!r} (valid: {', '.join(FORMATS)})")
-    if path == STDIO:
+    if not inputs:
+        raise UsageError("no input given")
+    if STDIO in inputs:
+        if len(inputs) > 1:
+            raise UsageError("- (stdin) cannot be combined with other inputs")
         with tempfile.NamedTemporaryFile(prefix="grpo-stdin-") as spool:
             shutil.copyfileobj(sys.stdin.buffer, spool)
             spool.flush()
-            spooled = Path(spool.name)
-            yield Source("<stdin>", spooled, input_format or _sniff(spooled))
+            part = Part("<stdin>", Path(spool.name))
+            if part.path.stat().st_size == 0:
+                raise InputError("<stdin>: empty input")
+            yield Source(part.name, [part], input_format or _sniff(part.path))
         return
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{path}: no such file")
-    if p.is_dir():
-        raise InputError(f"{path}: is a directory, expected a file")
-    if not os.access(p, os.R_OK):
-        raise InputError(f"{path}: permission denied")
-    if p.stat().st_size == 0:
-        raise InputError(f"{path}: empty file")
-    yield Source(path, p, input_format or format_from_name(path) or _sniff(p))
+    parts = expand_inputs(inputs)
+    name = inputs[0] if len(inputs) == 1 else f"{len(parts)} files"
+    yield Source(name, parts, _common_format(parts, input_format))
+
+
+def write_jsonl(batch: pa.RecordBatch | pa.Table, file) -> None:
+    """Write rows as JSON Lines. float32 values (and lists of them) are written as float64:
+    JSON readers parse numbers as float64, and the widened digits give back exactly the
+    float32 value, so JSON Lines output computes the same numbers as the parquet it came from.
+    """
+    schema = pa.schema([f.with_type(_widen_float32(f.type)) for f in batch.schema])
+    pl.from_arrow(batch.cast(schema)).write_ndjson(file)
+
+
+def _widen_float32(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_float32(t) or pa.types.is_float16(t):
+        return pa.float64()
+    if pa.types.is_list(t):
+        return pa.list_(_widen_float32(t.value_type))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_widen_float32(t.value_type))
+    return t
 
 
 class Sink:
@@ -134,6 +260,7 @@ class Sink:
         fd, tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=directory)
         os.close(fd)
         self.tmp = Path(tmp)
+        self.rows = 0
         self._parquet = pq.ParquetWriter(self.tmp, schema) if fmt == "parquet" else None
         self._jsonl = open(self.tmp, "wb") if fmt == "jsonl" else None
 
@@ -141,16 +268,38 @@ class Sink:
         if self._parquet is not None:
             self._parquet.write_batch(batch)
         else:
-            pl.from_arrow(batch).write_ndjson(self._jsonl)
+            self._check_json_numbers(batch)
+            write_jsonl(batch, self._jsonl)
+        self.rows += batch.num_rows
 
-    def _close(self) -> None:
+    def _check_json_numbers(self, batch: pa.RecordBatch) -> None:
+        """JSON has no NaN or infinity: refuse them rather than write null in their place."""
+        for name, column in zip(batch.schema.names, batch.columns):
+            nested = pa.types.is_list(column.type) or pa.types.is_large_list(column.type)
+            values = column.flatten() if nested else column
+            if not pa.types.is_floating(values.type):
+                continue
+            bad = pc.invert(pc.fill_null(pc.is_finite(values), True)).to_numpy(zero_copy_only=False)
+            if bad.any():
+                token = int(np.flatnonzero(bad)[0])
+                ends = np.cumsum(pc.fill_null(pc.list_value_length(column), 0).to_numpy()) if nested else None
+                row = int(np.searchsorted(ends, token, side="right")) if nested else token
+                raise InputError(
+                    f"{self.target}: row {self.rows + row}: column {name!r} holds NaN or infinity, "
+                    "which JSON Lines cannot hold; write parquet instead"
+                )
+
+    def close(self) -> None:
+        """Finish the temporary file (the target is untouched until :meth:`commit`)."""
         if self._parquet is not None:
             self._parquet.close()
+            self._parquet = None
         if self._jsonl is not None:
             self._jsonl.close()
+            self._jsonl = None
 
     def commit(self) -> None:
-        self._close()
+        self.close()
         if self.target == STDIO:
             with open(self.tmp, "rb") as f:
                 shutil.copyfileobj(f, sys.stdout.buffer)
@@ -167,7 +316,7 @@ class Sink:
 
     def __exit__(self, *exc) -> None:
         with contextlib.suppress(Exception):
-            self._close()
+            self.close()
         self.tmp.unlink(missing_ok=True)
 
 
@@ -185,14 +334,40 @@ def resolve_output_format(target: str, explicit: str | None, input_format: str) 
     return fmt
 
 
-def check_target(target: str, source: str) -> None:
-    """Refuse to overwrite the input file ``source``, or to write into a missing folder."""
+def check_target(target: str, source: Source) -> None:
+    """Refuse to overwrite an input file, or to write into a missing folder."""
     if target == STDIO:
         return
     t = Path(target)
-    if t.exists() and os.path.samefile(source, t):
-        raise UsageError(f"output {target!r} is the input file; choose another path")
+    if t.exists() and any(os.path.samefile(part.path, t) for part in source.parts):
+        raise UsageError(f"output {target!r} is an input file; choose another path")
+    if t.is_dir():
+        raise UsageError(f"output {target!r} is a directory (for one output per input, use --output-dir)")
     if not t.resolve().parent.is_dir():
         raise UsageError(f"output folder {str(t.parent)!r} does not exist")
-    if t.is_dir():
-        raise UsageError(f"output {target!r} is a directory")
+
+
+def output_targets(source: Source, output: str | None, output_dir: str | None, fmt_option: str | None) -> tuple[list[str], str]:
+    """Where the annotated rows go, and in which format: ``[output]``, or one file per input
+    in ``output_dir`` with the input's name (its suffix changed if the format is)."""
+    if output is not None and output_dir is not None:
+        raise UsageError("pass either --output or --output-dir, not both")
+    if output_dir is None:
+        targets = [output] if output is not None else []
+        fmt = resolve_output_format(output, fmt_option, source.format) if output is not None else source.format
+    else:
+        if source.name == "<stdin>":
+            raise UsageError("--output-dir needs named input files, not stdin")
+        if not Path(output_dir).is_dir():
+            raise UsageError(f"output folder {output_dir!r} does not exist")
+        fmt = fmt_option or source.format
+        targets = [str(Path(output_dir) / _renamed(part.path.name, fmt)) for part in source.parts]
+        if len(set(targets)) < len(targets):
+            raise UsageError("two inputs have the same file name; --output-dir would write both to one file")
+    for target in targets:
+        check_target(target, source)
+    return targets, fmt
+
+
+def _renamed(name: str, fmt: str) -> str:
+    return name if format_from_name(name) == fmt else f"{Path(name).stem}.{fmt}"

@@ -32,8 +32,9 @@ def histogram(values: np.ndarray, bins: int = HIST_BINS) -> dict:
     return {"edges": edges.tolist(), "counts": counts.tolist()}
 
 
-def advantage_figures(frame: pl.DataFrame, config) -> dict:
-    """Summary of a pass-1 frame with ``group``, ``reward`` and ``advantage`` columns."""
+def advantage_figures(frame: pl.DataFrame, config, grouped_by: str = "") -> dict:
+    """Summary of a pass-1 frame with ``group``, ``reward`` and ``advantage`` columns;
+    ``grouped_by`` says where the groups came from."""
     per_group = frame.group_by("group").agg(
         size=pl.len(), spread=pl.col("reward").max() - pl.col("reward").min()
     )
@@ -43,6 +44,7 @@ def advantage_figures(frame: pl.DataFrame, config) -> dict:
     return {
         "rows": frame.height,
         "groups": per_group.height,
+        "grouped_by": grouped_by,
         "group_sizes": {str(s): int(c) for s, c in sizes.iter_rows()},
         "reward": describe(frame["reward"].to_numpy()),
         "zero_variance_groups": {"count": zero_var, "share": zero_var / per_group.height},
@@ -83,7 +85,7 @@ def render_advantages(figures: dict, console: Console) -> None:
     cfg = figures["config"]
     t.add_row("estimator", f"{cfg['estimator']} (scale {cfg['scale']}, std {cfg['std']}, eps {cfg['eps']:g})")
     t.add_row("rows", str(figures["rows"]))
-    t.add_row("groups", str(figures["groups"]))
+    t.add_row("groups", f"{figures['groups']} ({figures['grouped_by']})" if figures["grouped_by"] else str(figures["groups"]))
     t.add_row("group sizes", ", ".join(f"{s}: {c}" for s, c in figures["group_sizes"].items()))
     _stats_row(t, "reward", figures["reward"])
     zv = figures["zero_variance_groups"]

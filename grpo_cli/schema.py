@@ -78,12 +78,13 @@ def first_bad_row(valid: np.ndarray) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
-def check_finite_scalars(values: np.ndarray, *, column: str, source: str, row_label) -> None:
-    """Null (NaN after conversion) or infinite scalar values are refused, naming the first row."""
+def check_finite_scalars(values: np.ndarray, *, column: str, row_label) -> None:
+    """Null (NaN after conversion) or infinite scalar values are refused, naming the first row
+    (``row_label(row)`` says where it is: ``file: row r (prompt id ...)``)."""
     row = first_bad_row(np.isfinite(values))
     if row is not None:
         what = "infinite" if np.isinf(values[row]) else "null or NaN"
-        raise InputError(f"{source}: {row_label(row)}: column {column!r} is {what}")
+        raise InputError(f"{row_label(row)}: column {column!r} is {what}")
 
 
 def positive_int(value: int | None, name: str) -> None:

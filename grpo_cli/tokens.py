@@ -73,11 +73,12 @@ def _logprobs(batch, name, lengths_new, where) -> tuple[np.ndarray, np.ndarray]:
     return lengths, flat
 
 
-def read_tokens(batch: pa.RecordBatch, columns: TokenColumns, first_row: int, row_label: RowLabel, source: str) -> Tokens:
-    """Validated :class:`Tokens` of one record batch whose first row is ``first_row`` of the file."""
+def read_tokens(batch: pa.RecordBatch, columns: TokenColumns, first_row: int, row_label: RowLabel) -> Tokens:
+    """Validated :class:`Tokens` of one record batch whose first row is ``first_row`` of the
+    input; ``row_label(row)`` names a row in errors."""
 
     def where(row: int) -> str:
-        return f"{source}: {row_label(first_row + row)}"
+        return row_label(first_row + row)
 
     lengths, new = _logprobs(batch, columns.new, None, where)
     _, old = _logprobs(batch, columns.old, lengths, where)

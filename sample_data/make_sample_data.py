@@ -3,15 +3,16 @@
 Columns: prompt_id, prompt, response, reward, logprobs / old_logprobs / ref_logprobs
 (ragged float32 lists, one value per response token). Rewards are 0/1 correctness with an
 occasional 0.5 partial credit, so some groups are all-correct or all-wrong (zero variance).
-Run: python sample_data/make_sample_data.py
+Run (with grpo-cli installed): python sample_data/make_sample_data.py
 """
 
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from grpo_cli.io import write_jsonl
 
 HERE = Path(__file__).parent
 PROMPTS, GROUP, SEED = 40, 8, 20261122
@@ -45,7 +46,8 @@ def main() -> None:
         "ref_logprobs": ragged(rng, lengths, ref),
     })
     pq.write_table(table, HERE / "rollouts.parquet")
-    pl.from_arrow(table).write_ndjson(HERE / "rollouts.jsonl")
+    with open(HERE / "rollouts.jsonl", "wb") as f:
+        write_jsonl(table, f)  # float32 widened: the JSONL sample computes the parquet's numbers
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ def test_output_equal_to_input_is_refused_and_input_untouched(tmp_path, sample_p
     src.write_bytes(sample_parquet.read_bytes())
     digest = hashlib.sha256(src.read_bytes()).hexdigest()
     proc = run_grpo("advantages", str(src), "-o", str(src), check=False)
-    assert proc.returncode == 2 and "is the input file" in proc.stderr.decode()
+    assert proc.returncode == 2 and "is an input file" in proc.stderr.decode()
     assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
 
 

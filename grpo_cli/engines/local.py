@@ -7,6 +7,7 @@ batch before reading the next, so memory is bounded by the batch, not by the tok
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -20,7 +21,7 @@ from .parallel import default_threads, ordered_map
 from ..config import AdvantageConfig, ObjectiveConfig
 from ..errors import ColumnNotFoundError, InputError, UsageError
 from ..estimators import advantage
-from ..io import Sink, Source, check_target, open_source, resolve_output_format
+from ..io import Sink, Source, open_source, output_targets
 from ..objective import row_terms
 from ..report import advantage_figures, objective_figures
 from ..tokens import TokenColumns, read_tokens
@@ -35,13 +36,24 @@ class Groups:
     frame: pl.DataFrame
     prompt_col: str | None
     reward_col: str | None
-    source: str
+    source: Source
+
+    num_generations: int | None = None
+
+    @property
+    def grouped_by(self) -> str:
+        """Where the groups come from, as the summary says it."""
+        if self.prompt_col is not None:
+            return f"by column {self.prompt_col!r}"
+        if self.num_generations is not None:
+            return f"consecutive blocks of {self.num_generations} rows"
+        return "one group: the whole input"
 
     def row_label(self, row: int) -> str:
-        """``row 12 (prompt id 'p3')``: how errors name a row (0-based)."""
+        """``file: row 12 (prompt id 'p3')``: how errors name a row (0-based in its file)."""
         if self.prompt_col is None:
-            return f"row {row}"
-        return f"row {row} (prompt id {self.frame['group'][row]!r})"
+            return self.source.locate(row)
+        return f"{self.source.locate(row)} (prompt id {self.frame['group'][row]!r})"
 
 
 def read_groups(
@@ -80,12 +92,12 @@ def read_groups(
     n_rows = table.num_rows
     if n_rows == 0:
         raise InputError(f"{source.name}: no rows")
-    frame = pl.DataFrame({"group": _group_keys(table, prompt, num_generations, n_rows, source.name)})
-    groups = Groups(frame, prompt, reward, source.name)
+    frame = pl.DataFrame({"group": _group_keys(table, prompt, num_generations, n_rows, source)})
+    groups = Groups(frame, prompt, reward, source, num_generations)
     if reward is not None:
         schema.check_numeric(arrow_schema.field(reward), source.name)
         rewards = _float64(table.column(reward))
-        schema.check_finite_scalars(rewards, column=reward, source=source.name, row_label=groups.row_label)
+        schema.check_finite_scalars(rewards, column=reward, row_label=groups.row_label)
         groups.frame = frame.with_columns(reward=pl.Series(rewards))
     if prompt is not None and num_generations is not None:
         _check_group_sizes(groups, num_generations)
@@ -97,17 +109,17 @@ def _float64(column: pa.ChunkedArray) -> np.ndarray:
     return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
 
-def _group_keys(table: pa.Table, prompt: str | None, num_generations: int | None, n_rows: int, name: str) -> pl.Series:
+def _group_keys(table: pa.Table, prompt: str | None, num_generations: int | None, n_rows: int, source: Source) -> pl.Series:
     if prompt is not None:
         keys = pl.from_arrow(table.column(prompt))
         if keys.null_count():
             row = int(keys.is_null().arg_max())
-            raise InputError(f"{name}: row {row}: column {prompt!r} (prompt id) is null")
+            raise InputError(f"{source.locate(row)}: column {prompt!r} (prompt id) is null")
         return keys
     if num_generations is not None:
         if n_rows % num_generations:
             raise InputError(
-                f"{name}: {n_rows} rows is not a multiple of --num-generations {num_generations}"
+                f"{source.name}: {n_rows} rows is not a multiple of --num-generations {num_generations}"
             )
         return pl.Series(np.arange(n_rows, dtype=np.int64) // num_generations)
     return pl.Series(np.zeros(n_rows, dtype=np.int64))
@@ -119,7 +131,7 @@ def _check_group_sizes(groups: Groups, num_generations: int) -> None:
     if wrong.height:
         key, size = wrong.row(0)
         raise InputError(
-            f"{groups.source}: prompt id {key!r} has {size} rows, expected --num-generations {num_generations}"
+            f"{groups.source.name}: prompt id {key!r} has {size} rows, expected --num-generations {num_generations}"
         )
 
 
@@ -129,51 +141,76 @@ def with_advantages(groups: Groups, config: AdvantageConfig) -> pl.DataFrame:
 
 
 Annotate = Callable[[pa.RecordBatch, int], dict[str, pa.Array]]
+Progress = Callable[[int, int], None]
 
 
 def write_annotated(
     source: Source,
-    target: str,
-    fmt_option: str | None,
+    targets: list[str],
+    fmt: str,
     new_fields: list[pa.Field],
     annotate: Annotate,
     batch_rows: int = BATCH_ROWS,
     threads: int | None = None,
+    progress: Progress | None = None,
 ) -> None:
-    """Stream ``source`` to ``target`` with columns from ``annotate(batch, first_row)`` set.
+    """Stream ``source`` to ``targets`` (one file, or one per input file) with the columns
+    from ``annotate(batch, first_row)`` set.
 
     A column of the input with the same name as a new one is replaced in place; the others
-    are appended in order. The write is atomic (see :class:`~grpo_cli.io.Sink`).
+    are appended in order. Every output is written to a temporary file and all are moved
+    into place only after the last batch (see :class:`~grpo_cli.io.Sink`).
     """
-    check_target(target, str(source.path))
-    fmt = resolve_output_format(target, fmt_option, source.format)
     out_schema = _annotated_schema(source.schema, new_fields)
-    with Sink(target, fmt, out_schema) as sink:
-        for batch, columns in annotated_batches(source, annotate, batch_rows, threads):
-            sink.write(_set_columns(batch, columns).cast(out_schema))
-        sink.commit()
+    with contextlib.ExitStack() as stack:
+        sinks: list[Sink] = []
+
+        def sink(index: int) -> Sink:
+            while len(sinks) <= index:  # also opens the outputs of inputs with no rows
+                if sinks:
+                    sinks[-1].close()
+                sinks.append(stack.enter_context(Sink(targets[len(sinks)], fmt, out_schema)))
+            return sinks[index]
+
+        per_part = len(targets) > 1
+        for part, batch, columns in annotated_batches(source, annotate, batch_rows, threads, progress):
+            sink(part if per_part else 0).write(_set_columns(batch, columns).cast(out_schema))
+        sink(len(targets) - 1)
+        for s in sinks:
+            s.commit()
 
 
 def annotated_batches(
-    source: Source, annotate: Annotate, batch_rows: int, threads: int | None, columns: list[str] | None = None
-) -> Iterator[tuple[pa.RecordBatch, dict[str, pa.Array]]]:
-    """``(batch, annotate(batch, first_row))`` for every record batch, in file order.
+    source: Source,
+    annotate: Annotate,
+    batch_rows: int,
+    threads: int | None,
+    progress: Progress | None = None,
+    columns: list[str] | None = None,
+) -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
+    """``(part index, batch, annotate(batch, first_row))`` for every record batch, in order.
 
     ``annotate`` runs on up to ``threads`` batches at once (default: one per core) while
-    this thread reads the next batch and writes the previous one.
+    this thread reads the next batch and writes the previous one. ``progress(rows done,
+    rows in all)`` is called as each batch is handed back.
     """
 
-    def numbered() -> Iterator[tuple[int, pa.RecordBatch]]:
+    def numbered() -> Iterator[tuple[int, int, pa.RecordBatch]]:
         first_row = 0
-        for batch in source.iter_batches(batch_rows, columns):
-            yield first_row, batch
+        for part, batch in source.iter_batches(batch_rows, columns):
+            yield first_row, part, batch
             first_row += batch.num_rows
 
-    def work(item: tuple[int, pa.RecordBatch]) -> tuple[pa.RecordBatch, dict[str, pa.Array]]:
-        first_row, batch = item
-        return batch, annotate(batch, first_row)
+    def work(item: tuple[int, int, pa.RecordBatch]) -> tuple[int, pa.RecordBatch, dict[str, pa.Array]]:
+        first_row, part, batch = item
+        return part, batch, annotate(batch, first_row)
 
-    return ordered_map(work, numbered(), threads or default_threads())
+    done, total = 0, int(source.row_counts.sum())
+    for part, batch, columns in ordered_map(work, numbered(), threads or default_threads()):
+        yield part, batch, columns
+        done += batch.num_rows
+        if progress is not None:
+            progress(done, total)
 
 
 def _annotated_schema(base: pa.Schema, new_fields: list[pa.Field]) -> pa.Schema:
@@ -192,9 +229,10 @@ def _set_columns(batch: pa.RecordBatch, columns: dict[str, pa.Array]) -> pa.Reco
 
 
 def advantages_file(
-    input: str,
+    input: str | list[str],
     output: str | None = None,
     *,
+    output_dir: str | None = None,
     config: AdvantageConfig = AdvantageConfig(),
     prompt_col: str | None = None,
     reward_col: str | None = None,
@@ -204,8 +242,10 @@ def advantages_file(
     output_format: str | None = None,
     batch_rows: int = BATCH_ROWS,
     threads: int | None = None,
+    progress: Progress | None = None,
 ) -> dict:
-    """Compute advantages for every row of ``input``; write them to ``output`` if given.
+    """Compute advantages for every row of ``input`` (files, folders or globs read as one
+    dataset); write them to ``output``, or one file per input into ``output_dir``.
 
     Returns the summary figures (see :func:`grpo_cli.report.advantage_figures`).
     The written file holds every input column unchanged plus ``advantage`` (float64),
@@ -214,18 +254,19 @@ def advantages_file(
     if round_digits is not None and round_digits < 0:
         raise UsageError(f"require `round` >= 0 (found {round_digits!r})")
     with open_source(input, input_format) as source:
+        targets, fmt = output_targets(source, output, output_dir, output_format)
         groups = read_groups(source, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations)
         frame = with_advantages(groups, config)
-        if output is not None:
+        if targets:
             adv = frame["advantage"].to_numpy()
             if round_digits is not None:
                 adv = np.round(adv, round_digits)
             write_annotated(
-                source, output, output_format, [pa.field("advantage", pa.float64())],
+                source, targets, fmt, [pa.field("advantage", pa.float64())],
                 lambda batch, start: {"advantage": pa.array(adv[start : start + batch.num_rows])},
-                batch_rows, threads,
+                batch_rows, threads, progress,
             )
-    return advantage_figures(frame, config)
+    return advantage_figures(frame, config, groups.grouped_by)
 
 
 def row_advantages(
@@ -257,7 +298,7 @@ def row_advantages(
         return groups, frame["advantage"].to_numpy()
     schema.check_numeric(source.schema.field(column), source.name)
     adv = _float64(source.read_columns([column]).column(column))
-    schema.check_finite_scalars(adv, column=column, source=source.name, row_label=groups.row_label)
+    schema.check_finite_scalars(adv, column=column, row_label=groups.row_label)
     return groups, adv
 
 
@@ -285,9 +326,10 @@ def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray) -> dict[str,
 
 
 def objective_file(
-    input: str,
+    input: str | list[str],
     output: str | None = None,
     *,
+    output_dir: str | None = None,
     config: ObjectiveConfig = ObjectiveConfig(),
     advantage_config: AdvantageConfig | None = None,
     advantage_col: str | None = None,
@@ -302,13 +344,16 @@ def objective_file(
     output_format: str | None = None,
     batch_rows: int = BATCH_ROWS,
     threads: int | None = None,
+    progress: Progress | None = None,
 ) -> dict:
-    """The clipped policy objective of ``input``; per-row diagnostics written to ``output``.
+    """The clipped policy objective of ``input``; per-row diagnostics written to ``output``
+    (or one file per input into ``output_dir``).
 
     Returns the summary figures (see :func:`grpo_cli.report.objective_figures`); the scalar
     under ``objective`` is aggregated as ``config.agg`` says, and ``loss`` is its negative.
     """
     with open_source(input, input_format) as source:
+        targets, fmt = output_targets(source, output, output_dir, output_format)
         columns = resolve_token_columns(source, logprobs_col, old_logprobs_col, ref_logprobs_col, mask_col)
         if config.beta > 0 and columns.ref is None:
             raise UsageError(
@@ -322,16 +367,16 @@ def objective_file(
         terms: dict[int, dict[str, np.ndarray]] = {}  # by first row: batches finish out of order
 
         def annotate(batch: pa.RecordBatch, start: int) -> dict[str, pa.Array]:
-            tokens = read_tokens(batch, columns, start, groups.row_label, source.name)
+            tokens = read_tokens(batch, columns, start, groups.row_label)
             rows_adv = adv[start : start + batch.num_rows]
             terms[start] = row_terms(tokens, rows_adv, config)
             return _per_row_columns(terms[start], rows_adv)
 
-        if output is not None:
+        if targets:
             fields = [pa.field(name, pa.int64() if name == "n_tokens" else pa.float64()) for name in objective_columns(columns)]
-            write_annotated(source, output, output_format, fields, annotate, batch_rows, threads)
+            write_annotated(source, targets, fmt, fields, annotate, batch_rows, threads, progress)
         else:
-            for _ in annotated_batches(source, annotate, batch_rows, threads, columns.names):
+            for _ in annotated_batches(source, annotate, batch_rows, threads, progress, columns.names):
                 pass
     merged = {key: np.concatenate([terms[start][key] for start in sorted(terms)]) for key in terms[0]}
     return objective_figures(merged, adv, config)
