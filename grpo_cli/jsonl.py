@@ -23,11 +23,12 @@ from .errors import InputError
 CHUNK_BYTES = 8 << 20
 
 
-def line_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes]]:
-    """``(number of the first line, bytes)`` of consecutive chunks of whole lines (1-based)."""
+def line_chunks(path: Path, chunk_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(number of the first line, bytes)`` of consecutive chunks of whole lines (1-based),
+    about ``chunk_bytes`` each (default :data:`CHUNK_BYTES`; a longer line is one chunk)."""
     line, rest = 1, b""
     with open(path, "rb") as f:
-        while data := f.read(chunk_bytes):
+        while data := f.read(chunk_bytes or CHUNK_BYTES):
             data = rest + data
             cut = data.rfind(b"\n") + 1
             chunk, rest = data[:cut], data[cut:]
