@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .config import AdvantageConfig, ObjectiveConfig
 from .errors import InputError, UsageError
-from .estimators import advantage
+from .estimators import advantage, group_index
 from .objective import row_terms
 from .report import objective_figures
 from .tokens import TokenColumns, read_tokens
@@ -31,8 +31,7 @@ def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np
         raise InputError(f"rewards and groups must be 1-d of equal length (found {r.shape} and {len(groups)})")
     if not np.isfinite(r).all():
         raise InputError(f"reward {int(np.flatnonzero(~np.isfinite(r))[0])} is NaN or infinite")
-    frame = pl.DataFrame({"group": groups, "reward": r})
-    return frame.select(advantage(pl.col("reward"), pl.col("group"), config))["advantage"].to_numpy()
+    return advantage(r, group_index(pl.Series(groups)), config)
 
 
 def _to_numpy(rewards) -> tuple[np.ndarray, Any]:

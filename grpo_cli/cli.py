@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from enum import Enum
 from typing import Annotated, Callable, Iterator, Optional
@@ -19,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .config import AGGREGATIONS, ESTIMATOR_ALIASES, KL_ESTIMATORS, RATIO_LEVELS, SCALES, STD_KINDS, AdvantageConfig, ObjectiveConfig
 from .engines.local import advantages_file, objective_file
-from .errors import GrpoError
+from .errors import GrpoError, Interrupted
 from .io import FORMATS
 from .report import render_advantages, render_objective, write_json
 
@@ -53,8 +54,8 @@ OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated f
 ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the token math (default: one per core). Results do not depend on it.")]
 InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format when the name does not tell (default: suffix, then file magic).")]
 OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).")]
-PromptColOpt = Annotated[Optional[str], typer.Option(help="Prompt id column (default: first of prompt_id, uid, index).")]
-RewardColOpt = Annotated[Optional[str], typer.Option(help="Reward column (default: first of reward, score).")]
+PromptColOpt = Annotated[Optional[str], typer.Option(help="Prompt id column (default: whichever of prompt_id, uid, index is present; two present is an error).")]
+RewardColOpt = Annotated[Optional[str], typer.Option(help="Reward column (default: whichever of reward, score is present).")]
 NumGenOpt = Annotated[Optional[int], typer.Option(min=1, help="Group size. Without an id column, consecutive blocks of N rows form the groups; with one, every group must have N rows.")]
 EstimatorOpt = Annotated[Estimator, typer.Option(help="grpo: r - group mean; rloo: r - mean of the others; mean (= drgrpo, unbiased): r - group mean, never scaled.")]
 ScaleOpt = Annotated[Optional[Scale], typer.Option(help="Divide by the group's reward std, the std of all rewards, or nothing. Default: group (none for mean).")]
@@ -70,9 +71,18 @@ def _commands() -> None:
     """Group-relative advantages (GRPO, RLOO, Dr.GRPO) and clipped policy objectives on rollout files."""
 
 
+def _interrupt(signum: int, frame) -> None:
+    raise Interrupted(signal.Signals(signum).name, 128 + signum)
+
+
 @contextlib.contextmanager
 def reported_errors(debug: bool) -> Iterator[None]:
-    """Turn library errors into one ``Error: ...`` line on stderr and the error's exit code."""
+    """Turn library errors into one ``Error: ...`` line on stderr and the error's exit code.
+
+    SIGINT and SIGTERM raise :class:`Interrupted`, so every temporary file is removed on the
+    way out (exit 130 / 143).
+    """
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     except GrpoError as exc:
@@ -90,6 +100,9 @@ def reported_errors(debug: bool) -> Iterator[None]:
             raise
         typer.echo(f"Error: internal error ({type(exc).__name__}: {exc}); rerun with --debug for the traceback", err=True)
         raise typer.Exit(1)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _value(option: Optional[Enum]) -> Optional[str]:

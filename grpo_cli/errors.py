@@ -19,3 +19,15 @@ class InputError(GrpoError, ValueError):
 
 class ColumnNotFoundError(InputError):
     """A required column is missing from the input."""
+
+
+class OutputError(GrpoError):
+    """The output cannot be written: full disk, no permission, closed pipe (exit code 1)."""
+
+
+class Interrupted(GrpoError):
+    """The run was stopped by SIGINT (exit code 130) or SIGTERM (143); nothing was written."""
+
+    def __init__(self, signal_name: str, exit_code: int):
+        super().__init__(f"interrupted by {signal_name}; no output written")
+        self.exit_code = exit_code

@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 
 from . import jsonl
 from .engines.parallel import default_threads, ordered_map
-from .errors import InputError, UsageError
+from .errors import InputError, OutputError, UsageError
+from .schema import check_unique_names
 
 FORMATS = ("parquet", "jsonl")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -71,13 +72,15 @@ class Source:
 
     @cached_property
     def schema(self) -> pa.Schema:
-        """The columns every part holds (parts must agree; JSON Lines types are unified)."""
+        """The columns every part holds (parts must agree; JSON Lines types are unified;
+        names must be unique)."""
         if self.format == "jsonl":
             return self._jsonl_scans[-1][0]
         first, *rest = [(part, self._guard(part, lambda: pq.read_schema(part.path))) for part in self.parts]
         for part, schema in rest:
             if not schema.equals(first[1]):
                 raise InputError(f"{part.name}: columns differ from {first[0].name} ({_schema_difference(first[1], schema)})")
+        check_unique_names(first[1], first[0].name)
         return first[1]
 
     @cached_property
@@ -219,11 +222,17 @@ def open_source(inputs: str | list[str], input_format: str | None = None) -> Ite
             part = Part("<stdin>", Path(spool.name))
             if part.path.stat().st_size == 0:
                 raise InputError("<stdin>: empty input")
-            yield Source(part.name, [part], input_format or _sniff(part.path))
+            yield _with_rows(Source(part.name, [part], input_format or _sniff(part.path)))
         return
     parts = expand_inputs(inputs)
     name = inputs[0] if len(inputs) == 1 else f"{len(parts)} files"
-    yield Source(name, parts, _common_format(parts, input_format))
+    yield _with_rows(Source(name, parts, _common_format(parts, input_format)))
+
+
+def _with_rows(source: Source) -> Source:
+    if not source.row_counts.sum():
+        raise InputError(f"{source.name}: no rows")
+    return source
 
 
 def write_jsonl(batch: pa.RecordBatch | pa.Table, file) -> None:
@@ -256,20 +265,40 @@ class Sink:
     def __init__(self, target: str, fmt: str, schema: pa.Schema):
         self.target = target
         self.format = fmt
-        directory = None if target == STDIO else Path(target).resolve().parent
-        fd, tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=directory)
-        os.close(fd)
-        self.tmp = Path(tmp)
         self.rows = 0
-        self._parquet = pq.ParquetWriter(self.tmp, schema) if fmt == "parquet" else None
-        self._jsonl = open(self.tmp, "wb") if fmt == "jsonl" else None
+        self.tmp: Path | None = None
+        self._parquet = self._jsonl = None
+        directory = None if target == STDIO else Path(target).resolve().parent
+        with self._os_errors():
+            fd, tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=directory)
+            os.close(fd)
+            self.tmp = Path(tmp)
+            try:
+                self._parquet = pq.ParquetWriter(self.tmp, schema) if fmt == "parquet" else None
+                self._jsonl = open(self.tmp, "wb") if fmt == "jsonl" else None
+            except BaseException:
+                self.tmp.unlink(missing_ok=True)
+                raise
+
+    @contextlib.contextmanager
+    def _os_errors(self) -> Iterator[None]:
+        """A failing write (disk full, no permission) becomes one clear :class:`OutputError`;
+        a closed pipe stays a BrokenPipeError, which the CLI ends quietly."""
+        try:
+            yield
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            where = "<stdout>" if self.target == STDIO else self.target
+            raise OutputError(f"{where}: cannot write ({exc.strerror or exc}); nothing was written") from None
 
     def write(self, batch: pa.RecordBatch) -> None:
-        if self._parquet is not None:
-            self._parquet.write_batch(batch)
-        else:
-            self._check_json_numbers(batch)
-            write_jsonl(batch, self._jsonl)
+        with self._os_errors():
+            if self._parquet is not None:
+                self._parquet.write_batch(batch)
+            else:
+                self._check_json_numbers(batch)
+                write_jsonl(batch, self._jsonl)
         self.rows += batch.num_rows
 
     def _check_json_numbers(self, batch: pa.RecordBatch) -> None:
@@ -291,25 +320,26 @@ class Sink:
 
     def close(self) -> None:
         """Finish the temporary file (the target is untouched until :meth:`commit`)."""
-        if self._parquet is not None:
-            self._parquet.close()
-            self._parquet = None
-        if self._jsonl is not None:
-            self._jsonl.close()
-            self._jsonl = None
+        writer, handle, self._parquet, self._jsonl = self._parquet, self._jsonl, None, None
+        with self._os_errors():
+            if writer is not None:
+                writer.close()
+            if handle is not None:
+                handle.close()
 
     def commit(self) -> None:
         self.close()
-        if self.target == STDIO:
-            with open(self.tmp, "rb") as f:
-                shutil.copyfileobj(f, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-        else:
-            # mkstemp makes the file private (0600); give it the mode a plain open() would.
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self.tmp, 0o666 & ~umask)
-            os.replace(self.tmp, self.target)
+        with self._os_errors():
+            if self.target == STDIO:
+                with open(self.tmp, "rb") as f:
+                    shutil.copyfileobj(f, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+            else:
+                # mkstemp makes the file private (0600); give it the mode a plain open() would.
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(self.tmp, 0o666 & ~umask)
+                os.replace(self.tmp, self.target)
 
     def __enter__(self) -> "Sink":
         return self
@@ -317,7 +347,8 @@ class Sink:
     def __exit__(self, *exc) -> None:
         with contextlib.suppress(Exception):
             self.close()
-        self.tmp.unlink(missing_ok=True)
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
 
 
 def resolve_output_format(target: str, explicit: str | None, input_format: str) -> str:

@@ -27,19 +27,25 @@ def resolve_column(
     required: bool = True,
     source: str = "input",
 ) -> str | None:
-    """Return the column playing ``role``: ``explicit`` if given, else the first candidate present.
+    """Return the column playing ``role``: ``explicit`` if given, else the one candidate present.
 
     A missing explicit or required column raises :class:`ColumnNotFoundError` naming the
-    closest existing names; an optional role that is absent returns ``None``.
+    closest existing names; an optional role that is absent returns ``None``. Two or more
+    candidates present is ambiguous: :class:`UsageError` names them and the flag to pass.
     """
     names = schema.names
     if explicit is not None:
         if explicit in names:
             return explicit
         raise ColumnNotFoundError(f"{source}: no column {explicit!r} for {role} ({flag}){_suggest(explicit, names)}")
-    for name in candidates:
-        if name in names:
-            return name
+    found = [name for name in candidates if name in names]
+    if len(found) > 1:
+        raise UsageError(
+            f"{source}: columns {', '.join(repr(c) for c in found)} could each be the {role}; "
+            f"pick one with {flag}"
+        )
+    if found:
+        return found[0]
     if required:
         looked = ", ".join(candidates)
         raise ColumnNotFoundError(

@@ -20,7 +20,7 @@ from .. import schema
 from .parallel import default_threads, ordered_map
 from ..config import AdvantageConfig, ObjectiveConfig
 from ..errors import ColumnNotFoundError, InputError, UsageError
-from ..estimators import advantage
+from ..estimators import advantage, group_index
 from ..io import Sink, Source, open_source, output_targets
 from ..objective import row_terms
 from ..report import advantage_figures, objective_figures
@@ -74,7 +74,6 @@ def read_groups(
     """
     schema.positive_int(num_generations, "num_generations")
     arrow_schema = source.schema
-    schema.check_unique_names(arrow_schema, source.name)
     prompt = schema.resolve_column(
         arrow_schema, role="prompt id", flag="--prompt-col", explicit=prompt_col,
         candidates=schema.PROMPT_CANDIDATES, required=False, source=source.name,
@@ -90,15 +89,13 @@ def read_groups(
     ) if need_reward else None
     table = source.read_columns([c for c in (prompt, reward) if c is not None])
     n_rows = table.num_rows
-    if n_rows == 0:
-        raise InputError(f"{source.name}: no rows")
     frame = pl.DataFrame({"group": _group_keys(table, prompt, num_generations, n_rows, source)})
     groups = Groups(frame, prompt, reward, source, num_generations)
     if reward is not None:
         schema.check_numeric(arrow_schema.field(reward), source.name)
         rewards = _float64(table.column(reward))
         schema.check_finite_scalars(rewards, column=reward, row_label=groups.row_label)
-        groups.frame = frame.with_columns(reward=pl.Series(rewards))
+        groups.frame = frame.with_columns(reward=rewards)
     if prompt is not None and num_generations is not None:
         _check_group_sizes(groups, num_generations)
     return groups
@@ -136,8 +133,9 @@ def _check_group_sizes(groups: Groups, num_generations: int) -> None:
 
 
 def with_advantages(groups: Groups, config: AdvantageConfig) -> pl.DataFrame:
-    """Pass-1 frame plus the ``advantage`` column (float64), one vectorized select."""
-    return groups.frame.with_columns(advantage(pl.col("reward"), pl.col("group"), config))
+    """Pass-1 frame plus the ``advantage`` column (float64)."""
+    g = group_index(groups.frame["group"])
+    return groups.frame.with_columns(advantage=advantage(groups.frame["reward"].to_numpy(), g, config))
 
 
 Annotate = Callable[[pa.RecordBatch, int], dict[str, pa.Array]]
@@ -174,7 +172,8 @@ def write_annotated(
 
         per_part = len(targets) > 1
         for part, batch, columns in annotated_batches(source, annotate, batch_rows, threads, progress):
-            sink(part if per_part else 0).write(_set_columns(batch, columns).cast(out_schema))
+            out = _set_columns(batch, columns)
+            sink(part if per_part else 0).write(out if out.schema.equals(out_schema) else out.cast(out_schema))
         sink(len(targets) - 1)
         for s in sinks:
             s.commit()
