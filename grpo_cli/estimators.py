@@ -43,11 +43,12 @@ def centered(r: np.ndarray, g: np.ndarray) -> np.ndarray:
     return r - group_sum(r, g) / group_size(g)
 
 
-def leave_one_out(r: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """RLOO baseline: ``r - mean of the other rewards = G / (G - 1) * (r - mean_g(r))``
-    (inf for groups of one; :func:`informative` zeroes them)."""
+def leave_one_out(c: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """RLOO baseline from the centered rewards ``c`` (:func:`centered`): ``r - mean of the
+    other rewards = G / (G - 1) * (r - mean_g(r))`` (inf for groups of one; :func:`informative`
+    zeroes them)."""
     n = group_size(g).astype(np.float64)
-    return n / (n - 1.0) * centered(r, g)
+    return n / (n - 1.0) * c
 
 
 def informative(r: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -56,11 +57,10 @@ def informative(r: np.ndarray, g: np.ndarray) -> np.ndarray:
     return group_sum((r != r[g]).astype(np.float64), g) > 0
 
 
-def scale_divisor(r: np.ndarray, g: np.ndarray, config: AdvantageConfig) -> np.ndarray | float:
+def scale_divisor(r: np.ndarray, c: np.ndarray, g: np.ndarray, config: AdvantageConfig) -> np.ndarray | float:
     """``std + eps`` of the group (``group``), of all rewards (``batch``), or 1 (``none``);
-    std with ``config.ddof`` (0: population, 1: sample)."""
+    std with ``config.ddof`` (0: population, 1: sample). ``c`` is :func:`centered` ``(r, g)``."""
     if config.scale == "group":
-        c = centered(r, g)
         return np.sqrt(group_sum(c * c, g) / (group_size(g) - config.ddof)) + config.eps
     if config.scale == "batch":
         everything = np.zeros(len(r), dtype=np.int64)
@@ -81,7 +81,8 @@ def advantage(r: np.ndarray, g: np.ndarray, config: AdvantageConfig) -> np.ndarr
     """
     keep = informative(r, g)
     with np.errstate(divide="ignore", invalid="ignore"):
-        baseline_removed = leave_one_out(r, g) if config.estimator == "rloo" else centered(r, g)
-        a = baseline_removed / scale_divisor(r, g, config)
+        c = centered(r, g)
+        baseline_removed = leave_one_out(c, g) if config.estimator == "rloo" else c
+        a = baseline_removed / scale_divisor(r, c, g, config)
     # a spread so small that the std underflows to 0 (subnormal rewards) is no signal either
     return np.where(keep & np.isfinite(a), a, 0.0)

@@ -65,18 +65,13 @@ class Source:
     parts: list[Part]
     format: str
 
-    @property
-    def path(self) -> Path:
-        """The file, for a one-file source."""
-        return self.parts[0].path
-
     @cached_property
     def schema(self) -> pa.Schema:
         """The columns every part holds (parts must agree; JSON Lines types are unified;
         names must be unique)."""
         if self.format == "jsonl":
             return self._jsonl_scans[-1][0]
-        first, *rest = [(part, self._guard(part, lambda: pq.read_schema(part.path))) for part in self.parts]
+        first, *rest = [(part, meta.schema.to_arrow_schema()) for part, meta in zip(self.parts, self._parquet_metadata)]
         for part, schema in rest:
             if not schema.equals(first[1]):
                 raise InputError(f"{part.name}: columns differ from {first[0].name} ({_schema_difference(first[1], schema)})")
@@ -88,7 +83,12 @@ class Source:
         """Rows in each part."""
         if self.format == "jsonl":
             return np.array([rows for _, rows in self._jsonl_scans], dtype=np.int64)
-        return np.array([self._guard(p, lambda: pq.ParquetFile(p.path).metadata.num_rows) for p in self.parts], dtype=np.int64)
+        return np.array([meta.num_rows for meta in self._parquet_metadata], dtype=np.int64)
+
+    @cached_property
+    def _parquet_metadata(self) -> list[pq.FileMetaData]:
+        """Each part's footer, read once (schema and row count both come from it)."""
+        return [self._guard(part, lambda: pq.read_metadata(part.path)) for part in self.parts]
 
     def locate(self, row: int) -> str:
         """``file: row r`` for the dataset's row ``row`` (0-based within its file)."""
