@@ -62,6 +62,12 @@ def sample_jsonl() -> Path:
     return SAMPLE / "rollouts.jsonl"
 
 
+def write_jsonl_rows(path, rows) -> Path:
+    """Write dicts as JSON Lines (one object per line) and return the path."""
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return Path(path)
+
+
 def read_json(path) -> dict:
     return json.loads(Path(path).read_text())
 

@@ -9,7 +9,7 @@ import pytest
 
 from grpo_cli import AdvantageConfig, ObjectiveConfig, objective_file
 
-from .conftest import read_json, reference_row_objective, run_grpo
+from .conftest import read_json, reference_row_objective, run_grpo, write_jsonl_rows
 
 PER_ROW = ["advantage", "objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old", "kl_ref"]
 
@@ -70,9 +70,7 @@ def test_results_do_not_depend_on_batch_size(sample_parquet, tmp_path, fmt):
 
 
 def jsonl(tmp_path, rows, name="bad.jsonl"):
-    path = tmp_path / name
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+    return write_jsonl_rows(tmp_path / name, rows)
 
 
 GOOD = {"prompt_id": "p0", "reward": 1.0, "logprobs": [-0.1, -0.2], "old_logprobs": [-0.1, -0.3]}

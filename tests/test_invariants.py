@@ -1,7 +1,6 @@
 """Issue 5 invariants, with hypothesis: finite advantages, batch/file-split independence,
 the clip bound, the parquet -> JSONL -> parquet round trip, and readers fed garbage."""
 
-import json
 
 import numpy as np
 import pyarrow as pa
@@ -12,6 +11,8 @@ from hypothesis import strategies as st
 
 from grpo_cli import ObjectiveConfig, advantages_file, objective_file, policy_objective
 from grpo_cli.errors import GrpoError
+
+from .conftest import write_jsonl_rows
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -170,9 +171,7 @@ def test_parquet_reader_fed_damaged_parquet_only_raises_our_errors(tmp_path, noi
 @SETTINGS
 @given(st.lists(st.dictionaries(keys, json_values, max_size=5), min_size=1, max_size=6))
 def test_jsonl_reader_fed_random_json_only_raises_our_errors(tmp_path, rows):
-    path = tmp_path / "in.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    must_fail_cleanly_or_work(path)
+    must_fail_cleanly_or_work(write_jsonl_rows(tmp_path / "in.jsonl", rows))
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])

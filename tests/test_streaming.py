@@ -2,7 +2,6 @@
 and a progress bar that never touches stdout."""
 
 import io
-import json
 import os
 import pty
 import subprocess
@@ -16,7 +15,7 @@ from grpo_cli import jsonl
 from grpo_cli.engines.local import advantages_file, objective_file
 from grpo_cli.errors import InputError
 
-from .conftest import grpo_executable, read_json, run_grpo
+from .conftest import grpo_executable, read_json, run_grpo, write_jsonl_rows
 
 
 @pytest.fixture
@@ -82,16 +81,12 @@ def test_error_rows_name_the_file_they_are_in(steps):
     assert f"{steps / 'step_2.parquet'}: row 5 (prompt id 'gsm8k-0020'): column 'reward' is null or NaN" in proc.stderr.decode()
 
 
-def write_lines(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
 def test_jsonl_late_values_keep_their_type_across_chunks(tmp_path, monkeypatch):
     """A column null (or integer) for the first chunks and float later is read as float."""
     monkeypatch.setattr(jsonl, "CHUNK_BYTES", 256)
     rows = [{"prompt_id": i // 4, "reward": i % 2, "note": None, "logprobs": [-0.5], "old_logprobs": [-0.5]} for i in range(400)]
     rows[-1].update(reward=0.25, note=1.5)
-    write_lines(tmp_path / "late.jsonl", rows)
+    write_jsonl_rows(tmp_path / "late.jsonl", rows)
     out = tmp_path / "out.parquet"
     advantages_file(str(tmp_path / "late.jsonl"), str(out))
     table = pq.read_table(out)
@@ -103,7 +98,7 @@ def test_jsonl_late_values_keep_their_type_across_chunks(tmp_path, monkeypatch):
 def test_jsonl_errors_name_the_line_in_a_late_chunk(tmp_path, monkeypatch):
     monkeypatch.setattr(jsonl, "CHUNK_BYTES", 256)
     rows = [{"prompt_id": i // 4, "reward": 1.0} for i in range(300)]
-    write_lines(tmp_path / "bad.jsonl", rows)
+    write_jsonl_rows(tmp_path / "bad.jsonl", rows)
     lines = (tmp_path / "bad.jsonl").read_text().splitlines()
     for number, line, message in [
         (250, '{"prompt_id": 62, "reward": 1.0', "line 250: not valid JSON"),

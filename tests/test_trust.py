@@ -2,7 +2,6 @@
 untouched input; runs that are killed or cannot write leave nothing behind."""
 
 import hashlib
-import json
 import os
 import signal
 import subprocess
@@ -13,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import grpo_executable, read_json, run_grpo
+from .conftest import grpo_executable, read_json, run_grpo, write_jsonl_rows
 
 
 def base_rows() -> list[dict]:
@@ -44,7 +43,7 @@ def write_input(tmp_path, fmt: str, make) -> "os.PathLike":
     elif fmt == "parquet":
         pq.write_table(data if isinstance(data, pa.Table) else pa.Table.from_pylist(data), path)
     else:
-        path.write_text("".join(json.dumps(r) + "\n" for r in data))
+        write_jsonl_rows(path, data)
     return path
 
 
