@@ -13,7 +13,7 @@ from .config import AdvantageConfig, ObjectiveConfig
 from .errors import InputError, UsageError
 from .estimators import advantage, group_index
 from .objective import row_terms
-from .report import objective_figures
+from .report import ObjectiveSummary
 from .tokens import TokenColumns, read_tokens
 
 TWINKLE_STD = "sample"
@@ -164,7 +164,9 @@ def policy_objective(
     columns = TokenColumns("new", "old", "ref" if ref_log_probs is not None else None, "mask" if mask is not None else None)
     tokens = read_tokens(batch, columns, 0, lambda row: f"log-probs: row {row}")
     terms = row_terms(tokens, adv, config)
-    figures = objective_figures(terms, adv, config)
+    summary = ObjectiveSummary()
+    summary.add(terms, adv)
+    figures = summary.figures(config)
     if not details:
         return figures["objective"]
     return {**figures, "rows": {"advantage": adv, **terms}}

@@ -34,6 +34,8 @@ from .schema import check_unique_names
 FORMATS = ("parquet", "jsonl")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 STDIO = "-"
+BATCH_BYTES = 8 << 20  # uncompressed bytes per record batch when streaming
+BATCH_ROWS = (1_024, 65_536)  # bounds on rows per batch
 PARQUET_MAGIC = b"PAR1"
 GLOB_CHARS = frozenset("*?[")
 
@@ -90,6 +92,17 @@ class Source:
         """Each part's footer, read once (schema and row count both come from it)."""
         return [self._guard(part, lambda: pq.read_metadata(part.path)) for part in self.parts]
 
+    @cached_property
+    def batch_rows(self) -> int:
+        """Rows per streamed batch: about :data:`BATCH_BYTES` of uncompressed data (from the
+        parquet footers, or the JSON Lines text size), within :data:`BATCH_ROWS`."""
+        if self.format == "parquet":
+            size = sum(meta.row_group(i).total_byte_size for meta in self._parquet_metadata for i in range(meta.num_row_groups))
+        else:
+            size = sum(part.path.stat().st_size for part in self.parts)
+        per_row = max(1, size // max(1, int(self.row_counts.sum())))
+        return int(np.clip(BATCH_BYTES // per_row, *BATCH_ROWS))
+
     def locate(self, row: int) -> str:
         """``file: row r`` for the dataset's row ``row`` (0-based within its file)."""
         if len(self.parts) == 1:
@@ -101,6 +114,8 @@ class Source:
     def read_columns(self, columns: list[str]) -> pa.Table:
         """The named columns of every row, as one table."""
         schema = pa.schema([self.schema.field(c) for c in columns])
+        if self.format == "parquet":
+            return pa.concat_tables([self._guard(part, lambda: pq.read_table(part.path, columns=columns, schema=schema)) for part in self.parts])
         return pa.Table.from_batches([batch for _, batch in self.iter_batches(1 << 20, columns)], schema=schema)
 
     def iter_batches(self, batch_rows: int, columns: list[str] | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:

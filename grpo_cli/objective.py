@@ -3,7 +3,8 @@
 A batch of rows is a :class:`Tokens`: per-row lengths plus flat per-token arrays (the child
 buffers of Arrow list columns, float32 or float64). Token math is float64. A row's sums are
 numpy's pairwise float64 sums over that row's contiguous tokens (``np.add.reduceat``), so a
-row's numbers never depend on the batch or thread it is computed in.
+row's numbers never depend on the batch or thread it is computed in. The math runs on
+blocks of whole rows of about :data:`BLOCK_TOKENS` tokens, so each pass stays in cache.
 
 The advantage is one number per row, so PPO's per-token ``min`` needs no per-token
 advantage: for ``A > 0``, ``min(rho A, clip(rho) A) = A min(rho, 1 + eps_high)``; for
@@ -19,6 +20,8 @@ from functools import cached_property
 import numpy as np
 
 from .config import ObjectiveConfig
+
+BLOCK_TOKENS = 1 << 16
 
 
 @dataclass
@@ -36,9 +39,19 @@ class Tokens:
         return len(self.lengths)
 
     @cached_property
+    def offsets(self) -> np.ndarray:
+        """Where each row's tokens start in the flat arrays, and where the last row ends (rows + 1)."""
+        return np.concatenate([[0], np.cumsum(self.lengths)])
+
+    @cached_property
+    def all_nonempty(self) -> bool:
+        """Every row has at least one token (so ``reduceat`` needs no special case)."""
+        return bool(self.rows) and bool(self.lengths.min() > 0)
+
+    @property
     def starts(self) -> np.ndarray:
         """Index of each row's first token in the flat arrays."""
-        return np.cumsum(self.lengths) - self.lengths
+        return self.offsets[:-1]
 
     @cached_property
     def n_counted(self) -> np.ndarray:
@@ -49,10 +62,35 @@ class Tokens:
         """``values`` with masked tokens set to ``fill`` (``values`` itself when nothing is masked)."""
         return values if self.mask is None else np.where(self.mask, values, fill)
 
+    def rows_slice(self, a: int, b: int) -> "Tokens":
+        """Rows ``a`` to ``b`` (exclusive), sharing this object's buffers."""
+        lo, hi = int(self.offsets[a]), int(self.offsets[b])
+
+        def cut(x):
+            return None if x is None else x[lo:hi]
+
+        return Tokens(self.lengths[a:b], self.new[lo:hi], self.old[lo:hi], cut(self.ref), cut(self.mask))
+
+    def row_blocks(self, max_tokens: int = BLOCK_TOKENS) -> list[tuple[int, int]]:
+        """Consecutive row ranges ``(a, b)`` covering every row, cut before the row in which
+        each multiple of ``max_tokens`` tokens falls (so about ``max_tokens`` tokens each, more
+        for a long row); ``[(0, 0)]`` when there are no rows.
+
+        >>> Tokens(np.array([2, 2, 5, 1]), *[np.zeros(10)] * 2).row_blocks(4)
+        [(0, 2), (2, 4)]
+        """
+        ends = self.offsets[1:]
+        cuts = np.searchsorted(ends, np.arange(max_tokens, self.offsets[-1], max_tokens), side="right")
+        bounds = np.unique(np.concatenate([[0], cuts, [self.rows]])).tolist()
+        return list(zip(bounds[:-1], bounds[1:])) or [(0, 0)]
+
 
 def row_reduce(values: np.ndarray, tokens: Tokens, ufunc: np.ufunc = np.add, empty=0.0, dtype=None) -> np.ndarray:
     """``ufunc.reduce`` over each row's tokens (rows without tokens get ``empty``)."""
-    out = np.full(tokens.rows, empty, dtype=dtype or np.result_type(values.dtype, type(empty)))
+    dtype = dtype or np.result_type(values.dtype, type(empty))
+    if tokens.all_nonempty:
+        return ufunc.reduceat(values, tokens.starts, dtype=dtype)
+    out = np.full(tokens.rows, empty, dtype=dtype)
     nonempty = tokens.lengths > 0
     if nonempty.any():
         out[nonempty] = ufunc.reduceat(values, tokens.starts[nonempty], dtype=dtype)
@@ -120,17 +158,34 @@ def clipped_surrogate(ratio: np.ndarray, advantages: np.ndarray, tokens: Tokens,
     }
 
 
-def row_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig) -> dict[str, np.ndarray]:
-    """Per-row sums and extremes of every token quantity (masked tokens count nowhere).
+def row_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig, block_tokens: int = BLOCK_TOKENS) -> dict[str, np.ndarray]:
+    """Per-row sums and extremes of every token quantity (masked tokens count nowhere),
+    computed on blocks of about ``block_tokens`` tokens (:meth:`Tokens.row_blocks`); see
+    :func:`block_terms`. A row's numbers do not depend on the blocking."""
+    parts = [block_terms(tokens.rows_slice(a, b), advantages[a:b], config) for a, b in tokens.row_blocks(block_tokens)]
+    if len(parts) == 1:
+        return parts[0]
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+def block_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig) -> dict[str, np.ndarray]:
+    """Per-row sums and extremes of every token quantity of a few rows.
 
     The per-token objective is ``L_it - beta * KL_it``; ``objective_sum`` is its row sum.
+    One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
     """
     new_minus_old = np.subtract(tokens.new, tokens.old, dtype=np.float64)
     if config.ratio_level == "sequence":
         logratio, clamped = sequence_log_ratio(new_minus_old, tokens, config.logratio_clamp)
     else:
         logratio, clamped = token_log_ratio(new_minus_old, config.logratio_clamp)
-    ratio = np.exp(logratio)
+    ratio_minus_one = np.expm1(logratio)
+    ratio = ratio_minus_one + 1.0
+    if logratio is new_minus_old:
+        # k3 = exp(-d) + d - 1 = d - (rho - 1) / rho, with rho = exp(d) already at hand
+        kl_old = new_minus_old - ratio_minus_one / ratio
+    else:
+        kl_old = kl_estimate(new_minus_old, "k3")
     out = clipped_surrogate(ratio, advantages, tokens, config)
     out.update(
         n_tokens=tokens.n_counted,
@@ -138,7 +193,7 @@ def row_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig) -
         ratio_max=row_reduce(tokens.counted(ratio, -np.inf), tokens, np.maximum, np.nan),
         ratio_min=row_reduce(tokens.counted(ratio, np.inf), tokens, np.minimum, np.nan),
         # kl_old: k3 between new and old, http://joschu.net/blog/kl-approx.html
-        kl_old_sum=row_sum(kl_estimate(new_minus_old, "k3"), tokens),
+        kl_old_sum=row_sum(kl_old, tokens),
         clamped=np.zeros(tokens.rows, dtype=np.int64) if clamped is None else row_count(clamped, tokens),
         objective_sum=out["surrogate_sum"],
     )
@@ -150,8 +205,10 @@ def row_terms(tokens: Tokens, advantages: np.ndarray, config: ObjectiveConfig) -
     return out
 
 
-def aggregate(row_sums: np.ndarray, n_tokens: np.ndarray, agg: str, max_length: int | None = None) -> float:
-    """One number from per-row token sums ``S_i`` and token counts ``n_i``.
+def aggregate(sum_s: float, sum_s_per_token: float, rows: int, counted_rows: int, tokens: int,
+              agg: str, max_length: int | None = None) -> float:
+    """One number from the sums over rows of the token sums ``S_i`` and of ``S_i / n_i``
+    (rows with ``n_i > 0`` counted tokens):
 
     - ``seq-mean-token-sum`` (seed 002, default): mean_i S_i
     - ``seq-mean-token-mean`` (GRPO): mean_i S_i / n_i over rows with n_i > 0
@@ -159,17 +216,15 @@ def aggregate(row_sums: np.ndarray, n_tokens: np.ndarray, agg: str, max_length: 
     - ``token-sum``: sum_i S_i
     - ``seq-mean-token-sum-norm`` (Dr.GRPO in TRL / verl): sum_i S_i / (rows * max_length)
 
-    >>> aggregate(np.array([1.2, -1.35]), np.array([2, 2]), "seq-mean-token-sum")
+    >>> aggregate(1.2 - 1.35, 0.6 - 0.675, rows=2, counted_rows=2, tokens=4, agg="seq-mean-token-sum")
     -0.07500000000000007
     """
-    rows, tokens = len(row_sums), int(n_tokens.sum())
     if agg == "seq-mean-token-sum":
-        return float(row_sums.sum() / rows)
+        return sum_s / rows
     if agg == "seq-mean-token-mean":
-        has = n_tokens > 0
-        return float((row_sums[has] / n_tokens[has]).mean()) if has.any() else 0.0
+        return sum_s_per_token / counted_rows if counted_rows else 0.0
     if agg == "token-mean":
-        return float(row_sums.sum() / tokens) if tokens else 0.0
+        return sum_s / tokens if tokens else 0.0
     if agg == "token-sum":
-        return float(row_sums.sum())
-    return float(row_sums.sum() / (rows * max_length))
+        return sum_s
+    return sum_s / (rows * max_length)

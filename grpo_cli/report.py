@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 from rich.console import Console
 from rich.table import Table
 
@@ -32,22 +31,19 @@ def histogram(values: np.ndarray, bins: int = HIST_BINS) -> dict:
     return {"edges": edges.tolist(), "counts": counts.tolist()}
 
 
-def advantage_figures(frame: pl.DataFrame, config, grouped_by: str = "") -> dict:
-    """Summary of a pass-1 frame with ``group``, ``reward`` and ``advantage`` columns;
-    ``grouped_by`` says where the groups came from."""
-    per_group = frame.group_by("group").agg(
-        size=pl.len(), spread=pl.col("reward").max() - pl.col("reward").min()
-    )
-    sizes = per_group.group_by("size").len().sort("size")
-    zero_var = int((per_group["spread"] == 0).sum())
-    adv = frame["advantage"].to_numpy()
+def advantage_figures(groups, adv: np.ndarray, config) -> dict:
+    """Summary of the rewards and advantages of rows read by
+    :func:`~grpo_cli.engines.local.read_groups`."""
+    g, rewards = groups.index, groups.rewards
+    size_values, size_counts = np.unique(g.sizes, return_counts=True)
+    zero_var = int(g.count - groups.informative.sum())
     return {
-        "rows": frame.height,
-        "groups": per_group.height,
-        "grouped_by": grouped_by,
-        "group_sizes": {str(s): int(c) for s, c in sizes.iter_rows()},
-        "reward": describe(frame["reward"].to_numpy()),
-        "zero_variance_groups": {"count": zero_var, "share": zero_var / per_group.height},
+        "rows": len(rewards),
+        "groups": g.count,
+        "grouped_by": groups.grouped_by,
+        "group_sizes": {str(s): int(c) for s, c in zip(size_values.tolist(), size_counts.tolist())},
+        "reward": describe(rewards),
+        "zero_variance_groups": {"count": zero_var, "share": zero_var / g.count},
         "advantage": describe(adv),
         "advantage_histogram": histogram(adv),
         "config": {"estimator": config.estimator, "scale": config.scale, "std": config.std, "eps": config.eps},
@@ -96,44 +92,108 @@ def render_advantages(figures: dict, console: Console) -> None:
     console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)
 
 
-def objective_figures(terms: dict[str, np.ndarray], adv: np.ndarray, config) -> dict:
-    """Summary of per-row objective terms (see :func:`grpo_cli.objective.row_terms`).
+class BlockSums:
+    """Float64 totals of named per-row arrays that arrive in pieces, in bounded memory.
+
+    Rows are added in fixed blocks of ``block`` rows (one pairwise sum per block, then a
+    pairwise sum over the block sums), so a total depends on the rows alone, never on how
+    they were split into batches.
+
+    >>> sums = BlockSums(block=2)
+    >>> sums.add({"x": np.array([1.0, 2.0, 3.0])}); sums.add({"x": np.array([4.0])})
+    >>> sums.total("x")
+    10.0
+    """
+
+    def __init__(self, block: int = 1 << 16):
+        self.block = block
+        self._pending: dict[str, np.ndarray] = {}
+        self._block_sums: dict[str, list[np.ndarray]] = {}
+
+    def add(self, arrays: dict[str, np.ndarray]) -> None:
+        for key, values in arrays.items():
+            pending = np.concatenate([self._pending.get(key, np.empty(0)), values])
+            full = len(pending) - len(pending) % self.block
+            if full:
+                self._block_sums.setdefault(key, []).append(np.add.reduceat(pending[:full], np.arange(0, full, self.block)))
+            self._pending[key] = pending[full:]
+
+    def total(self, key: str) -> float:
+        blocks = self._block_sums.get(key, [])
+        return float(np.concatenate([*blocks, [self._pending[key].sum()]]).sum()) if blocks else float(self._pending[key].sum())
+
+
+SUMMED_TERMS = ("objective_sum", "surrogate_sum", "kl_ref_sum")
+
+
+class ObjectiveSummary:
+    """The figures of `grpo objective`, accumulated from per-row terms (see
+    :func:`grpo_cli.objective.row_terms`) batch by batch, in row order, in bounded memory.
 
     Token shares (clip fractions, ratio mean) are over counted (unmasked) tokens.
     """
-    n = terms["n_tokens"]
-    tokens = int(n.sum())
-    counted_rows = n > 0
 
-    def share(key: str) -> float:
-        return float(terms[key].sum() / tokens) if tokens else 0.0
+    def __init__(self) -> None:
+        self.sums = BlockSums()
+        self.counts = dict.fromkeys(("rows", "counted_rows", "tokens", "clip_low", "clip_high", "dual_clip", "clamped", "zero_advantage_rows"), 0)
+        self.ratio_min, self.ratio_max = np.inf, -np.inf
+        self.has_kl_ref = False
 
-    def agg(key: str) -> float:
-        return aggregate(terms[key], n, config.agg, config.max_length)
+    def add(self, terms: dict[str, np.ndarray], advantages: np.ndarray) -> None:
+        n = terms["n_tokens"]
+        counted = n > 0
+        safe_n = np.where(counted, n, 1)
+        summed = [key for key in SUMMED_TERMS if key in terms]
+        self.has_kl_ref = "kl_ref_sum" in terms
+        self.sums.add({
+            **{key: terms[key] for key in (*summed, "kl_old_sum", "ratio_sum")},
+            # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens)
+            **{f"{key}/n": np.where(counted, terms[key] / safe_n, 0.0) for key in summed},
+        })
+        for key in ("clip_low", "clip_high", "dual_clip", "clamped"):
+            self.counts[key] += int(terms[key].sum())
+        self.counts["rows"] += len(n)
+        self.counts["counted_rows"] += int(counted.sum())
+        self.counts["tokens"] += int(n.sum())
+        self.counts["zero_advantage_rows"] += int((advantages == 0).sum())
+        if counted.any():
+            self.ratio_min = min(self.ratio_min, float(terms["ratio_min"][counted].min()))
+            self.ratio_max = max(self.ratio_max, float(terms["ratio_max"][counted].max()))
 
-    objective = agg("objective_sum")
-    return {
-        "objective": objective,
-        "loss": -objective,
-        "surrogate": agg("surrogate_sum"),
-        "kl_ref": agg("kl_ref_sum") if "kl_ref_sum" in terms else None,
-        "kl_old": share("kl_old_sum"),
-        "clip_frac": {"low": share("clip_low"), "high": share("clip_high"), "dual": share("dual_clip")},
-        "ratio": {
-            "mean": share("ratio_sum"),
-            "min": float(terms["ratio_min"][counted_rows].min()) if tokens else None,
-            "max": float(terms["ratio_max"][counted_rows].max()) if tokens else None,
-        },
-        "tokens": tokens,
-        "rows": len(n),
-        "zero_advantage_rows": int((adv == 0).sum()),
-        "clamped_tokens": int(terms["clamped"].sum()),
-        "config": {
-            "agg": config.agg, "epsilon_low": config.eps_low, "epsilon_high": config.eps_high,
-            "dual_clip": config.dual_clip, "ratio_level": config.ratio_level, "beta": config.beta,
-            "kl": config.kl, "max_length": config.max_length, "logratio_clamp": config.logratio_clamp,
-        },
-    }
+    def figures(self, config) -> dict:
+        c = self.counts
+        tokens = c["tokens"]
+
+        def share(total: float) -> float:
+            return float(total / tokens) if tokens else 0.0
+
+        def agg(key: str) -> float:
+            return float(aggregate(self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"],
+                                   tokens, config.agg, config.max_length))
+
+        objective = agg("objective_sum")
+        return {
+            "objective": objective,
+            "loss": -objective,
+            "surrogate": agg("surrogate_sum"),
+            "kl_ref": agg("kl_ref_sum") if self.has_kl_ref else None,
+            "kl_old": share(self.sums.total("kl_old_sum")),
+            "clip_frac": {"low": share(c["clip_low"]), "high": share(c["clip_high"]), "dual": share(c["dual_clip"])},
+            "ratio": {
+                "mean": share(self.sums.total("ratio_sum")),
+                "min": self.ratio_min if tokens else None,
+                "max": self.ratio_max if tokens else None,
+            },
+            "tokens": tokens,
+            "rows": c["rows"],
+            "zero_advantage_rows": c["zero_advantage_rows"],
+            "clamped_tokens": c["clamped"],
+            "config": {
+                "agg": config.agg, "epsilon_low": config.eps_low, "epsilon_high": config.eps_high,
+                "dual_clip": config.dual_clip, "ratio_level": config.ratio_level, "beta": config.beta,
+                "kl": config.kl, "max_length": config.max_length, "logratio_clamp": config.logratio_clamp,
+            },
+        }
 
 
 def render_objective(figures: dict, console: Console) -> None:

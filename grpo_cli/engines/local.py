@@ -8,8 +8,10 @@ batch before reading the next, so memory is bounded by the batch, not by the tok
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from functools import cached_property
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 import polars as pl
@@ -20,13 +22,11 @@ from .. import schema
 from .parallel import default_threads, ordered_map
 from ..config import AdvantageConfig, ObjectiveConfig
 from ..errors import ColumnNotFoundError, InputError, UsageError
-from ..estimators import advantage, group_index
+from ..estimators import GroupIndex, advantage, group_index, informative_groups
 from ..io import Sink, Source, open_source, output_targets
 from ..objective import row_terms
-from ..report import advantage_figures, objective_figures
+from ..report import ObjectiveSummary, advantage_figures
 from ..tokens import TokenColumns, read_tokens
-
-BATCH_ROWS = 16_384
 
 
 @dataclass
@@ -48,6 +48,20 @@ class Groups:
         if self.num_generations is not None:
             return f"consecutive blocks of {self.num_generations} rows"
         return "one group: the whole input"
+
+    @cached_property
+    def index(self) -> GroupIndex:
+        """Each row's group number (see :func:`~grpo_cli.estimators.group_index`)."""
+        return group_index(self.frame["group"])
+
+    @property
+    def rewards(self) -> np.ndarray:
+        return self.frame["reward"].to_numpy()
+
+    @cached_property
+    def informative(self) -> np.ndarray:
+        """Per group: has at least two distinct rewards."""
+        return informative_groups(self.rewards, self.index)
 
     def row_label(self, row: int) -> str:
         """``file: row 12 (prompt id 'p3')``: how errors name a row (0-based in its file)."""
@@ -123,22 +137,22 @@ def _group_keys(table: pa.Table, prompt: str | None, num_generations: int | None
 
 
 def _check_group_sizes(groups: Groups, num_generations: int) -> None:
-    sizes = groups.frame.group_by("group", maintain_order=True).len()
-    wrong = sizes.filter(pl.col("len") != num_generations)
-    if wrong.height:
-        key, size = wrong.row(0)
+    sizes = groups.index.sizes
+    wrong = np.flatnonzero(sizes != num_generations)
+    if len(wrong):
+        key, size = groups.frame["group"][int(groups.index.first[wrong[0]])], int(sizes[wrong[0]])
         raise InputError(
             f"{groups.source.name}: prompt id {key!r} has {size} rows, expected --num-generations {num_generations}"
         )
 
 
-def with_advantages(groups: Groups, config: AdvantageConfig) -> pl.DataFrame:
-    """Pass-1 frame plus the ``advantage`` column (float64)."""
-    g = group_index(groups.frame["group"])
-    return groups.frame.with_columns(advantage=advantage(groups.frame["reward"].to_numpy(), g, config))
+def group_advantages(groups: Groups, config: AdvantageConfig) -> np.ndarray:
+    """Each row's advantage (float64) from the rewards of its group."""
+    return advantage(groups.rewards, groups.index, config, groups.informative)
 
 
-Annotate = Callable[[pa.RecordBatch, int], dict[str, pa.Array]]
+T = TypeVar("T")
+Annotate = Callable[[pa.RecordBatch, int], T]
 Progress = Callable[[int, int], None]
 
 
@@ -147,13 +161,10 @@ def write_annotated(
     targets: list[str],
     fmt: str,
     new_fields: list[pa.Field],
-    annotate: Annotate,
-    batch_rows: int = BATCH_ROWS,
-    threads: int | None = None,
-    progress: Progress | None = None,
+    batches: Iterable[tuple[int, pa.RecordBatch, dict[str, pa.Array]]],
 ) -> None:
-    """Stream ``source`` to ``targets`` (one file, or one per input file) with the columns
-    from ``annotate(batch, first_row)`` set.
+    """Write ``(part, batch, columns)`` (from :func:`annotated_batches`) to ``targets`` (one
+    file, or one per input file): each batch with ``columns`` set.
 
     A column of the input with the same name as a new one is replaced in place; the others
     are appended in order. Every output is written to a temporary file and all are moved
@@ -171,7 +182,7 @@ def write_annotated(
             return sinks[index]
 
         per_part = len(targets) > 1
-        for part, batch, columns in annotated_batches(source, annotate, batch_rows, threads, progress):
+        for part, batch, columns in batches:
             out = _set_columns(batch, columns)
             sink(part if per_part else 0).write(out if out.schema.equals(out_schema) else out.cast(out_schema))
         sink(len(targets) - 1)
@@ -182,11 +193,11 @@ def write_annotated(
 def annotated_batches(
     source: Source,
     annotate: Annotate,
-    batch_rows: int,
+    batch_rows: int | None,
     threads: int | None,
     progress: Progress | None = None,
     columns: list[str] | None = None,
-) -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
+) -> Iterator[tuple[int, pa.RecordBatch, T]]:
     """``(part index, batch, annotate(batch, first_row))`` for every record batch, in order.
 
     ``annotate`` runs on up to ``threads`` batches at once (default: one per core) while
@@ -196,11 +207,11 @@ def annotated_batches(
 
     def numbered() -> Iterator[tuple[int, int, pa.RecordBatch]]:
         first_row = 0
-        for part, batch in source.iter_batches(batch_rows, columns):
+        for part, batch in source.iter_batches(batch_rows or source.batch_rows, columns):
             yield first_row, part, batch
             first_row += batch.num_rows
 
-    def work(item: tuple[int, int, pa.RecordBatch]) -> tuple[int, pa.RecordBatch, dict[str, pa.Array]]:
+    def work(item: tuple[int, int, pa.RecordBatch]) -> tuple[int, pa.RecordBatch, T]:
         first_row, part, batch = item
         return part, batch, annotate(batch, first_row)
 
@@ -239,7 +250,7 @@ def advantages_file(
     round_digits: int | None = None,
     input_format: str | None = None,
     output_format: str | None = None,
-    batch_rows: int = BATCH_ROWS,
+    batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
 ) -> dict:
@@ -255,17 +266,17 @@ def advantages_file(
     with open_source(input, input_format) as source:
         targets, fmt = output_targets(source, output, output_dir, output_format)
         groups = read_groups(source, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations)
-        frame = with_advantages(groups, config)
-        if targets:
-            adv = frame["advantage"].to_numpy()
-            if round_digits is not None:
-                adv = np.round(adv, round_digits)
-            write_annotated(
-                source, targets, fmt, [pa.field("advantage", pa.float64())],
-                lambda batch, start: {"advantage": pa.array(adv[start : start + batch.num_rows])},
-                batch_rows, threads, progress,
-            )
-    return advantage_figures(frame, config, groups.grouped_by)
+        adv = group_advantages(groups, config)
+        with ThreadPoolExecutor(1) as pool:
+            figures = pool.submit(advantage_figures, groups, adv, config)  # while the rows are written
+            if targets:
+                written = adv if round_digits is None else np.round(adv, round_digits)
+                batches = annotated_batches(
+                    source, lambda batch, start: {"advantage": pa.array(written[start : start + batch.num_rows])},
+                    batch_rows, threads, progress,
+                )
+                write_annotated(source, targets, fmt, [pa.field("advantage", pa.float64())], batches)
+            return figures.result()
 
 
 def row_advantages(
@@ -293,8 +304,7 @@ def row_advantages(
         need_reward=column is None, need_groups=False,
     )
     if column is None:
-        frame = with_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"))
-        return groups, frame["advantage"].to_numpy()
+        return groups, group_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"))
     schema.check_numeric(source.schema.field(column), source.name)
     adv = _float64(source.read_columns([column]).column(column))
     schema.check_finite_scalars(adv, column=column, row_label=groups.row_label)
@@ -341,14 +351,14 @@ def objective_file(
     mask_col: str | None = None,
     input_format: str | None = None,
     output_format: str | None = None,
-    batch_rows: int = BATCH_ROWS,
+    batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
 ) -> dict:
     """The clipped policy objective of ``input``; per-row diagnostics written to ``output``
     (or one file per input into ``output_dir``).
 
-    Returns the summary figures (see :func:`grpo_cli.report.objective_figures`); the scalar
+    Returns the summary figures (see :class:`grpo_cli.report.ObjectiveSummary`); the scalar
     under ``objective`` is aggregated as ``config.agg`` says, and ``loss`` is its negative.
     """
     with open_source(input, input_format) as source:
@@ -363,22 +373,27 @@ def objective_file(
             source, advantage_config=advantage_config, advantage_col=advantage_col,
             prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
         )
-        terms: dict[int, dict[str, np.ndarray]] = {}  # by first row: batches finish out of order
+        summary = ObjectiveSummary()
 
-        def annotate(batch: pa.RecordBatch, start: int) -> dict[str, pa.Array]:
+        def annotate(batch: pa.RecordBatch, start: int) -> tuple[dict, np.ndarray, dict[str, pa.Array]]:
             tokens = read_tokens(batch, columns, start, groups.row_label)
             rows_adv = adv[start : start + batch.num_rows]
-            terms[start] = row_terms(tokens, rows_adv, config)
-            return _per_row_columns(terms[start], rows_adv)
+            terms = row_terms(tokens, rows_adv, config)
+            return terms, rows_adv, _per_row_columns(terms, rows_adv) if targets else {}
+
+        def summarised() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
+            read = None if targets else columns.names
+            for part, batch, (terms, rows_adv, per_row) in annotated_batches(source, annotate, batch_rows, threads, progress, read):
+                summary.add(terms, rows_adv)
+                yield part, batch, per_row
 
         if targets:
             fields = [pa.field(name, pa.int64() if name == "n_tokens" else pa.float64()) for name in objective_columns(columns)]
-            write_annotated(source, targets, fmt, fields, annotate, batch_rows, threads, progress)
+            write_annotated(source, targets, fmt, fields, summarised())
         else:
-            for _ in annotated_batches(source, annotate, batch_rows, threads, progress, columns.names):
+            for _ in summarised():
                 pass
-    merged = {key: np.concatenate([terms[start][key] for start in sorted(terms)]) for key in terms[0]}
-    return objective_figures(merged, adv, config)
+    return summary.figures(config)
 
 
 def objective_columns(columns: TokenColumns) -> list[str]:
