@@ -36,7 +36,7 @@ import sys, pyarrow as pa, pyarrow.parquet as pq
 src, dst, extra = sys.argv[1], sys.argv[2], int(sys.argv[3])
 f = pq.ParquetFile(src, pre_buffer=False)
 writer = None
-for batch in f.iter_batches(batch_size=16384):
+for batch in f.iter_batches():  # pyarrow's default batch size
     for k in range(extra):
         batch = batch.append_column(f"c{k}", pa.array(batch.column(1).to_numpy()))  # a float column, no math
     writer = writer or pq.ParquetWriter(dst, batch.schema)
@@ -46,7 +46,7 @@ writer.close()
 
 READ_FLOOR = """
 import sys, pyarrow.parquet as pq
-for batch in pq.ParquetFile(sys.argv[1], pre_buffer=False).iter_batches(batch_size=16384):
+for batch in pq.ParquetFile(sys.argv[1], pre_buffer=False).iter_batches():
     pass
 """
 
@@ -69,7 +69,7 @@ for i, r in zip(ids, rewards):
     adv.append((r - mean) / std if std > 0 else 0.0)
 f = pq.ParquetFile(src, pre_buffer=False)
 writer, start = None, 0
-for batch in f.iter_batches(batch_size=16384):
+for batch in f.iter_batches():
     batch = batch.append_column("advantage", pa.array(adv[start:start + batch.num_rows], pa.float64()))
     start += batch.num_rows
     writer = writer or pq.ParquetWriter(dst, batch.schema)

@@ -34,7 +34,7 @@ from .schema import check_unique_names
 FORMATS = ("parquet", "jsonl")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 STDIO = "-"
-BATCH_BYTES = 8 << 20  # uncompressed bytes per record batch when streaming
+BATCH_BYTES = 32 << 20  # uncompressed bytes per record batch when streaming
 BATCH_ROWS = (1_024, 65_536)  # bounds on rows per batch
 PARQUET_MAGIC = b"PAR1"
 GLOB_CHARS = frozenset("*?[")

@@ -64,10 +64,21 @@ class Groups:
         return informative_groups(self.rewards, self.index)
 
     def row_label(self, row: int) -> str:
-        """``file: row 12 (prompt id 'p3')``: how errors name a row (0-based in its file)."""
-        if self.prompt_col is None:
-            return self.source.locate(row)
-        return f"{self.source.locate(row)} (prompt id {self.frame['group'][row]!r})"
+        """``file: row 12 (prompt id 'p3')``: how errors name a row (see :func:`row_labeller`)."""
+        return row_labeller(self.source, self.prompt_col)(row)
+
+
+def row_labeller(source: Source, prompt_col: str | None) -> Callable[[int], str]:
+    """How errors name a row: ``file: row 12 (prompt id 'p3')`` (0-based in its file). The
+    id is read again when an error needs it, so no per-row key is held while streaming."""
+
+    def label(row: int) -> str:
+        if prompt_col is None:
+            return source.locate(row)
+        key = source.read_columns([prompt_col]).column(prompt_col)[row].as_py()
+        return f"{source.locate(row)} (prompt id {key!r})"
+
+    return label
 
 
 def read_groups(
@@ -200,6 +211,7 @@ def annotated_batches(
 ) -> Iterator[tuple[int, pa.RecordBatch, T]]:
     """``(part index, batch, annotate(batch, first_row))`` for every record batch, in order.
 
+    Batches hold ``batch_rows`` rows (default: :attr:`Source.batch_rows`, about 32 MiB).
     ``annotate`` runs on up to ``threads`` batches at once (default: one per core) while
     this thread reads the next batch and writes the previous one. ``progress(rows done,
     rows in all)`` is called as each batch is handed back.
@@ -287,10 +299,11 @@ def row_advantages(
     prompt_col: str | None,
     reward_col: str | None,
     num_generations: int | None,
-) -> tuple[Groups, np.ndarray]:
-    """Each row's advantage for the objective: from ``advantage_col`` (explicit, or an
-    ``advantage`` column found in the input), else computed with ``advantage_config``
-    (default: seed 002's mean baseline per group; one group if there are no ids)."""
+) -> tuple[Callable[[int], str], np.ndarray]:
+    """How errors name a row (:func:`row_labeller`), and each row's advantage for the
+    objective: from ``advantage_col`` (explicit, or an ``advantage`` column found in the
+    input), else computed with ``advantage_config`` (default: seed 002's mean baseline per
+    group; one group if there are no ids)."""
     if advantage_config is not None and advantage_col is not None:
         raise UsageError("pass either an advantage column or an estimator, not both")
     column = None
@@ -304,11 +317,12 @@ def row_advantages(
         need_reward=column is None, need_groups=False,
     )
     if column is None:
-        return groups, group_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"))
+        return row_labeller(source, groups.prompt_col), group_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"))
     schema.check_numeric(source.schema.field(column), source.name)
     adv = _float64(source.read_columns([column]).column(column))
-    schema.check_finite_scalars(adv, column=column, row_label=groups.row_label)
-    return groups, adv
+    label = row_labeller(source, groups.prompt_col)
+    schema.check_finite_scalars(adv, column=column, row_label=label)
+    return label, adv
 
 
 def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray) -> dict[str, pa.Array]:
@@ -369,14 +383,14 @@ def objective_file(
                 f"`beta` > 0 needs reference log-probs: pass --ref-logprobs-col "
                 f"(looked for {', '.join(schema.REF_LOGPROBS_CANDIDATES)})"
             )
-        groups, adv = row_advantages(
+        row_label, adv = row_advantages(
             source, advantage_config=advantage_config, advantage_col=advantage_col,
             prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
         )
         summary = ObjectiveSummary()
 
         def annotate(batch: pa.RecordBatch, start: int) -> tuple[dict, np.ndarray, dict[str, pa.Array]]:
-            tokens = read_tokens(batch, columns, start, groups.row_label)
+            tokens = read_tokens(batch, columns, start, row_label)
             rows_adv = adv[start : start + batch.num_rows]
             terms = row_terms(tokens, rows_adv, config)
             return terms, rows_adv, _per_row_columns(terms, rows_adv) if targets else {}
