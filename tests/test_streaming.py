@@ -151,3 +151,29 @@ def test_progress_bar_goes_to_a_terminal_stderr_only(sample_parquet):
 def test_summary_json_names_the_grouping(sample_parquet, tmp_path):
     run_grpo("advantages", str(sample_parquet), "--summary-json", str(tmp_path / "s.json"), "-q")
     assert read_json(tmp_path / "s.json")["grouped_by"] == "by column 'prompt_id'"
+
+
+def test_advantage_column_is_read_in_the_one_streaming_pass(sample_parquet, tmp_path, monkeypatch):
+    annotated = tmp_path / "adv.parquet"
+    advantages_file(str(sample_parquet), str(annotated))
+    expected = objective_file(str(annotated), batch_rows=7)
+
+    def no_first_pass(self, columns):
+        raise AssertionError(f"a first pass read {columns}")
+
+    monkeypatch.setattr("grpo_cli.io.Source.read_columns", no_first_pass)
+    assert objective_file(str(annotated), batch_rows=64) == expected
+    assert objective_file(str(annotated), str(tmp_path / "o.parquet"), batch_rows=5, threads=2) == expected
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_bad_advantage_in_a_late_batch_names_its_row(tmp_path, fmt):
+    rows = [{"prompt_id": f"p{i // 2}", "advantage": 0.5, "logprobs": [-0.1], "old_logprobs": [-0.2]} for i in range(9)]
+    rows[7]["advantage"] = None
+    path = tmp_path / f"r.{fmt}"
+    if fmt == "parquet":
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    else:
+        write_jsonl_rows(path, rows)
+    with pytest.raises(InputError, match=r"row 7 \(prompt id 'p3'\): column 'advantage' is null or NaN"):
+        objective_file(str(path), batch_rows=3)

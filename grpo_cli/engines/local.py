@@ -68,6 +68,14 @@ class Groups:
         return row_labeller(self.source, self.prompt_col)(row)
 
 
+def resolve_prompt_col(source: Source, prompt_col: str | None) -> str | None:
+    """The prompt id column: ``prompt_col``, else the one candidate present, else None."""
+    return schema.resolve_column(
+        source.schema, role="prompt id", flag="--prompt-col", explicit=prompt_col,
+        candidates=schema.PROMPT_CANDIDATES, required=False, source=source.name,
+    )
+
+
 def row_labeller(source: Source, prompt_col: str | None) -> Callable[[int], str]:
     """How errors name a row: ``file: row 12 (prompt id 'p3')`` (0-based in its file). The
     id is read again when an error needs it, so no per-row key is held while streaming."""
@@ -99,10 +107,7 @@ def read_groups(
     """
     schema.positive_int(num_generations, "num_generations")
     arrow_schema = source.schema
-    prompt = schema.resolve_column(
-        arrow_schema, role="prompt id", flag="--prompt-col", explicit=prompt_col,
-        candidates=schema.PROMPT_CANDIDATES, required=False, source=source.name,
-    )
+    prompt = resolve_prompt_col(source, prompt_col)
     if prompt is None and num_generations is None and need_groups:
         raise ColumnNotFoundError(
             f"{source.name}: no prompt id column (looked for {', '.join(schema.PROMPT_CANDIDATES)}); "
@@ -291,6 +296,9 @@ def advantages_file(
             return figures.result()
 
 
+RowAdvantages = Callable[[pa.RecordBatch, int], np.ndarray]
+
+
 def row_advantages(
     source: Source,
     *,
@@ -299,11 +307,15 @@ def row_advantages(
     prompt_col: str | None,
     reward_col: str | None,
     num_generations: int | None,
-) -> tuple[Callable[[int], str], np.ndarray]:
-    """How errors name a row (:func:`row_labeller`), and each row's advantage for the
-    objective: from ``advantage_col`` (explicit, or an ``advantage`` column found in the
-    input), else computed with ``advantage_config`` (default: seed 002's mean baseline per
-    group; one group if there are no ids)."""
+) -> tuple[Callable[[int], str], RowAdvantages, str | None]:
+    """How errors name a row (:func:`row_labeller`); ``advantages(batch, first_row)``, the
+    advantage of each row of a streamed batch; and the input column they are read from.
+
+    From ``advantage_col`` (explicit, or an ``advantage`` column found in the input) they
+    are read from each batch as it streams by: one pass, nothing held per row. Otherwise
+    they are computed first with ``advantage_config`` (default: seed 002's mean baseline
+    per group; one group if there are no ids) and held as one float64 per row.
+    """
     if advantage_config is not None and advantage_col is not None:
         raise UsageError("pass either an advantage column or an estimator, not both")
     column = None
@@ -312,17 +324,26 @@ def row_advantages(
             source.schema, role="advantage", flag="--advantage-col", explicit=advantage_col,
             candidates=schema.ADVANTAGE_CANDIDATES, required=advantage_col is not None, source=source.name,
         )
-    groups = read_groups(
-        source, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
-        need_reward=column is None, need_groups=False,
-    )
+    if column is None or num_generations is not None:  # group sizes are checked up front
+        groups = read_groups(
+            source, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
+            need_reward=column is None, need_groups=False,
+        )
+        prompt = groups.prompt_col
+    else:
+        prompt = resolve_prompt_col(source, prompt_col)
+    label = row_labeller(source, prompt)
     if column is None:
-        return row_labeller(source, groups.prompt_col), group_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"))
+        adv = group_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"))
+        return label, lambda batch, start: adv[start : start + batch.num_rows], None
     schema.check_numeric(source.schema.field(column), source.name)
-    adv = _float64(source.read_columns([column]).column(column))
-    label = row_labeller(source, groups.prompt_col)
-    schema.check_finite_scalars(adv, column=column, row_label=label)
-    return label, adv
+
+    def from_column(batch: pa.RecordBatch, start: int) -> np.ndarray:
+        adv = _float64(batch.column(column))
+        schema.check_finite_scalars(adv, column=column, row_label=lambda row: label(start + row))
+        return adv
+
+    return label, from_column, column
 
 
 def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray) -> dict[str, pa.Array]:
@@ -383,7 +404,7 @@ def objective_file(
                 f"`beta` > 0 needs reference log-probs: pass --ref-logprobs-col "
                 f"(looked for {', '.join(schema.REF_LOGPROBS_CANDIDATES)})"
             )
-        row_label, adv = row_advantages(
+        row_label, advantages_of, advantage_column = row_advantages(
             source, advantage_config=advantage_config, advantage_col=advantage_col,
             prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
         )
@@ -391,12 +412,12 @@ def objective_file(
 
         def annotate(batch: pa.RecordBatch, start: int) -> tuple[dict, np.ndarray, dict[str, pa.Array]]:
             tokens = read_tokens(batch, columns, start, row_label)
-            rows_adv = adv[start : start + batch.num_rows]
+            rows_adv = advantages_of(batch, start)
             terms = row_terms(tokens, rows_adv, config)
             return terms, rows_adv, _per_row_columns(terms, rows_adv) if targets else {}
 
         def summarised() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
-            read = None if targets else columns.names
+            read = None if targets else columns.names + ([advantage_column] if advantage_column else [])
             for part, batch, (terms, rows_adv, per_row) in annotated_batches(source, annotate, batch_rows, threads, progress, read):
                 summary.add(terms, rows_adv)
                 yield part, batch, per_row
