@@ -65,10 +65,12 @@ def _logprobs(batch, name, lengths_new, where) -> tuple[np.ndarray, np.ndarray]:
     flat = values.to_numpy(zero_copy_only=False)
     if flat.dtype not in (np.float32, np.float64):
         flat = flat.astype(np.float64)
-    finite = np.isfinite(flat)
-    if not finite.all():
-        raise InputError(f"{where(_first_row_of_token(lengths, ~finite))}: column {name!r} has a NaN or infinite log-prob")
-    if (flat > 0).any():
+    # max <= 0 fails on a positive value or NaN (max propagates it), min > -inf on -inf:
+    # two reductions without temporaries on the common path, the exact row only on error
+    if flat.size and not (flat.max() <= 0 and flat.min() > -np.inf):
+        finite = np.isfinite(flat)
+        if not finite.all():
+            raise InputError(f"{where(_first_row_of_token(lengths, ~finite))}: column {name!r} has a NaN or infinite log-prob")
         raise InputError(f"{where(_first_row_of_token(lengths, flat > 0))}: column {name!r} has a positive log-prob")
     return lengths, flat
 
