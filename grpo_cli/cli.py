@@ -110,15 +110,19 @@ def _value(option: Optional[Enum]) -> Optional[str]:
 
 
 @contextlib.contextmanager
-def progress_bar(show: bool) -> Iterator[Optional[Callable[[int, int], None]]]:
-    """A rich progress bar of rows on stderr, shown only when stderr is a terminal."""
+def progress_bar(show: bool) -> Iterator[Optional[Callable[[int, int, str], None]]]:
+    """A rich progress bar of rows (and row groups or files) on stderr, shown only when
+    stderr is a terminal."""
     if not (show and stderr.is_terminal):
         yield None
         return
-    columns = (TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[pieces]}"),
+        TimeElapsedColumn(), TimeRemainingColumn(),
+    )
     with Progress(*columns, console=stderr, transient=True) as bar:
-        task = bar.add_task("rows", total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+        task = bar.add_task("rows", total=None, pieces="")
+        yield lambda done, total, pieces: bar.update(task, completed=done, total=total, pieces=pieces)
 
 
 def _emit(figures: dict, render, quiet: bool, summary_json: Optional[str]) -> None:

@@ -103,6 +103,15 @@ class Source:
         per_row = max(1, size // max(1, int(self.row_counts.sum())))
         return int(np.clip(BATCH_BYTES // per_row, *BATCH_ROWS))
 
+    @cached_property
+    def pieces(self) -> tuple[str, np.ndarray]:
+        """What the data is stored in, for progress, and where each piece ends (cumulative
+        rows): parquet row groups, or files."""
+        if self.format == "parquet":
+            rows = [meta.row_group(i).num_rows for meta in self._parquet_metadata for i in range(meta.num_row_groups)]
+            return "row groups", np.cumsum(rows)
+        return "files", np.cumsum(self.row_counts)
+
     def locate(self, row: int) -> str:
         """``file: row r`` for the dataset's row ``row`` (0-based within its file)."""
         if len(self.parts) == 1:

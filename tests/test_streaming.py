@@ -144,6 +144,7 @@ def test_progress_bar_goes_to_a_terminal_stderr_only(sample_parquet):
     assert proc.returncode == 0
     assert pq.read_table(io.BytesIO(proc.stdout)).num_rows == 320
     assert b"rows " in drawn and "━".encode() in drawn and b"grpo advantages" in drawn
+    assert b"row groups 1/1" in drawn
     piped = run_grpo("advantages", str(sample_parquet), "-o", "-")
     assert "━".encode() not in piped.stderr  # not a terminal: no bar
 
@@ -177,3 +178,15 @@ def test_bad_advantage_in_a_late_batch_names_its_row(tmp_path, fmt):
         write_jsonl_rows(path, rows)
     with pytest.raises(InputError, match=r"row 7 \(prompt id 'p3'\): column 'advantage' is null or NaN"):
         objective_file(str(path), batch_rows=3)
+
+
+def test_progress_reports_rows_and_row_groups_or_files(sample_parquet, sample_jsonl, tmp_path):
+    grouped = tmp_path / "grouped.parquet"
+    pq.write_table(pq.read_table(sample_parquet), grouped, row_group_size=100)  # 320 rows: 4 row groups
+    calls = []
+    advantages_file(str(grouped), str(tmp_path / "o.parquet"), batch_rows=64, progress=lambda *a: calls.append(a))
+    assert calls[0] == (64, 320, "row groups 0/4") and calls[1] == (128, 320, "row groups 1/4")
+    assert calls[-1] == (320, 320, "row groups 4/4")
+    calls.clear()
+    objective_file([str(sample_jsonl), str(sample_jsonl)], progress=lambda *a: calls.append(a))
+    assert calls[-1] == (640, 640, "files 2/2")

@@ -169,7 +169,7 @@ def group_advantages(groups: Groups, config: AdvantageConfig) -> np.ndarray:
 
 T = TypeVar("T")
 Annotate = Callable[[pa.RecordBatch, int], T]
-Progress = Callable[[int, int], None]
+Progress = Callable[[int, int, str], None]
 
 
 def write_annotated(
@@ -219,7 +219,8 @@ def annotated_batches(
     Batches hold ``batch_rows`` rows (default: :attr:`Source.batch_rows`, about 32 MiB).
     ``annotate`` runs on up to ``threads`` batches at once (default: one per core) while
     this thread reads the next batch and writes the previous one. ``progress(rows done,
-    rows in all)`` is called as each batch is handed back.
+    rows in all, pieces)`` is called as each batch is handed back; ``pieces`` says how many
+    stored pieces are done, e.g. ``row groups 3/12`` (see :attr:`Source.pieces`).
     """
 
     def numbered() -> Iterator[tuple[int, int, pa.RecordBatch]]:
@@ -233,11 +234,12 @@ def annotated_batches(
         return part, batch, annotate(batch, first_row)
 
     done, total = 0, int(source.row_counts.sum())
+    kind, ends = source.pieces
     for part, batch, columns in ordered_map(work, numbered(), threads or default_threads()):
         yield part, batch, columns
         done += batch.num_rows
         if progress is not None:
-            progress(done, total)
+            progress(done, total, f"{kind} {int(np.searchsorted(ends, done, side='right'))}/{len(ends)}")
 
 
 def _annotated_schema(base: pa.Schema, new_fields: list[pa.Field]) -> pa.Schema:
