@@ -124,7 +124,7 @@ class Source:
         """The named columns of every row, as one table."""
         schema = pa.schema([self.schema.field(c) for c in columns])
         if self.format == "parquet":
-            return pa.concat_tables([self._guard(part, lambda: pq.read_table(part.path, columns=columns, schema=schema)) for part in self.parts])
+            return pa.concat_tables([self._guard(part, lambda: pq.ParquetFile(part.path).read(columns=columns)) for part in self.parts])
         return pa.Table.from_batches([batch for _, batch in self.iter_batches(1 << 20, columns)], schema=schema)
 
     def iter_batches(self, batch_rows: int, columns: list[str] | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:

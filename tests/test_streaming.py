@@ -190,3 +190,12 @@ def test_progress_reports_rows_and_row_groups_or_files(sample_parquet, sample_js
     calls.clear()
     objective_file([str(sample_jsonl), str(sample_jsonl)], progress=lambda *a: calls.append(a))
     assert calls[-1] == (640, 640, "files 2/2")
+
+
+def test_hive_style_folder_names_add_no_columns(sample_parquet, tmp_path):
+    folder = tmp_path / "step=3"
+    folder.mkdir()
+    (folder / "r.parquet").write_bytes(sample_parquet.read_bytes())
+    figures = advantages_file(str(folder / "r.parquet"), str(tmp_path / "o.parquet"))
+    assert figures["rows"] == 320
+    assert pq.read_table(tmp_path / "o.parquet").column_names == pq.read_table(sample_parquet).column_names + ["advantage"]
