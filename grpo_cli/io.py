@@ -93,11 +93,16 @@ class Source:
         return [self._guard(part, lambda: pq.read_metadata(part.path)) for part in self.parts]
 
     @cached_property
+    def _row_groups(self) -> list[pq.RowGroupMetaData]:
+        """Every parquet row group of every part, in order."""
+        return [meta.row_group(i) for meta in self._parquet_metadata for i in range(meta.num_row_groups)]
+
+    @cached_property
     def batch_rows(self) -> int:
         """Rows per streamed batch: about :data:`BATCH_BYTES` of uncompressed data (from the
         parquet footers, or the JSON Lines text size), within :data:`BATCH_ROWS`."""
         if self.format == "parquet":
-            size = sum(meta.row_group(i).total_byte_size for meta in self._parquet_metadata for i in range(meta.num_row_groups))
+            size = sum(group.total_byte_size for group in self._row_groups)
         else:
             size = sum(part.path.stat().st_size for part in self.parts)
         per_row = max(1, size // max(1, int(self.row_counts.sum())))
@@ -108,8 +113,7 @@ class Source:
         """What the data is stored in, for progress, and where each piece ends (cumulative
         rows): parquet row groups, or files."""
         if self.format == "parquet":
-            rows = [meta.row_group(i).num_rows for meta in self._parquet_metadata for i in range(meta.num_row_groups)]
-            return "row groups", np.cumsum(rows)
+            return "row groups", np.cumsum([group.num_rows for group in self._row_groups])
         return "files", np.cumsum(self.row_counts)
 
     def locate(self, row: int) -> str:
@@ -122,9 +126,9 @@ class Source:
 
     def read_columns(self, columns: list[str]) -> pa.Table:
         """The named columns of every row, as one table."""
-        schema = pa.schema([self.schema.field(c) for c in columns])
         if self.format == "parquet":
             return pa.concat_tables([self._guard(part, lambda: pq.ParquetFile(part.path).read(columns=columns)) for part in self.parts])
+        schema = pa.schema([self.schema.field(c) for c in columns])
         return pa.Table.from_batches([batch for _, batch in self.iter_batches(1 << 20, columns)], schema=schema)
 
     def iter_batches(self, batch_rows: int, columns: list[str] | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
