@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 
 from .config import AdvantageConfig, ObjectiveConfig
@@ -31,7 +30,7 @@ def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np
         raise InputError(f"rewards and groups must be 1-d of equal length (found {r.shape} and {len(groups)})")
     if not np.isfinite(r).all():
         raise InputError(f"reward {int(np.flatnonzero(~np.isfinite(r))[0])} is NaN or infinite")
-    return advantage(r, group_index(pl.Series(groups)), config)
+    return advantage(r, group_index(pa.array(groups)), config)
 
 
 def _to_numpy(rewards) -> tuple[np.ndarray, Any]:

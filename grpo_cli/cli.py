@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .config import AGGREGATIONS, ESTIMATOR_ALIASES, KL_ESTIMATORS, RATIO_LEVELS, SCALES, STD_KINDS, AdvantageConfig, ObjectiveConfig
 from .engines.local import advantages_file, objective_file
+from .engines.memory import keep_freed_memory
 from .errors import GrpoError, Interrupted
 from .io import FORMATS
 from .report import render_advantages, render_objective, write_json
@@ -230,4 +231,5 @@ def objective(
 
 
 def main() -> None:
+    keep_freed_memory()
     app(prog_name="grpo")

@@ -14,7 +14,6 @@ from functools import cached_property
 from typing import Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,9 +30,11 @@ from ..tokens import TokenColumns, read_tokens
 
 @dataclass
 class Groups:
-    """Pass-1 result: one row per input row, in file order, with ``group`` and ``reward``."""
+    """Pass-1 result: each row's group (:class:`GroupIndex`) and reward, in file order."""
 
-    frame: pl.DataFrame
+    index: GroupIndex
+    keys: pa.ChunkedArray | None
+    rewards: np.ndarray | None
     prompt_col: str | None
     reward_col: str | None
     source: Source
@@ -48,15 +49,6 @@ class Groups:
         if self.num_generations is not None:
             return f"consecutive blocks of {self.num_generations} rows"
         return "one group: the whole input"
-
-    @cached_property
-    def index(self) -> GroupIndex:
-        """Each row's group number (see :func:`~grpo_cli.estimators.group_index`)."""
-        return group_index(self.frame["group"])
-
-    @property
-    def rewards(self) -> np.ndarray:
-        return self.frame["reward"].to_numpy()
 
     @cached_property
     def informative(self) -> np.ndarray:
@@ -118,14 +110,14 @@ def read_groups(
         candidates=schema.REWARD_CANDIDATES, source=source.name,
     ) if need_reward else None
     table = source.read_columns([c for c in (prompt, reward) if c is not None])
-    n_rows = table.num_rows
-    frame = pl.DataFrame({"group": _group_keys(table, prompt, num_generations, n_rows, source)})
-    groups = Groups(frame, prompt, reward, source, num_generations)
+    keys = table.column(prompt) if prompt is not None else None
+    index = _group_index(keys, prompt, num_generations, table.num_rows, source)
     if reward is not None:
         schema.check_numeric(arrow_schema.field(reward), source.name)
-        rewards = _float64(table.column(reward))
+    rewards = _float64(table.column(reward)) if reward is not None else None
+    groups = Groups(index, keys, rewards, prompt, reward, source, num_generations)
+    if rewards is not None:
         schema.check_finite_scalars(rewards, column=reward, row_label=groups.row_label)
-        groups.frame = frame.with_columns(reward=rewards)
     if prompt is not None and num_generations is not None:
         _check_group_sizes(groups, num_generations)
     return groups
@@ -136,35 +128,54 @@ def _float64(column: pa.ChunkedArray) -> np.ndarray:
     return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
 
-def _group_keys(table: pa.Table, prompt: str | None, num_generations: int | None, n_rows: int, source: Source) -> pl.Series:
-    if prompt is not None:
-        keys = pl.from_arrow(table.column(prompt))
-        if keys.null_count():
-            row = int(keys.is_null().arg_max())
+def _group_index(keys: pa.ChunkedArray | None, prompt: str | None, num_generations: int | None, n_rows: int, source: Source) -> GroupIndex:
+    if keys is not None:
+        if keys.null_count:
+            row = pc.indices_nonzero(pc.is_null(keys))[0].as_py()
             raise InputError(f"{source.locate(row)}: column {prompt!r} (prompt id) is null")
-        return keys
+        return group_index(keys)
     if num_generations is not None:
         if n_rows % num_generations:
             raise InputError(
                 f"{source.name}: {n_rows} rows is not a multiple of --num-generations {num_generations}"
             )
-        return pl.Series(np.arange(n_rows, dtype=np.int64) // num_generations)
-    return pl.Series(np.zeros(n_rows, dtype=np.int64))
+        return GroupIndex.blocks(n_rows, num_generations)
+    return GroupIndex.whole(n_rows)
 
 
 def _check_group_sizes(groups: Groups, num_generations: int) -> None:
     sizes = groups.index.sizes
     wrong = np.flatnonzero(sizes != num_generations)
     if len(wrong):
-        key, size = groups.frame["group"][int(groups.index.first[wrong[0]])], int(sizes[wrong[0]])
+        key, size = groups.keys[int(groups.index.first[wrong[0]])].as_py(), int(sizes[wrong[0]])
         raise InputError(
             f"{groups.source.name}: prompt id {key!r} has {size} rows, expected --num-generations {num_generations}"
         )
 
 
-def group_advantages(groups: Groups, config: AdvantageConfig) -> np.ndarray:
-    """Each row's advantage (float64) from the rewards of its group."""
-    return advantage(groups.rewards, groups.index, config, groups.informative)
+WINDOW_ROWS = 1 << 16
+
+
+def group_advantages(groups: Groups, config: AdvantageConfig, threads: int | None = None) -> np.ndarray:
+    """Each row's advantage (float64) from the rewards of its group.
+
+    Contiguous groups are computed a window of whole groups (about :data:`WINDOW_ROWS` rows)
+    at a time on ``threads`` threads: each window stays in cache, and its sums are the same
+    row-order sums as over the whole input, so the result is bit-identical. ``scale='batch'``
+    needs every reward at once and is computed in one piece.
+    """
+    r, g, informative = groups.rewards, groups.index, groups.informative
+    if not g.contiguous or config.scale == "batch":
+        return advantage(r, g, config, informative)
+    out = np.empty_like(r)
+
+    def fill(window: tuple[int, int]) -> None:
+        rows, local = g.window(*window)
+        out[rows] = advantage(r[rows], local, config, informative[window[0] : window[1]])
+
+    for _ in ordered_map(fill, g.windows(WINDOW_ROWS), threads or default_threads()):
+        pass
+    return out
 
 
 T = TypeVar("T")
@@ -285,7 +296,7 @@ def advantages_file(
     with open_source(input, input_format) as source:
         targets, fmt = output_targets(source, output, output_dir, output_format)
         groups = read_groups(source, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations)
-        adv = group_advantages(groups, config)
+        adv = group_advantages(groups, config, threads)
         with ThreadPoolExecutor(1) as pool:
             figures = pool.submit(advantage_figures, groups, adv, config)  # while the rows are written
             if targets:
@@ -309,6 +320,7 @@ def row_advantages(
     prompt_col: str | None,
     reward_col: str | None,
     num_generations: int | None,
+    threads: int | None = None,
 ) -> tuple[Callable[[int], str], RowAdvantages, str | None]:
     """How errors name a row (:func:`row_labeller`); ``advantages(batch, first_row)``, the
     advantage of each row of a streamed batch; and the input column they are read from.
@@ -336,7 +348,7 @@ def row_advantages(
         prompt = resolve_prompt_col(source, prompt_col)
     label = row_labeller(source, prompt)
     if column is None:
-        adv = group_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"))
+        adv = group_advantages(groups, advantage_config or AdvantageConfig(estimator="mean"), threads)
         return label, lambda batch, start: adv[start : start + batch.num_rows], None
     schema.check_numeric(source.schema.field(column), source.name)
 
@@ -408,7 +420,7 @@ def objective_file(
             )
         row_label, advantages_of, advantage_column = row_advantages(
             source, advantage_config=advantage_config, advantage_col=advantage_col,
-            prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
+            prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations, threads=threads,
         )
         summary = ObjectiveSummary()
 
