@@ -82,6 +82,9 @@ class GroupIndex:
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if lo < hi]
 
 
+PREFIX_RUNS = 1 << 16
+
+
 def group_index(keys: pa.Array | pa.ChunkedArray) -> GroupIndex:
     """The :class:`GroupIndex` of ``keys`` (any comparable, hashable type; rows of a group
     need not be contiguous).
@@ -92,11 +95,13 @@ def group_index(keys: pa.Array | pa.ChunkedArray) -> GroupIndex:
     rows = len(keys)
     if rows == 0:
         return GroupIndex(np.zeros(0, dtype=np.int64), 0)
+    keys = keys if isinstance(keys, pa.ChunkedArray) else pa.chunked_array([keys])
     try:
-        run_starts = pc.indices_nonzero(pc.not_equal(keys[1:], keys[:-1])).to_numpy().astype(np.int64)
-        first = np.concatenate([np.zeros(1, dtype=np.int64), run_starts + 1])
-        if _each_key_one_run(keys.take(first)):
-            return GroupIndex(first, rows)
+        changed = pc.not_equal(keys[1:], keys[:-1])  # row i + 1 starts a run
+        run_keys = pa.chunked_array([*keys[:1].chunks, *keys[1:].filter(changed).chunks], type=keys.type)
+        if _each_key_one_run(run_keys):
+            first = pc.indices_nonzero(changed).to_numpy().astype(np.int64) + 1
+            return GroupIndex(np.concatenate([np.zeros(1, dtype=np.int64), first]), rows)
     except pa.ArrowNotImplementedError:  # keys pyarrow cannot compare (lists, structs): hash them
         pass
     import polars as pl  # only for scattered groups (importing polars costs ~0.15 s)
@@ -107,13 +112,14 @@ def group_index(keys: pa.Array | pa.ChunkedArray) -> GroupIndex:
     return GroupIndex(np.flatnonzero(is_first), rows, (np.cumsum(is_first) - 1)[first_row])
 
 
-def _each_key_one_run(run_keys: pa.Array | pa.ChunkedArray) -> bool:
-    """No key starts two runs: cheap when the run keys ascend (sorted ids), else a hash count."""
+def _each_key_one_run(run_keys: pa.ChunkedArray) -> bool:
+    """No key starts two runs: cheap when the run keys ascend (sorted ids), else hash counts,
+    first on a prefix (scattered groups repeat a key early and stop there)."""
     if len(run_keys) < 2 or pc.all(pc.less(run_keys[:-1], run_keys[1:])).as_py():
         return True
     import polars as pl
 
-    return pl.from_arrow(run_keys).n_unique() == len(run_keys)
+    return all(pl.from_arrow(part).n_unique() == len(part) for part in (run_keys[:PREFIX_RUNS], run_keys))
 
 
 def group_sum(values: np.ndarray, g: GroupIndex) -> np.ndarray:

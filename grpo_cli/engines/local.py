@@ -160,18 +160,19 @@ def group_advantages(groups: Groups, config: AdvantageConfig, threads: int | Non
     """Each row's advantage (float64) from the rewards of its group.
 
     Contiguous groups are computed a window of whole groups (about :data:`WINDOW_ROWS` rows)
-    at a time on ``threads`` threads: each window stays in cache, and its sums are the same
-    row-order sums as over the whole input, so the result is bit-identical. ``scale='batch'``
+    at a time on ``threads`` threads: each window stays in cache, and its sums (and its
+    groups' informative test) are the same as over the whole input, so the result is
+    bit-identical. ``scale='batch'``
     needs every reward at once and is computed in one piece.
     """
-    r, g, informative = groups.rewards, groups.index, groups.informative
+    r, g = groups.rewards, groups.index
     if not g.contiguous or config.scale == "batch":
-        return advantage(r, g, config, informative)
+        return advantage(r, g, config, groups.informative)
     out = np.empty_like(r)
 
     def fill(window: tuple[int, int]) -> None:
         rows, local = g.window(*window)
-        out[rows] = advantage(r[rows], local, config, informative[window[0] : window[1]])
+        out[rows] = advantage(r[rows], local, config)
 
     for _ in ordered_map(fill, g.windows(WINDOW_ROWS), threads or default_threads()):
         pass
