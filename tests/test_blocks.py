@@ -107,3 +107,16 @@ def test_the_cli_allocator_setting_takes_on_glibc():
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt is glibc's")
     assert keep_freed_memory() is True
+
+
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=60), st.integers(1, 100))
+def test_windows_cover_every_group_once_in_order(sizes, rows):
+    g = group_index(pa.array(np.repeat(np.arange(len(sizes)), sizes)))
+    windows = g.windows(rows)
+    assert [lo for lo, _ in windows] == [0] + [hi for _, hi in windows[:-1]] and windows[-1][1] == len(sizes)
+    spans = [g.window(lo, hi)[0] for lo, hi in windows]
+    assert spans[0].start == 0 and spans[-1].stop == sum(sizes)
+    assert all(a.stop == b.start for a, b in zip(spans, spans[1:]))
+    for (lo, hi), span in zip(windows, spans):
+        local = g.window(lo, hi)[1]
+        assert local.sizes.tolist() == sizes[lo:hi] and local.rows == span.stop - span.start
