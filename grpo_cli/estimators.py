@@ -2,7 +2,8 @@
 
 Each row gets a dense group number (:class:`GroupIndex`). When every group's rows are
 contiguous (the common layout, checked cheaply on runs of equal keys), the groups are the
-runs and nothing is held per row; otherwise polars' hash group-by numbers them. Sums over
+runs, no per-row group number is built, and the advantages can be computed a window of
+whole groups at a time; otherwise polars' hash group-by numbers the rows. Sums over
 a group are ``np.bincount`` in row order. polars' own float sums are not used because they
 can differ by an ulp from run to run (their summation order depends on memory alignment and
 hashing), and results here must depend on the values alone.
@@ -47,6 +48,7 @@ class GroupIndex:
 
     @property
     def contiguous(self) -> bool:
+        """Each group's rows are consecutive."""
         return self.scattered_codes is None
 
     @property
