@@ -162,8 +162,7 @@ def group_advantages(groups: Groups, config: AdvantageConfig, threads: int | Non
     Contiguous groups are computed a window of whole groups (about :data:`WINDOW_ROWS` rows)
     at a time on ``threads`` threads: each window stays in cache, and its sums (and its
     groups' informative test) are the same as over the whole input, so the result is
-    bit-identical. ``scale='batch'``
-    needs every reward at once and is computed in one piece.
+    bit-identical. ``scale='batch'`` needs every reward at once and is computed in one piece.
     """
     r, g = groups.rewards, groups.index
     if not g.contiguous or config.scale == "batch":

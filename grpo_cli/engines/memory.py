@@ -2,10 +2,10 @@
 
 numpy takes every array from glibc's malloc. By default glibc hands arrays of more than
 about 128 KiB to the kernel on free and maps fresh pages for the next one, so a stream
-that allocates per batch spends much of its time in page faults (measured: a third of
-`grpo objective`'s wall time on this project's benchmark). Keeping freed memory in the
-heap lets the next batch reuse it; the peak resident memory is the same, since the
-stream's working set does not grow.
+that allocates per batch spends much of its time in page faults (measured: a third of the
+wall time of a summary-only `grpo objective` on this project's benchmark). Keeping freed
+memory in the heap lets the next batch reuse it; the peak resident memory is the same,
+since the stream's working set does not grow.
 """
 
 from __future__ import annotations
