@@ -78,14 +78,18 @@ writer.close()
 """
 
 
-def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int) -> int:
+def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int, scattered: bool = False) -> int:
     """Write synthetic rollouts chunk by chunk (bounded memory); return the token count.
-    ``mean_tokens=0`` writes only prompt_id and reward (for the advantages-only benchmark)."""
+    ``mean_tokens=0`` writes only prompt_id and reward (for the advantages-only benchmark);
+    ``scattered`` shuffles the ids within each chunk of 65,536 rows, so no group's rows
+    are contiguous (as after a trainer's batch balancing)."""
     rng = np.random.default_rng(seed)
     writer, tokens = None, 0
     for start in range(0, rows, CHUNK_ROWS):
         n = min(CHUNK_ROWS, rows - start)
         ids = (np.arange(start, start + n) // group_size).astype(np.int64)
+        if scattered:
+            ids = rng.permutation(ids)
         columns = {"prompt_id": ids, "reward": (rng.uniform(size=n) < 0.5).astype(np.float64)}
         lengths = rng.integers(1, 2 * mean_tokens, size=n) if mean_tokens else np.zeros(n, dtype=np.int64)
         if mean_tokens:
@@ -128,12 +132,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None, help="where the data goes (default: a temp dir)")
     parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--scattered", action="store_true", help="shuffle ids within each chunk: no group is contiguous")
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="grpo-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     data, out = workdir / "rollouts.parquet", workdir / "out.parquet"
-    tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed)
+    tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed, args.scattered)
     py = sys.executable
     cases = [
         ("advantages", "floor (pyarrow read + write, 1 column)", [py, "-c", FLOOR, str(data), str(out), "1"]),
@@ -148,7 +153,7 @@ def main() -> None:
         cases = [c for c in cases if c[0] == "advantages"]
     if args.skip_naive:
         cases = [c for c in cases if not c[1].startswith("naive")]
-    print(f"{args.rows:,} rows, {tokens:,} tokens, groups of {args.group_size}, {os.cpu_count()} cores, "
+    print(f"{args.rows:,} rows, {tokens:,} tokens, groups of {args.group_size}{' (scattered)' if args.scattered else ''}, {os.cpu_count()} cores, "
           f"{args.runs} runs each, data {data.stat().st_size / 2**20:.1f} MiB\n")
     print("| command | median s | x floor | peak RSS MiB |")
     print("| --- | ---: | ---: | ---: |")
