@@ -2,8 +2,8 @@
 
 from .api import GRPOAdvantage, RLOOAdvantage, advantages, normalize_group, policy_objective
 from .config import AdvantageConfig, ObjectiveConfig
-from .engines.local import advantages_file, objective_file
-from .errors import ColumnNotFoundError, GrpoError, InputError, UsageError
+from .errors import ColumnNotFoundError, GrpoError, InputError, UnknownOptionError, UsageError
+from .files import advantages_file, objective_file
 
 __all__ = [
     "AdvantageConfig",
@@ -13,6 +13,7 @@ __all__ = [
     "InputError",
     "ObjectiveConfig",
     "RLOOAdvantage",
+    "UnknownOptionError",
     "UsageError",
     "advantages",
     "advantages_file",

@@ -9,17 +9,17 @@ import numpy as np
 import pyarrow as pa
 
 from .config import AdvantageConfig, ObjectiveConfig
-from .errors import InputError, UsageError
-from .estimators import advantage, group_index
+from .errors import InputError, RowError, UsageError, check_keywords
+from .estimators import Groups, advantage, group_index
 from .objective import row_terms
-from .report import ObjectiveSummary
-from .tokens import TokenColumns, read_tokens
+from .plan import OBJECTIVE_ESTIMATOR
+from .summaries import ObjectiveSummary
+from .token_columns import TokenColumns, read_tokens
 
-TWINKLE_STD = "sample"
-TWINKLE_EPS = 1e-8
+TWINKLE_SCALED = {"std": "sample", "eps": 1e-8}  # Twinkle's numerics where advantages are scaled
 
 
-def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np.ndarray, config: AdvantageConfig) -> np.ndarray:
+def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np.ndarray, config: AdvantageConfig | None = None) -> np.ndarray:
     """Advantages (float64) of ``rewards`` grouped by the keys in ``groups`` (any order).
 
     >>> advantages([0.0, 1.0, 5.0, 5.0], ["a", "a", "b", "b"], AdvantageConfig()).tolist()
@@ -30,7 +30,7 @@ def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np
         raise InputError(f"rewards and groups must be 1-d of equal length (found {r.shape} and {len(groups)})")
     if not np.isfinite(r).all():
         raise InputError(f"reward {int(np.flatnonzero(~np.isfinite(r))[0])} is NaN or infinite")
-    return advantage(r, group_index(pa.array(groups)), config)
+    return advantage(Groups(r, group_index(pa.array(groups))), config or AdvantageConfig())
 
 
 def _to_numpy(rewards) -> tuple[np.ndarray, Any]:
@@ -49,24 +49,26 @@ class _GroupAdvantage:
 
     Consecutive blocks of ``num_generations`` rewards form the groups. 2-d rewards are
     summed over the last axis first (one column per reward function), as in Twinkle.
-    The defaults ``std='sample'``, ``eps=1e-8`` reproduce Twinkle's numerics (computed in
-    float64 here, not float32).
+    Keyword options ``std`` and ``eps`` apply where advantages are scaled; there they default
+    to Twinkle's numerics, ``std='sample'``, ``eps=1e-8`` (computed in float64 here, not
+    float32). Any other keyword is an error.
 
     Where this differs from Twinkle, on purpose:
 
     - ``num_generations=1``: every group has one row, so every advantage is 0 (Twinkle's
       GRPO returns the raw rewards for ``'group'`` and ``rewards - mean`` for ``'none'``;
       its RLOO raises).
-    - An unknown ``scale`` raises ``ValueError`` listing the valid names (Twinkle silently
-      applies no scaling).
+    - An unknown ``scale`` or keyword raises, listing the valid names (Twinkle silently
+      applies no scaling, and ignores unknown keywords).
     - A group whose rewards are all equal gets exactly 0.
     """
 
     estimator = "grpo"
 
-    def __call__(self, rewards, num_generations: int = 1, scale: str = "group", *,
-                 std: str = TWINKLE_STD, eps: float = TWINKLE_EPS, **_: Any):
-        config = AdvantageConfig(estimator=self.estimator, scale=scale, std=std, eps=eps)
+    def __call__(self, rewards, num_generations: int = 1, scale: str = "group", **options: Any):
+        check_keywords(options, ["num_generations", "scale", *TWINKLE_SCALED], f"{type(self).__name__}()")
+        scaled = {} if scale == "none" else TWINKLE_SCALED
+        config = AdvantageConfig(estimator=self.estimator, scale=scale, **{**scaled, **options})
         values, restore = _to_numpy(rewards)
         if values.ndim > 1:
             values = values.sum(axis=-1)
@@ -116,13 +118,20 @@ def _list_array(values) -> pa.Array:
     return pa.array([np.asarray(v, dtype=np.float64) if not isinstance(v, list) else v for v in values])
 
 
+def _per_token(values) -> bool:
+    """Advantages given as one list per row (an Arrow list array, or a sequence of sequences)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return pa.types.is_list(values.type) or pa.types.is_large_list(values.type)
+    return len(values) > 0 and isinstance(values[0], (list, tuple, np.ndarray))
+
+
 def policy_objective(
     log_probs_new,
     log_probs_old,
     rewards=None,
-    epsilon: float = 0.2,
+    epsilon: float | None = None,
     *,
-    advantage_values: Sequence[float] | np.ndarray | None = None,
+    advantage_values=None,
     groups: Sequence[Any] | None = None,
     advantage_config: AdvantageConfig | None = None,
     ref_log_probs=None,
@@ -133,39 +142,46 @@ def policy_objective(
     """Seed 002's objective, and every option of `grpo objective` as a keyword
     (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``beta``, ``kl`` ...).
 
-    Advantages are ``advantage_values`` if given, else computed from ``rewards`` with
-    ``advantage_config`` (default: the mean baseline), grouped by ``groups`` (default: all
-    rows are one group, as in the seed). Returns the objective (to maximise), or with
-    ``details=True`` the summary figures of `grpo objective` plus per-row ``rows``.
+    Advantages are ``advantage_values`` if given (one per row, or one list per row: one per
+    token), else computed from ``rewards`` with ``advantage_config`` (default: the mean
+    baseline), grouped by ``groups`` (default: all rows are one group, as in the seed).
+    Returns the objective (to maximise), or with ``details=True`` the summary figures of
+    `grpo objective` plus per-row ``rows``.
 
     >>> round(policy_objective([[-0.2, -0.3], [-0.1, -0.4]], [[-0.5, -0.6], [-0.4, -0.7]], [1.0, 0.0], 0.2), 7)
     -0.0749294
     """
+    check_keywords(options, [f for f in ObjectiveConfig.__dataclass_fields__ if f != "epsilon"], "policy_objective()")
     config = ObjectiveConfig(epsilon=epsilon, **options)
     arrays = {"new": _list_array(log_probs_new), "old": _list_array(log_probs_old)}
-    if ref_log_probs is not None:
-        arrays["ref"] = _list_array(ref_log_probs)
-    if mask is not None:
-        arrays["mask"] = pa.array(mask) if not isinstance(mask, pa.Array) else mask
+    for name, values in (("ref", ref_log_probs), ("mask", mask)):
+        if values is not None:
+            arrays[name] = values if isinstance(values, pa.Array) else pa.array(values)
+    per_token = advantage_values is not None and _per_token(advantage_values)
+    if per_token:
+        arrays["advantage"] = _list_array(advantage_values)
     batch = pa.RecordBatch.from_pydict(arrays)
     n_rows = batch.num_rows
-    if advantage_values is not None:
+    if per_token:
+        adv = None
+    elif advantage_values is not None:
         adv = np.asarray(advantage_values, dtype=np.float64)
     elif rewards is not None:
         keys = groups if groups is not None else np.zeros(n_rows, dtype=np.int64)
-        adv = advantages(rewards, keys, advantage_config or AdvantageConfig(estimator="mean"))
+        adv = advantages(rewards, keys, advantage_config or AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR))
     else:
         raise UsageError("pass `rewards` or `advantage_values`")
-    if adv.shape != (n_rows,):
+    if adv is not None and adv.shape != (n_rows,):
         raise InputError(f"{adv.shape[0]} advantages for {n_rows} rows of log-probs")
-    if config.beta > 0 and ref_log_probs is None:
-        raise UsageError("`beta` > 0 needs `ref_log_probs`")
-    columns = TokenColumns("new", "old", "ref" if ref_log_probs is not None else None, "mask" if mask is not None else None)
-    tokens = read_tokens(batch, columns, 0, lambda row: f"log-probs: row {row}")
+    if ref_log_probs is None and (config.beta > 0 or "kl" in config.given):
+        raise UsageError(f"{'`beta` > 0' if config.beta > 0 else '`kl`'} needs `ref_log_probs`")
+    columns = TokenColumns(*(name if name in arrays else None for name in ("new", "old", "ref", "mask", "advantage")))
+    try:
+        tokens = read_tokens(batch, columns)
+    except RowError as exc:
+        raise InputError(f"log-probs: row {exc.row}: {exc.detail}") from None
     terms = row_terms(tokens, adv, config)
-    summary = ObjectiveSummary()
-    summary.add(terms, adv)
-    figures = summary.figures(config)
+    figures = ObjectiveSummary.of(terms).figures(config)
     if not details:
         return figures["objective"]
-    return {**figures, "rows": {"advantage": adv, **terms}}
+    return {**figures, "rows": terms if adv is None else {"advantage": adv, **terms}}

@@ -1,6 +1,8 @@
 """The `grpo` command: each command parses options, calls one library function, renders.
 
-Data goes to stdout (only with ``-o -``); tables and errors go to stderr.
+Data goes to stdout (only with ``-o -``); tables and errors go to stderr. Option help and
+defaults come from the library (config fields, registries, column roles), and the library's
+messages, which name Python parameters, are shown with the flags.
 Exit codes: 0 success, 1 bad input data, 2 bad usage (options), 141-style quiet exit on a
 closed output pipe.
 """
@@ -9,21 +11,28 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
+from dataclasses import fields
 from enum import Enum
 from typing import Annotated, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from .config import AGGREGATIONS, ESTIMATOR_ALIASES, KL_ESTIMATORS, RATIO_LEVELS, SCALES, STD_KINDS, AdvantageConfig, ObjectiveConfig
-from .engines.local import advantages_file, objective_file
-from .engines.memory import keep_freed_memory
+from . import estimators
+from .allocator import keep_freed_memory
+from .config import STD_KINDS, AdvantageConfig, ObjectiveConfig
 from .errors import GrpoError, Interrupted
+from .files import advantages_file, objective_file
 from .io import FORMATS
+from .objective import AGGREGATIONS, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
+from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .report import render_advantages, render_objective, write_json
+from .schema import ROLES
 
 app = typer.Typer(
     help="Group-relative advantages (GRPO, RLOO, Dr.GRPO) and clipped policy objectives on rollout files.",
@@ -39,29 +48,59 @@ def _choices(name: str, values) -> type[Enum]:
     return Enum(name, {v: v for v in values}, type=str)
 
 
-Estimator = _choices("Estimator", ESTIMATOR_ALIASES)
-Scale = _choices("Scale", SCALES)
+def _listing(entries: dict[str, str]) -> str:
+    return "; ".join(f"{name}: {text.rstrip('.')}" for name, text in entries.items()) + "."
+
+
+def _default(value) -> str:
+    """``[default: value]``, escaped from rich markup."""
+    return escape(f"[default: {'off' if value is None else value}]")
+
+
+def _config_help(cls, name: str, extra: str = "", default: str | None = None) -> str:
+    """A config field's help, ``extra``, and its default (from the field, or ``default``)."""
+    meta = next(f for f in fields(cls) if f.name == name).metadata
+    shown = default if default is not None else meta["default"]
+    return f"{meta['help']}{' ' + extra if extra else ''} {_default(shown)}"
+
+
+def _column_help(role: str, text: str) -> str:
+    """A column option's help and the names it looks for by default."""
+    candidates = ROLES[role].candidates
+    found = f"whichever of {', '.join(candidates)} is present; two present is an error" if candidates else "none"
+    return f"{text} {_default(found)}"
+
+
+def _option(cls, name: str, extra: str = "", default: str | None = None, **typer_options) -> typer.models.OptionInfo:
+    """An option for a config field, its help and default from the field."""
+    return typer.Option(help=_config_help(cls, name, extra, default), show_default=False, **typer_options)
+
+
+Estimator = _choices("Estimator", estimators.names())
+Scale = _choices("Scale", estimators.SCALES)
 Std = _choices("Std", STD_KINDS)
+Loss = _choices("Loss", LOSSES)
 Aggregation = _choices("Aggregation", AGGREGATIONS)
 KL = _choices("KL", KL_ESTIMATORS)
 RatioLevel = _choices("RatioLevel", RATIO_LEVELS)
 Format = _choices("Format", FORMATS)
 
+ESTIMATOR_LIST = _listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
 
-# Options shared by every command, declared once.
-InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them, or quoted globs, read as one dataset; or - for stdin.")]
+# Options shared by the commands, declared once.
+InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them, or quoted globs, read as one dataset; or - for stdin.", show_default=False)]
 OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the summary is printed.")]
 OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated file per input file into this existing folder, with the input's name.")]
-ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the token math (default: one per core). Results do not depend on it.")]
+ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the math (default: one per core). Results do not depend on it.")]
 InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format when the name does not tell (default: suffix, then file magic).")]
 OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).")]
-PromptColOpt = Annotated[Optional[str], typer.Option(help="Prompt id column (default: whichever of prompt_id, uid, index is present; two present is an error).")]
-RewardColOpt = Annotated[Optional[str], typer.Option(help="Reward column (default: whichever of reward, score is present).")]
+PromptColOpt = Annotated[Optional[str], typer.Option(help=_column_help("prompt", "Prompt id column."))]
+RewardColOpt = Annotated[Optional[str], typer.Option(help=_column_help("reward", "Reward column."))]
 NumGenOpt = Annotated[Optional[int], typer.Option(min=1, help="Group size. Without an id column, consecutive blocks of N rows form the groups; with one, every group must have N rows.")]
-EstimatorOpt = Annotated[Estimator, typer.Option(help="grpo: r - group mean; rloo: r - mean of the others; mean (= drgrpo, unbiased): r - group mean, never scaled.")]
-ScaleOpt = Annotated[Optional[Scale], typer.Option(help="Divide by the group's reward std, the std of all rewards, or nothing. Default: group (none for mean).")]
-StdOpt = Annotated[Std, typer.Option(help="population = ddof 0 (seed 000); sample = ddof 1 (Twinkle, verl, TRL, OpenRLHF).")]
-EpsOpt = Annotated[float, typer.Option(min=0.0, help="Added to the std before dividing.")]
+ScaleOpt = Annotated[Optional[Scale], _option(AdvantageConfig, "scale", default="the estimator's: " + ", ".join(
+    f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()))]
+StdOpt = Annotated[Optional[Std], _option(AdvantageConfig, "std")]
+EpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "eps", min=0.0)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary.")]
 SummaryJsonOpt = Annotated[Optional[str], typer.Option(help="Also write the summary figures as JSON to this path.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")]
@@ -76,8 +115,26 @@ def _interrupt(signum: int, frame) -> None:
     raise Interrupted(signal.Signals(signum).name, 128 + signum)
 
 
+LIBRARY_NAMES = {"advantage_config": "estimator"}  # library parameters that CLI options spell out
+
+
+def _flags(ctx: typer.Context) -> dict[str, str]:
+    """Each option's Python parameter name (and library alias) and its long flag."""
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params if p.opts and p.opts[0].startswith("-")}
+    return {**flags, **{alias: flags[name] for alias, name in LIBRARY_NAMES.items() if name in flags}}
+
+
+def with_flags(message: str, flags: dict[str, str]) -> str:
+    """The library names parameters in backticks; the CLI shows their flags instead.
+
+    >>> with_flags("require `num_generations` >= 1 (pass `x`)", {"num_generations": "--num-generations"})
+    'require --num-generations >= 1 (pass `x`)'
+    """
+    return re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), message)
+
+
 @contextlib.contextmanager
-def reported_errors(debug: bool) -> Iterator[None]:
+def reported_errors(ctx: typer.Context, debug: bool) -> Iterator[None]:
     """Turn library errors into one ``Error: ...`` line on stderr and the error's exit code.
 
     SIGINT and SIGTERM raise :class:`Interrupted`, so every temporary file is removed on the
@@ -89,7 +146,7 @@ def reported_errors(debug: bool) -> Iterator[None]:
     except GrpoError as exc:
         if debug:
             raise
-        typer.echo(f"Error: {exc}", err=True)
+        typer.echo(f"Error: {with_flags(str(exc), _flags(ctx))}", err=True)
         raise typer.Exit(exc.exit_code)
     except BrokenPipeError:
         # The reader closed the pipe (e.g. `| head`): stop quietly, as Unix tools do.
@@ -133,19 +190,31 @@ def _emit(figures: dict, render, quiet: bool, summary_json: Optional[str]) -> No
         render(figures, stderr)
 
 
-@app.command()
+ADVANTAGES_EXAMPLES = """\
+Examples:
+
+  grpo advantages sample_data/rollouts.parquet -o advantages.parquet
+
+  grpo advantages sample_data/rollouts.jsonl --estimator rloo --std sample --eps 1e-8 -o rloo.jsonl
+
+  cat sample_data/rollouts.jsonl | grpo advantages - -o - --round 4 -q > annotated.jsonl
+"""
+
+
+@app.command(epilog=ADVANTAGES_EXAMPLES)
 def advantages(
+    ctx: typer.Context,
     input: InputArg,
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
-    estimator: EstimatorOpt = Estimator.grpo,
+    estimator: Annotated[Optional[Estimator], _option(AdvantageConfig, "estimator", ESTIMATOR_LIST)] = None,
     scale: ScaleOpt = None,
-    std: StdOpt = Std.population,
-    eps: EpsOpt = 0.0,
+    std: StdOpt = None,
+    eps: EpsOpt = None,
     prompt_col: PromptColOpt = None,
     reward_col: RewardColOpt = None,
     num_generations: NumGenOpt = None,
-    round: Annotated[Optional[int], typer.Option(min=0, help="Round the written advantages to N decimals.")] = None,
+    round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).")] = None,
     input_format: InputFormatOpt = None,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
@@ -157,42 +226,57 @@ def advantages(
 
     A group of one row, or of equal rewards, gets advantage 0 (never NaN).
     """
-    with reported_errors(debug):
-        config = AdvantageConfig(estimator=estimator.value, scale=_value(scale), std=std.value, eps=eps)
+    with reported_errors(ctx, debug):
+        config = AdvantageConfig(estimator=_value(estimator), scale=_value(scale), std=_value(std), eps=eps)
         with progress_bar(not quiet) as progress:
             figures = advantages_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
-                num_generations=num_generations, round_digits=round,
+                num_generations=num_generations, round_digits=round_digits,
                 input_format=_value(input_format), output_format=_value(output_format),
                 threads=threads, progress=progress,
             )
         _emit(figures, render_advantages, quiet, summary_json)
 
 
-@app.command()
+OBJECTIVE_EXAMPLES = """\
+Examples:
+
+  grpo objective sample_data/rollouts.parquet --epsilon 0.2 -o objective.parquet
+
+  grpo objective sample_data/rollouts.parquet --agg token-mean --epsilon-high 0.28 --dual-clip 3 --beta 0.04 -q --summary-json objective.json
+
+  grpo advantages sample_data/rollouts.parquet -o - -q | grpo objective - --ratio-level sequence -q
+"""
+
+
+@app.command(epilog=OBJECTIVE_EXAMPLES)
 def objective(
+    ctx: typer.Context,
     input: InputArg,
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
-    epsilon: Annotated[float, typer.Option(help="Clip range: clip(rho, 1 - eps, 1 + eps).")] = 0.2,
-    epsilon_low: Annotated[Optional[float], typer.Option(help="Override the low side (default: --epsilon).")] = None,
-    epsilon_high: Annotated[Optional[float], typer.Option(help="Override the high side, DAPO clip-higher (default: --epsilon).")] = None,
-    dual_clip: Annotated[Optional[float], typer.Option(help="C > 1: for A < 0 the token term is max(surrogate, C*A).")] = None,
-    ratio_level: Annotated[RatioLevel, typer.Option(help="token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).")] = RatioLevel.token,
-    agg: Annotated[Aggregation, typer.Option(help="seq-mean-token-sum (seed 002, Dr.GRPO), seq-mean-token-mean (GRPO), token-mean (DAPO, verl), token-sum, seq-mean-token-sum-norm (/ rows*max_length).")] = Aggregation("seq-mean-token-sum"),
-    max_length: Annotated[Optional[int], typer.Option(help="The constant of seq-mean-token-sum-norm.")] = None,
-    beta: Annotated[float, typer.Option(help="KL penalty weight against reference log-probs: L - beta*KL.")] = 0.0,
-    kl: Annotated[KL, typer.Option(help="KL estimator with d = new - ref: k1 = d, k2 = d^2/2, k3 = exp(-d)+d-1, abs = |d|.")] = KL.k3,
-    logratio_clamp: Annotated[float, typer.Option(help="Clamp new - old to [-c, c] before exp (counted in the summary).")] = 20.0,
-    logprobs_col: Annotated[Optional[str], typer.Option(help="New-policy log-probs (default: logprobs, log_probs, new_logprobs).")] = None,
-    old_logprobs_col: Annotated[Optional[str], typer.Option(help="Old-policy log-probs (default: old_logprobs, old_log_probs).")] = None,
-    ref_logprobs_col: Annotated[Optional[str], typer.Option(help="Reference log-probs (default: ref_logprobs, ref_log_probs if present).")] = None,
-    mask_col: Annotated[Optional[str], typer.Option(help="Token mask: list of 0/1 or bool; masked tokens count nowhere.")] = None,
-    advantage_col: Annotated[Optional[str], typer.Option(help="Use this advantage column (default: `advantage` if present).")] = None,
-    estimator: Annotated[Optional[Estimator], typer.Option(help="Compute advantages instead (as grpo advantages). Default without an advantage column: mean.")] = None,
+    loss: Annotated[Optional[Loss], _option(ObjectiveConfig, "loss", _listing({n: l.help for n, l in LOSSES.items()}))] = None,
+    epsilon: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon")] = None,
+    epsilon_low: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_low", default="--epsilon")] = None,
+    epsilon_high: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_high", default="--epsilon")] = None,
+    dual_clip: Annotated[Optional[float], _option(ObjectiveConfig, "dual_clip")] = None,
+    ratio_level: Annotated[Optional[RatioLevel], _option(ObjectiveConfig, "ratio_level")] = None,
+    agg: Annotated[Optional[Aggregation], _option(ObjectiveConfig, "agg", _listing({n: a.help for n, a in AGGREGATIONS.items()}))] = None,
+    max_length: Annotated[Optional[int], _option(ObjectiveConfig, "max_length")] = None,
+    beta: Annotated[Optional[float], _option(ObjectiveConfig, "beta")] = None,
+    kl: Annotated[Optional[KL], _option(ObjectiveConfig, "kl", _listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}))] = None,
+    logratio_clamp: Annotated[Optional[float], _option(ObjectiveConfig, "logratio_clamp")] = None,
+    logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("new", "New-policy log-probs (a list per row)."))] = None,
+    old_logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("old", "Old-policy log-probs (a list per row)."))] = None,
+    ref_logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("ref", "Reference log-probs (a list per row; optional)."))] = None,
+    mask_col: Annotated[Optional[str], typer.Option(help=_column_help("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere."))] = None,
+    advantage_col: Annotated[Optional[str], typer.Option(help=_column_help("advantage", "Advantages: a number per row, or a list per row (one per token)."))] = None,
+    estimator: Annotated[Optional[Estimator], _option(
+        AdvantageConfig, "estimator", f"Computes the advantages from the rewards: {ESTIMATOR_LIST}.",
+        default=f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}")] = None,
     scale: ScaleOpt = None,
-    std: StdOpt = Std.population,
-    eps: EpsOpt = 0.0,
+    std: StdOpt = None,
+    eps: EpsOpt = None,
     prompt_col: PromptColOpt = None,
     reward_col: RewardColOpt = None,
     num_generations: NumGenOpt = None,
@@ -205,20 +289,15 @@ def objective(
 ) -> None:
     """The PPO-style clipped objective from new/old per-token log-probs.
 
-    Advantages come from an advantage column, else from the rewards (mean baseline per
-    prompt; the whole file is one group without ids or --num-generations). The objective is
-    maximised; the loss is its negative.
+    Advantages come from an advantage column, else from the rewards (mean baseline per prompt; the whole file is one group without ids or --num-generations). The objective is maximised; the loss is its negative.
     """
-    with reported_errors(debug):
+    with reported_errors(ctx, debug):
         config = ObjectiveConfig(
-            epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
-            ratio_level=ratio_level.value, agg=agg.value, max_length=max_length, beta=beta, kl=kl.value,
+            loss=_value(loss), epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
+            ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
             logratio_clamp=logratio_clamp,
         )
-        advantage_config = None
-        if estimator is not None or scale is not None:
-            name = estimator.value if estimator is not None else "grpo"
-            advantage_config = AdvantageConfig(estimator=name, scale=_value(scale), std=std.value, eps=eps)
+        advantage_config = objective_estimator(_value(estimator), _value(scale), _value(std), eps)
         with progress_bar(not quiet) as progress:
             figures = objective_file(
                 input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,

@@ -1,14 +1,32 @@
-"""Frozen, validated configuration shared by the CLI, the Python API and the engine."""
+"""The options of the two computations, each with its one default and help.
+
+Every field is ``None`` until given; where it is not, its default applies (the field's
+``default`` metadata, which CLI help and the README show). An option given where the
+resolved configuration does not use it is a :class:`UsageError` that says why, never a
+silent no-op. After construction every field holds its resolved value and :attr:`given`
+names the fields the caller set.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
+from . import estimators
 from .errors import UsageError
+from .objective import AGGREGATIONS, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 
-ESTIMATOR_ALIASES = {"grpo": "grpo", "rloo": "rloo", "mean": "mean", "drgrpo": "mean", "unbiased": "mean"}
-SCALES = ("group", "batch", "none")
 STD_KINDS = {"population": 0, "sample": 1}
+
+
+def option(default: Any, help: str) -> Any:
+    """A config field: ``None`` until given, then ``default`` where it was not."""
+    return field(default=None, metadata={"default": default, "help": help})
+
+
+def defaults(cls) -> dict[str, Any]:
+    """Each option of a config class and its default."""
+    return {f.name: f.metadata["default"] for f in fields(cls)}
 
 
 def _choice(name: str, value: str, valid) -> None:
@@ -16,74 +34,95 @@ def _choice(name: str, value: str, valid) -> None:
         raise UsageError(f"unknown `{name}` {value!r} (valid: {', '.join(valid)})")
 
 
+class _Options:
+    """Shared by the config classes: record what was given, fill the defaults."""
+
+    def _fill_defaults(self) -> frozenset[str]:
+        given = frozenset(f.name for f in fields(self) if getattr(self, f.name) is not None)
+        for f in fields(self):
+            if f.name not in given:
+                object.__setattr__(self, f.name, f.metadata["default"])
+        return given
+
+    @property
+    def given(self) -> frozenset[str]:
+        """The options the caller set (the others hold their defaults)."""
+        return self._given
+
+    def _set(self, **values: Any) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+
 @dataclass(frozen=True)
-class AdvantageConfig:
-    """How rewards become advantages.
+class AdvantageConfig(_Options):
+    """How rewards become advantages: ``A = (r - b) / s``.
 
     Attributes
     ----------
     estimator
-        ``grpo`` (baseline: group mean), ``rloo`` (baseline: mean of the *other* rewards)
-        or ``mean`` (aliases ``drgrpo``, ``unbiased``: group mean, never scaled).
+        The baseline ``b`` (see :data:`grpo_cli.estimators.ESTIMATORS`).
     scale
-        ``group`` (divide by the group's reward std), ``batch`` (by the std of all rewards)
-        or ``none``. ``None`` means the estimator's default: ``group`` for grpo/rloo, ``none``
-        for mean. ``mean`` with any scale but ``none`` is an error.
+        The divisor ``s``: ``group`` (the group's reward std + eps), ``batch`` (the std of all
+        rewards + eps) or ``none``. Not given: the estimator's default.
     std
-        ``population`` (ddof 0, seed 000's convention; the CLI default) or ``sample``
-        (ddof 1, as Twinkle, verl, TRL and OpenRLHF).
+        ``population`` (ddof 0, seed 000's convention) or ``sample`` (ddof 1, as Twinkle,
+        verl, TRL and OpenRLHF); only for ``scale`` group or batch.
     eps
-        Added to the std before dividing: ``A = (r - b) / (std + eps)``.
+        Added to the std before dividing; only for ``scale`` group or batch.
     """
 
-    estimator: str = "grpo"
-    scale: str | None = None
-    std: str = "population"
-    eps: float = 0.0
+    estimator: str = option("grpo", "The baseline b of A = (r - b) / s.")
+    scale: str = option(None, "The divisor s: the group's reward std + eps, the std of all rewards + eps, or 1.")
+    std: str = option("population", "population = ddof 0 (seed 000); sample = ddof 1 (Twinkle, verl, TRL, OpenRLHF).")
+    eps: float = option(0.0, "Added to the std before dividing.")
 
     def __post_init__(self) -> None:
-        _choice("estimator", self.estimator, tuple(ESTIMATOR_ALIASES))
-        canonical = ESTIMATOR_ALIASES[self.estimator]
-        scale = self.scale if self.scale is not None else ("none" if canonical == "mean" else "group")
-        _choice("scale", scale, SCALES)
-        if canonical == "mean" and scale != "none":
-            raise UsageError(
-                f"estimator {self.estimator!r} is never scaled; drop `scale` {scale!r} or use `grpo`"
-            )
+        given = self._fill_defaults()
+        spec = estimators.lookup(self.estimator)
+        for name in given - {"estimator"} - set(spec.params):
+            raise UsageError(f"estimator {self.estimator!r} takes no `{name}`" + (
+                "; it is never scaled" if spec.scales == ("none",) else ""))
+        scale = self.scale if "scale" in given else spec.default_scale
+        _choice("scale", scale, estimators.SCALES)
+        if scale not in spec.scales:
+            if spec.scales == ("none",):
+                raise UsageError(f"estimator {self.estimator!r} is never scaled; drop `scale` {scale!r} or use `grpo`")
+            raise UsageError(f"estimator {self.estimator!r} takes `scale` {', '.join(spec.scales)} (found {scale!r})")
         _choice("std", self.std, tuple(STD_KINDS))
         if not self.eps >= 0:
             raise UsageError(f"require `eps` >= 0 (found {self.eps!r})")
-        object.__setattr__(self, "estimator", canonical)
-        object.__setattr__(self, "scale", scale)
+        if scale == "none":
+            for name in sorted(given & {"std", "eps"}):
+                raise UsageError(f"`{name}` applies only to scaled advantages and `scale` is 'none'; "
+                                 f"drop `{name}`, or pass `scale` 'group' or 'batch'")
+        self._set(estimator=spec.name, scale=scale, _given=given)
 
     @property
     def ddof(self) -> int:
         return STD_KINDS[self.std]
 
 
-AGGREGATIONS = ("seq-mean-token-sum", "seq-mean-token-mean", "token-mean", "token-sum", "seq-mean-token-sum-norm")
-KL_ESTIMATORS = ("k1", "k2", "k3", "abs")
-RATIO_LEVELS = ("token", "sequence")
-
-
 @dataclass(frozen=True)
-class ObjectiveConfig:
-    """The clipped policy objective (seed 002's defaults: Dr.GRPO, token sum, mean over rows).
+class ObjectiveConfig(_Options):
+    """The policy objective (seed 002's defaults: PPO clipping, token sum, mean over rows).
 
     Attributes
     ----------
+    loss
+        The per-token objective (see :data:`grpo_cli.objective.LOSSES`).
     epsilon
-        Clip range for both sides: ``clip(rho, 1 - eps_low, 1 + eps_high)``.
+        Clip range for both sides: ``clip(rho, 1 - epsilon_low, 1 + epsilon_high)``.
     epsilon_low, epsilon_high
-        Override one side (DAPO's clip-higher); ``None`` means ``epsilon``.
+        Override one side (DAPO's clip-higher); not given: ``epsilon``.
     dual_clip
         ``C > 1``: for ``A < 0`` the token term becomes ``max(surrogate, C * A)``.
     ratio_level
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
-        How token terms become one number; see :func:`grpo_cli.objective.aggregate`.
+        How token terms become one number (see :data:`grpo_cli.objective.AGGREGATIONS`).
     max_length
-        The constant of ``seq-mean-token-sum-norm`` (required by it, unused otherwise).
+        The constant of ``seq-mean-token-sum-norm`` (required by it, refused by the others).
     beta, kl
         KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``.
     logratio_clamp
@@ -91,40 +130,54 @@ class ObjectiveConfig:
         ratio never overflows; clamped tokens are counted in the summary.
     """
 
-    epsilon: float = 0.2
-    epsilon_low: float | None = None
-    epsilon_high: float | None = None
-    dual_clip: float | None = None
-    ratio_level: str = "token"
-    agg: str = "seq-mean-token-sum"
-    max_length: int | None = None
-    beta: float = 0.0
-    kl: str = "k3"
-    logratio_clamp: float = 20.0
+    loss: str = option("ppo", "The per-token objective.")
+    epsilon: float = option(0.2, "Clip range: clip(rho, 1 - eps, 1 + eps).")
+    epsilon_low: float = option(None, "Override the low side of the clip range.")
+    epsilon_high: float = option(None, "Override the high side of the clip range (DAPO clip-higher).")
+    dual_clip: float = option(None, "C > 1: for A < 0 the token term is max(surrogate, C*A).")
+    ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).")
+    agg: str = option("seq-mean-token-sum", "How token terms become one number.")
+    max_length: int = option(None, "The constant of seq-mean-token-sum-norm (required by it).")
+    beta: float = option(0.0, "KL penalty weight against reference log-probs: L - beta*KL.")
+    kl: str = option("k3", "KL estimator with d = new - ref.")
+    logratio_clamp: float = option(20.0, "Clamp new - old to [-c, c] before exp (counted in the summary).")
 
     def __post_init__(self) -> None:
+        given = self._fill_defaults()
+        _choice("loss", self.loss, tuple(LOSSES))
+        loss = LOSSES[self.loss]
+        for name in sorted(given & (loss_params() - set(loss.params))):
+            taken = ", ".join(f"`{p}`" for p in loss.params) or "none of them"
+            raise UsageError(f"loss {self.loss!r} takes no `{name}` (of the loss options it takes {taken})")
+        if {"epsilon", "epsilon_low", "epsilon_high"} <= given:
+            raise UsageError("`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three")
+        self._set(
+            epsilon_low=self.epsilon if self.epsilon_low is None else self.epsilon_low,
+            epsilon_high=self.epsilon if self.epsilon_high is None else self.epsilon_high,
+            _given=given,
+        )
         for name in ("epsilon", "epsilon_low", "epsilon_high"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
+            if not value > 0:
                 raise UsageError(f"require `{name}` > 0 (found {value!r})")
-        if not self.eps_low < 1:
-            raise UsageError(f"require `epsilon_low` < 1 so that 1 - epsilon_low > 0 (found {self.eps_low!r})")
+        if not self.epsilon_low < 1:
+            raise UsageError(f"require `epsilon_low` < 1 so that 1 - epsilon_low > 0 (found {self.epsilon_low!r})")
         if self.dual_clip is not None and not self.dual_clip > 1:
             raise UsageError(f"require `dual_clip` > 1 (found {self.dual_clip!r})")
-        _choice("ratio_level", self.ratio_level, RATIO_LEVELS)
-        _choice("agg", self.agg, AGGREGATIONS)
-        if self.agg == "seq-mean-token-sum-norm" and (self.max_length is None or self.max_length < 1):
-            raise UsageError(f"`agg` 'seq-mean-token-sum-norm' needs `max_length` >= 1 (found {self.max_length!r})")
+        _choice("ratio_level", self.ratio_level, tuple(RATIO_LEVELS))
+        _choice("agg", self.agg, tuple(AGGREGATIONS))
+        if AGGREGATIONS[self.agg].needs_max_length:
+            if self.max_length is None or self.max_length < 1:
+                raise UsageError(f"`agg` {self.agg!r} needs `max_length` >= 1 (found {self.max_length!r})")
+        elif "max_length" in given:
+            raise UsageError(f"`max_length` applies only to `agg` 'seq-mean-token-sum-norm' (found `agg` {self.agg!r}); drop it")
         if not self.beta >= 0:
             raise UsageError(f"require `beta` >= 0 (found {self.beta!r})")
-        _choice("kl", self.kl, KL_ESTIMATORS)
+        _choice("kl", self.kl, tuple(KL_ESTIMATORS))
         if not self.logratio_clamp > 0:
             raise UsageError(f"require `logratio_clamp` > 0 (found {self.logratio_clamp!r})")
 
-    @property
-    def eps_low(self) -> float:
-        return self.epsilon if self.epsilon_low is None else self.epsilon_low
 
-    @property
-    def eps_high(self) -> float:
-        return self.epsilon if self.epsilon_high is None else self.epsilon_high
+def loss_params() -> set[str]:
+    """The options that belong to some loss (every other objective option applies to all)."""
+    return {p for loss in LOSSES.values() for p in loss.params}

@@ -1,4 +1,13 @@
-"""Errors raised by the library. The CLI catches :class:`GrpoError` once and prints one line."""
+"""Errors raised by the library. The CLI catches :class:`GrpoError` once and prints one line.
+
+Messages name options by their Python parameter in backticks (`` `reward_col` ``); the CLI
+shows the same message with its flag (``--reward-col``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
 
 
 class GrpoError(Exception):
@@ -13,12 +22,26 @@ class UsageError(GrpoError, ValueError):
     exit_code = 2
 
 
+class UnknownOptionError(UsageError, TypeError):
+    """A keyword that no option has: a typo must never be ignored."""
+
+
 class InputError(GrpoError, ValueError):
     """The input data is unreadable or violates the schema (exit code 1)."""
 
 
 class ColumnNotFoundError(InputError):
     """A required column is missing from the input."""
+
+
+class RowError(InputError):
+    """Bad data in row ``row`` of a batch; the engine that ran the batch says where that row is
+    (file, row in the file, prompt id) in front of ``detail``."""
+
+    def __init__(self, row: int, detail: str):
+        super().__init__(detail)
+        self.row = row
+        self.detail = detail
 
 
 class OutputError(GrpoError):
@@ -31,3 +54,19 @@ class Interrupted(GrpoError):
     def __init__(self, signal_name: str, exit_code: int):
         super().__init__(f"interrupted by {signal_name}; no output written")
         self.exit_code = exit_code
+
+
+def check_keywords(given: Iterable[str], valid: Iterable[str], where: str) -> None:
+    """Refuse keywords that no option has, listing the valid ones (and the closest match).
+
+    >>> check_keywords(["scal"], ["scale", "std"], "GRPOAdvantage()")
+    Traceback (most recent call last):
+    ...
+    grpo_cli.errors.UnknownOptionError: GRPOAdvantage() has no option `scal`; did you mean `scale`? (valid: scale, std)
+    """
+    valid = list(valid)
+    for name in given:
+        if name not in valid:
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            raise UnknownOptionError(f"{where} has no option `{name}`{hint} (valid: {', '.join(valid)})")

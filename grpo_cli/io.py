@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import jsonl
-from .engines.parallel import default_threads, ordered_map
+from .parallel import default_threads, ordered_map
 from .errors import InputError, OutputError, UsageError
 from .schema import check_unique_names
 
@@ -390,7 +390,7 @@ def resolve_output_format(target: str, explicit: str | None, input_format: str) 
         return input_format
     fmt = format_from_name(target)
     if fmt is None:
-        raise UsageError(f"cannot tell the format of {target!r} from its name; pass --output-format")
+        raise UsageError(f"cannot tell the format of {target!r} from its name; pass `output_format`")
     return fmt
 
 
@@ -402,7 +402,7 @@ def check_target(target: str, source: Source) -> None:
     if t.exists() and any(os.path.samefile(part.path, t) for part in source.parts):
         raise UsageError(f"output {target!r} is an input file; choose another path")
     if t.is_dir():
-        raise UsageError(f"output {target!r} is a directory (for one output per input, use --output-dir)")
+        raise UsageError(f"output {target!r} is a directory (for one output per input, use `output_dir`)")
     if not t.resolve().parent.is_dir():
         raise UsageError(f"output folder {str(t.parent)!r} does not exist")
 
@@ -411,19 +411,19 @@ def output_targets(source: Source, output: str | None, output_dir: str | None, f
     """Where the annotated rows go, and in which format: ``[output]``, or one file per input
     in ``output_dir`` with the input's name (its suffix changed if the format is)."""
     if output is not None and output_dir is not None:
-        raise UsageError("pass either --output or --output-dir, not both")
+        raise UsageError("pass either `output` or `output_dir`, not both")
     if output_dir is None:
         targets = [output] if output is not None else []
         fmt = resolve_output_format(output, fmt_option, source.format) if output is not None else source.format
     else:
         if source.name == "<stdin>":
-            raise UsageError("--output-dir needs named input files, not stdin")
+            raise UsageError("`output_dir` needs named input files, not stdin")
         if not Path(output_dir).is_dir():
             raise UsageError(f"output folder {output_dir!r} does not exist")
         fmt = fmt_option or source.format
         targets = [str(Path(output_dir) / _renamed(part.path.name, fmt)) for part in source.parts]
         if len(set(targets)) < len(targets):
-            raise UsageError("two inputs have the same file name; --output-dir would write both to one file")
+            raise UsageError("two inputs have the same file name; `output_dir` would write both to one file")
     for target in targets:
         check_target(target, source)
     return targets, fmt

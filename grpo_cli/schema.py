@@ -3,54 +3,60 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from .errors import ColumnNotFoundError, InputError, UsageError
-
-PROMPT_CANDIDATES = ("prompt_id", "uid", "index")
-REWARD_CANDIDATES = ("reward", "score")
-ADVANTAGE_CANDIDATES = ("advantage",)
-LOGPROBS_CANDIDATES = ("logprobs", "log_probs", "new_logprobs")
-OLD_LOGPROBS_CANDIDATES = ("old_logprobs", "old_log_probs")
-REF_LOGPROBS_CANDIDATES = ("ref_logprobs", "ref_log_probs")
+from .errors import ColumnNotFoundError, InputError, RowError, UsageError
 
 
-def resolve_column(
-    schema: pa.Schema,
-    *,
-    role: str,
-    flag: str,
-    explicit: str | None,
-    candidates: tuple[str, ...] = (),
-    required: bool = True,
-    source: str = "input",
-) -> str | None:
-    """Return the column playing ``role``: ``explicit`` if given, else the one candidate present.
+@dataclass(frozen=True)
+class Role:
+    """What a column is for: its name in messages, the option that names it, and the
+    column names looked for when that option is not given (the first present wins; two
+    present is ambiguous)."""
+
+    label: str
+    param: str
+    candidates: tuple[str, ...] = ()
+
+
+ROLES = {
+    "prompt": Role("prompt id", "prompt_col", ("prompt_id", "uid", "index")),
+    "reward": Role("reward", "reward_col", ("reward", "score")),
+    "advantage": Role("advantage", "advantage_col", ("advantage",)),
+    "new": Role("new log-probs", "logprobs_col", ("logprobs", "log_probs", "new_logprobs")),
+    "old": Role("old log-probs", "old_logprobs_col", ("old_logprobs", "old_log_probs")),
+    "ref": Role("reference log-probs", "ref_logprobs_col", ("ref_logprobs", "ref_log_probs")),
+    "mask": Role("token mask", "mask_col"),
+}
+
+
+def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, required: bool = True, source: str = "input") -> str | None:
+    """Return the column playing ``role`` (a key of :data:`ROLES`): ``explicit`` if given,
+    else the one candidate present.
 
     A missing explicit or required column raises :class:`ColumnNotFoundError` naming the
     closest existing names; an optional role that is absent returns ``None``. Two or more
-    candidates present is ambiguous: :class:`UsageError` names them and the flag to pass.
+    candidates present is ambiguous: :class:`UsageError` names them and the option to pass.
     """
-    names = schema.names
+    r, names = ROLES[role], schema.names
     if explicit is not None:
         if explicit in names:
             return explicit
-        raise ColumnNotFoundError(f"{source}: no column {explicit!r} for {role} ({flag}){_suggest(explicit, names)}")
-    found = [name for name in candidates if name in names]
+        raise ColumnNotFoundError(f"{source}: no column {explicit!r} for {r.label} (`{r.param}`){_suggest(explicit, names)}")
+    found = [name for name in r.candidates if name in names]
     if len(found) > 1:
         raise UsageError(
-            f"{source}: columns {', '.join(repr(c) for c in found)} could each be the {role}; "
-            f"pick one with {flag}"
+            f"{source}: columns {', '.join(repr(c) for c in found)} could each be the {r.label}; pick one with `{r.param}`"
         )
     if found:
         return found[0]
     if required:
-        looked = ", ".join(candidates)
         raise ColumnNotFoundError(
-            f"{source}: no {role} column (looked for {looked}; pass {flag})"
-            f"{_suggest(candidates[0], names) if candidates else ''}"
+            f"{source}: no {r.label} column (looked for {', '.join(r.candidates)}; pass `{r.param}`)"
+            f"{_suggest(r.candidates[0], names) if r.candidates else ''}"
         )
     return None
 
@@ -71,26 +77,23 @@ def check_unique_names(schema: pa.Schema, source: str) -> None:
         seen.add(name)
 
 
+def is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
+
+
 def check_numeric(field: pa.Field, source: str) -> None:
     """A scalar role (reward, advantage) must be numeric or boolean."""
-    t = field.type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)):
-        raise InputError(f"{source}: column {field.name!r} must be numeric (found {t})")
+    if not is_numeric(field.type):
+        raise InputError(f"{source}: column {field.name!r} must be numeric (found {field.type})")
 
 
-def first_bad_row(valid: np.ndarray) -> int | None:
-    """Index of the first row where ``valid`` is False, or None."""
-    bad = np.flatnonzero(~valid)
-    return int(bad[0]) if bad.size else None
-
-
-def check_finite_scalars(values: np.ndarray, *, column: str, row_label) -> None:
-    """Null (NaN after conversion) or infinite scalar values are refused, naming the first row
-    (``row_label(row)`` says where it is: ``file: row r (prompt id ...)``)."""
-    row = first_bad_row(np.isfinite(values))
-    if row is not None:
-        what = "infinite" if np.isinf(values[row]) else "null or NaN"
-        raise InputError(f"{row_label(row)}: column {column!r} is {what}")
+def check_finite_scalars(values: np.ndarray, column: str) -> None:
+    """Null (NaN after conversion) or infinite scalar values are refused with a
+    :class:`RowError` naming the first such row."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        row = int(bad[0])
+        raise RowError(row, f"column {column!r} is {'infinite' if np.isinf(values[row]) else 'null or NaN'}")
 
 
 def positive_int(value: int | None, name: str) -> None:

@@ -6,7 +6,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,27 +31,6 @@ def run_grpo(*args: str, stdin: bytes | None = None, check: bool = True) -> subp
     return proc
 
 
-def reference_advantages(rewards, groups, *, estimator="grpo", scale="group", ddof=0, eps=0.0) -> np.ndarray:
-    """Slow, obvious reference: a Python loop over groups."""
-    rewards = np.asarray(rewards, dtype=np.float64)
-    out = np.zeros_like(rewards)
-    batch_std = rewards.std(ddof=ddof) if rewards.size > ddof else np.nan
-    for key in set(groups):
-        idx = [i for i, g in enumerate(groups) if g == key]
-        r = rewards[idx]
-        if len(r) < 2 or r.max() == r.min():
-            continue
-        a = r - r.mean()
-        if estimator == "rloo":
-            a = a * len(r) / (len(r) - 1)
-        if scale == "group":
-            a = a / (r.std(ddof=ddof) + eps)
-        elif scale == "batch":
-            a = a / (batch_std + eps)
-        out[idx] = a
-    return out
-
-
 @pytest.fixture
 def sample_parquet() -> Path:
     return SAMPLE / "rollouts.parquet"
@@ -72,17 +51,12 @@ def read_json(path) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def reference_row_objective(new, old, adv, eps_low=0.2, eps_high=0.2, dual_clip=None, mask=None) -> float:
-    """Slow, obvious reference: one row's sum_t of the clipped surrogate, token by token."""
-    import math
-
-    total = 0.0
-    for t, (n, o) in enumerate(zip(new, old)):
-        if mask is not None and not mask[t]:
-            continue
-        ratio = math.exp(n - o)
-        term = min(ratio * adv, min(max(ratio, 1 - eps_low), 1 + eps_high) * adv)
-        if dual_clip is not None and adv < 0:
-            term = max(term, dual_clip * adv)
-        total += term
-    return total
+@pytest.fixture
+def steps(tmp_path, sample_parquet):
+    """The sample split into 4 step files of 80 rows (groups of 8 stay whole)."""
+    folder = tmp_path / "steps"
+    folder.mkdir()
+    table = pq.read_table(sample_parquet)
+    for k in range(4):
+        pq.write_table(table.slice(80 * k, 80), folder / f"step_{k}.parquet")
+    return folder

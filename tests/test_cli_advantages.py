@@ -8,7 +8,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import read_json, reference_advantages, run_grpo
+from .conftest import read_json, run_grpo
+from .estimators.references import reference_advantages
 
 
 def expected_for(path, **kw):
@@ -136,3 +137,8 @@ def test_python_dash_m_works(sample_parquet):
 
     proc = subprocess.run([sys.executable, "-m", "grpo_cli", "advantages", str(sample_parquet), "-q"], capture_output=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_summary_json_names_the_grouping(sample_parquet, tmp_path):
+    run_grpo("advantages", str(sample_parquet), "--summary-json", str(tmp_path / "s.json"), "-q")
+    assert read_json(tmp_path / "s.json")["grouped_by"] == "by column 'prompt_id'"

@@ -1,15 +1,24 @@
-"""The README stays true: its example commands run, and every command has help."""
+"""The README and the help stay true: the README's example commands run, its option tables show
+the defaults the library has, every option has help, and every command's examples are in its
+help and run."""
 
 import os
 import re
 import subprocess
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
+import typer
+
+from grpo_cli import AdvantageConfig, ObjectiveConfig
+from grpo_cli.cli import app
 
 from .conftest import ROOT, grpo_executable, run_grpo
 
 README = (ROOT / "README.md").read_text()
+COMMANDS = typer.main.get_command(app).commands
+CONFIG_OPTIONS = {f.name for cls in (AdvantageConfig, ObjectiveConfig) for f in fields(cls)}
 
 
 def console_commands() -> list[str]:
@@ -17,11 +26,25 @@ def console_commands() -> list[str]:
     return [line[2:] for block in blocks for line in block.splitlines() if line.startswith("$ ")]
 
 
-@pytest.mark.parametrize("command", console_commands())
-def test_readme_examples_run(command, tmp_path):
+def help_examples(command: str) -> list[str]:
+    return [line.strip() for line in (COMMANDS[command].epilog or "").splitlines() if line.startswith("  ")]
+
+
+def run_in_sample_folder(command: str, tmp_path) -> subprocess.CompletedProcess:
     (tmp_path / "sample_data").symlink_to(ROOT / "sample_data")
     env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", console_commands())
+def test_readme_examples_run(command, tmp_path):
+    proc = run_in_sample_folder(command, tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+@pytest.mark.parametrize("command, example", [(c, e) for c in COMMANDS for e in help_examples(c)])
+def test_help_examples_run(command, example, tmp_path):
+    proc = run_in_sample_folder(example, tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
 
 
@@ -41,8 +64,41 @@ def test_readme_commands_exist():
     assert "<!-- ci: run -->" in README and "<!-- ci: test -->" in README
 
 
-@pytest.mark.parametrize("command", ["advantages", "objective"])
-def test_every_command_has_help(command):
-    proc = run_grpo(command, "--help")
-    assert b"Usage" in proc.stdout
-    assert f"grpo {command}" in README
+def words(text: str) -> str:
+    """Text as rendered help shows it: markup escapes, table borders and line breaks dropped."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text.replace("\\[", "[")).split())
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_and_example_is_in_the_help(command):
+    rendered = run_grpo(command, "--help").stdout.decode()
+    assert "Usage" in rendered and f"grpo {command}" in README
+    wide = subprocess.run([grpo_executable(), command, "--help"], capture_output=True, env={**os.environ, "COLUMNS": "1000"}).stdout.decode()
+    for param in COMMANDS[command].params:
+        assert param.help and len(param.help.split()) >= 2, f"{command} {param.name}: no help"
+        assert words(param.help) in words(wide), f"{command} {param.name}: help not shown"
+    examples = help_examples(command)
+    assert len(examples) >= 2 and all(e.split("|")[-1].split()[:2] == ["grpo", command] or f"grpo {command}" in e for e in examples)
+    assert all(words(e) in words(wide) for e in examples)
+
+
+def readme_defaults(command: str) -> dict[str, str]:
+    """The default column of the option tables (headed `... | default |`) in the README section
+    of ``command``."""
+    section = README.split(f"## `grpo {command}`", 1)[1].split("\n## ", 1)[0]
+    tables = re.findall(r"((?:^\|.*\n)+)", section, flags=re.M)
+    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            for table in tables if table.splitlines()[0].rstrip().endswith("| default |") for line in table.splitlines()[2:]]
+    return {flag: row[-1].replace("`", "") for row in rows for flag in re.findall(r"`(--[\w-]+)", row[0])}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_readme_tables_show_the_defaults_of_the_help(command):
+    documented = readme_defaults(command)
+    for param in COMMANDS[command].params:
+        if param.name not in CONFIG_OPTIONS:
+            continue
+        flag = max(param.opts, key=len)
+        shown = re.search(r"\[default: (.*)\]$", param.help.replace("\\[", "[")).group(1)
+        assert flag in documented, f"README: no row for {flag} in the `grpo {command}` section"
+        assert documented[flag] == shown, f"README: {flag} default {documented[flag]!r}, help says {shown!r}"

@@ -1,1 +1,44 @@
-"""Engines run a command over a whole file. ``local`` streams record batches in this process."""
+"""Engines run a plan over its input; the math lives in :mod:`.kernels`.
+
+An engine decides where batches are read, computed and written: :class:`LocalEngine`
+streams record batches in this process on a few threads. Another engine (e.g. one on a
+cluster) implements the same two methods with the same kernels and partial summaries, so its
+numbers are the local engine's.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Callable
+
+from ..io import Source
+from ..plan import AdvantagesPlan, ObjectivePlan
+
+Progress = Callable[[int, int, str], None]
+
+
+class Engine(ABC):
+    """Runs the plans of the two commands over a :class:`~grpo_cli.io.Source`.
+
+    ``progress(rows done, rows in all, pieces)`` is called as batches finish; ``pieces`` says
+    how many stored pieces are done, e.g. ``row groups 3/12``.
+    """
+
+    def __init__(self, *, threads: int | None = None, batch_rows: int | None = None, progress: Progress | None = None):
+        self.threads = threads
+        self.batch_rows = batch_rows
+        self.progress = progress
+
+    @abstractmethod
+    def advantages(self, source: Source, plan: AdvantagesPlan) -> dict:
+        """Compute and write the advantages; return the figures of :func:`grpo_cli.summaries.advantage_figures`."""
+
+    @abstractmethod
+    def objective(self, source: Source, plan: ObjectivePlan) -> dict:
+        """Compute the objective and write the per-row columns; return the figures of
+        :meth:`grpo_cli.summaries.ObjectiveSummary.figures`."""
+
+
+from .local import LocalEngine  # noqa: E402  (it subclasses Engine)
+
+__all__ = ["Engine", "LocalEngine", "Progress"]

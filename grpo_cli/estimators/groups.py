@@ -1,4 +1,4 @@
-"""Advantage estimators on rewards grouped by key.
+"""Rows in groups, and each group's sufficient statistics of its rewards.
 
 Each row gets a dense group number (:class:`GroupIndex`). When every group's rows are
 contiguous (the common layout, checked cheaply on runs of equal keys), the groups are the
@@ -8,9 +8,10 @@ a group are ``np.bincount`` in row order. polars' own float sums are not used be
 can differ by an ulp from run to run (their summation order depends on memory alignment and
 hashing), and results here must depend on the values alone.
 
-A group of one row, or a group whose rewards are all equal, carries no learning signal:
-its advantage is exactly 0 for every estimator (never NaN, and never the noise that
-``r - mean`` leaves when the mean of equal floats is not exact).
+A group's rewards are summarised by sufficient statistics, computed once and shared by the
+estimators, the scales and the summary: count n, sum S, M2 = sum (r - S/n)^2, min and max.
+The finishing steps (mean, std with a ddof, "has signal") are properties. Statistics of
+disjoint sets of groups (windows, or files whose groups do not span files) concatenate.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from .config import AdvantageConfig
 
 
 @dataclass(frozen=True)
@@ -129,62 +128,72 @@ def group_sum(values: np.ndarray, g: GroupIndex) -> np.ndarray:
     return np.bincount(g.codes, weights=values, minlength=g.count)
 
 
-def per_row(group_values: np.ndarray, g: GroupIndex) -> np.ndarray:
-    """Each row gets its group's value."""
-    return np.take(group_values, g.codes)
+class Groups:
+    """Rewards ``r`` of rows grouped by ``index``, with each group's sufficient statistics,
+    computed when first asked for and then shared.
 
-
-def centered(r: np.ndarray, g: GroupIndex) -> np.ndarray:
-    """GRPO baseline: ``r - mean_g(r)``."""
-    return r - per_row(group_sum(r, g) / g.sizes, g)
-
-
-def leave_one_out(c: np.ndarray, g: GroupIndex) -> np.ndarray:
-    """RLOO baseline from the centered rewards ``c`` (:func:`centered`): ``r - mean of the
-    other rewards = G / (G - 1) * (r - mean_g(r))`` (inf for groups of one;
-    :func:`informative_groups` zeroes them)."""
-    n = g.sizes.astype(np.float64)
-    return per_row(n / (n - 1.0), g) * c
-
-
-def informative_groups(r: np.ndarray, g: GroupIndex) -> np.ndarray:
-    """Per group: True where it has at least two distinct rewards (exact comparisons: the
-    group's min and max differ, or, for scattered groups, a reward differs from the first)."""
-    if g.count == 0:
-        return np.zeros(0, dtype=bool)
-    if g.contiguous:
-        return np.minimum.reduceat(r, g.first) != np.maximum.reduceat(r, g.first)
-    differs = r != per_row(r[g.first], g)
-    return np.bincount(g.codes[differs], minlength=g.count) > 0
-
-
-def scale_divisor(r: np.ndarray, c: np.ndarray, g: GroupIndex, config: AdvantageConfig) -> np.ndarray | float:
-    """``std + eps`` of the group (``group``), of all rewards (``batch``), or 1 (``none``);
-    std with ``config.ddof`` (0: population, 1: sample). ``c`` is :func:`centered` ``(r, g)``."""
-    if config.scale == "group":
-        return per_row(np.sqrt(group_sum(c * c, g) / (g.sizes - config.ddof)) + config.eps, g)
-    if config.scale == "batch":
-        everything = GroupIndex.whole(len(r))
-        c = centered(r, everything)
-        return float(np.sqrt(group_sum(c * c, everything)[0] / (len(r) - config.ddof))) + config.eps
-    return 1.0
-
-
-def advantage(r: np.ndarray, g: GroupIndex, config: AdvantageConfig, informative: np.ndarray | None = None) -> np.ndarray:
-    """The advantage of each row.
-
-    .. math:: A_i = (r_i - b_i) / s
-
-    with baseline ``b`` from the estimator and divisor ``s`` from :func:`scale_divisor`;
-    0 in groups that are not ``informative`` (:func:`informative_groups`, computed if not given).
-
-    >>> advantage(np.array([0.0, 1.0, 0.0, 1.0]), GroupIndex.whole(4), AdvantageConfig()).tolist()
-    [-1.0, 1.0, -1.0, 1.0]
+    >>> g = Groups(np.array([0.0, 1.0, 5.0, 5.0]), GroupIndex.blocks(4, 2))
+    >>> g.mean.tolist(), g.m2.tolist(), g.informative.tolist()
+    ([0.5, 5.0], [0.5, 0.0], [True, False])
     """
-    keep = per_row(informative_groups(r, g) if informative is None else informative, g)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = centered(r, g)
-        baseline_removed = leave_one_out(c, g) if config.estimator == "rloo" else c
-        a = baseline_removed / scale_divisor(r, c, g, config)
-    # a spread so small that the std underflows to 0 (subnormal rewards) is no signal either
-    return np.where(keep & np.isfinite(a), a, 0.0)
+
+    def __init__(self, r: np.ndarray, index: GroupIndex):
+        self.r = r
+        self.index = index
+
+    def per_row(self, group_values: np.ndarray) -> np.ndarray:
+        """Each row gets its group's value."""
+        return np.take(group_values, self.index.codes)
+
+    @property
+    def count(self) -> np.ndarray:
+        """n: rows per group."""
+        return self.index.sizes
+
+    @cached_property
+    def sum(self) -> np.ndarray:
+        """S: sum of the group's rewards, added in row order."""
+        return group_sum(self.r, self.index)
+
+    @property
+    def mean(self) -> np.ndarray:
+        """S / n."""
+        return self.sum / self.count
+
+    @cached_property
+    def centered(self) -> np.ndarray:
+        """Per row: ``r - mean_g``."""
+        return self.r - self.per_row(self.mean)
+
+    @cached_property
+    def m2(self) -> np.ndarray:
+        """M2 = sum over the group of ``(r - mean_g)^2``."""
+        c = self.centered
+        return group_sum(c * c, self.index)
+
+    def std(self, ddof: int) -> np.ndarray:
+        """``sqrt(M2 / (n - ddof))``: ddof 0 is the population std, 1 the sample std."""
+        return np.sqrt(self.m2 / (self.count - ddof))
+
+    @cached_property
+    def min(self) -> np.ndarray:
+        return self._extreme(np.minimum)
+
+    @cached_property
+    def max(self) -> np.ndarray:
+        return self._extreme(np.maximum)
+
+    def _extreme(self, ufunc: np.ufunc) -> np.ndarray:
+        if self.index.count == 0:
+            return np.zeros(0)
+        if self.index.contiguous:
+            return ufunc.reduceat(self.r, self.index.first)
+        out = self.r[self.index.first]  # a copy: fancy indexing
+        ufunc.at(out, self.index.codes, self.r)
+        return out
+
+    @property
+    def informative(self) -> np.ndarray:
+        """Per group: at least two distinct rewards (exactly: min != max). A group of one row,
+        or of equal rewards, carries no learning signal."""
+        return self.min != self.max

@@ -122,7 +122,7 @@ def valid_input(tmp_path):
 
 OPTION_CASES = [
     (["--epsilon", "0"], "epsilon"),
-    (["--dual-clip", "1"], "dual_clip"),
+    (["--dual-clip", "1"], "--dual-clip"),
     (["--estimator", "nope"], "grpo"),  # the valid names are listed
     (["--agg", "nope"], "token-mean"),
     (["--beta", "0.1"], "needs reference log-probs"),

@@ -1,0 +1,113 @@
+"""Per-batch kernels: plain module-level functions of arrays and a plan.
+
+They hold no open file and no state, so any engine can run them: on threads here, or
+shipped to workers. Bad data raises :class:`~grpo_cli.errors.RowError` with the row within
+the batch; the engine that ran the kernel says which file, row and prompt id that is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import schema
+from ..errors import InputError, RowError
+from ..estimators import GroupIndex, Groups, advantage, group_index
+from ..objective import LOSSES, row_terms
+from ..plan import Grouping, ObjectivePlan
+from ..summaries import GroupSummary, ObjectiveSummary
+from ..token_columns import read_tokens
+
+
+def float64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A numeric column as float64 with nulls as NaN."""
+    return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+
+
+def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
+    """A reward or advantage column as float64; null, NaN or infinite values are refused."""
+    values = float64(column)
+    schema.check_finite_scalars(values, name)
+    return values
+
+
+def index(keys: pa.ChunkedArray | None, grouping: Grouping, rows: int, source: str) -> GroupIndex:
+    """Each row's group, as ``grouping`` says (keys: the prompt id column, if there is one)."""
+    if keys is not None:
+        if keys.null_count:
+            raise RowError(pc.indices_nonzero(pc.is_null(keys))[0].as_py(), f"column {grouping.prompt!r} (prompt id) is null")
+        found = group_index(keys)
+        if grouping.num_generations is not None:
+            wrong = np.flatnonzero(found.sizes != grouping.num_generations)
+            if len(wrong):
+                key, size = keys[int(found.first[wrong[0]])].as_py(), int(found.sizes[wrong[0]])
+                raise InputError(f"{source}: prompt id {key!r} has {size} rows, expected `num_generations` {grouping.num_generations}")
+        return found
+    if grouping.num_generations is not None:
+        if rows % grouping.num_generations:
+            raise InputError(f"{source}: {rows} rows is not a multiple of `num_generations` {grouping.num_generations}")
+        return GroupIndex.blocks(rows, grouping.num_generations)
+    return GroupIndex.whole(rows)
+
+
+def advantage_window(r: np.ndarray, index: GroupIndex, config) -> tuple[np.ndarray, GroupSummary]:
+    """Advantages of whole groups (``config``: a resolved AdvantageConfig), and their group figures."""
+    groups = Groups(r, index)
+    return advantage(groups, config), GroupSummary.of(groups)
+
+
+def advantage_columns(batch: pa.RecordBatch, first_row: int, written: np.ndarray) -> dict[str, pa.Array]:
+    """The ``advantage`` column of a batch, from the advantages of every row."""
+    return {"advantage": pa.array(written[first_row : first_row + batch.num_rows])}
+
+
+def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
+    """The per-row columns `grpo objective` writes, in order."""
+    names = [] if plan.per_token else ["advantage"]
+    names += ["objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old"]
+    names += ["kl_ref"] if plan.tokens.ref else []
+    return [pa.field(name, pa.int64() if name == "n_tokens" else pa.float64()) for name in names]
+
+
+def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None,
+                    ) -> tuple[dict[str, pa.Array], ObjectiveSummary]:
+    """The per-row columns (when the plan writes rows) and the partial summary of one batch.
+
+    Advantages come from ``computed`` (every row's, from the first pass), else from the
+    plan's advantage column in the batch, else per token from ``plan.tokens.advantage``.
+    """
+    tokens = read_tokens(batch, plan.tokens)
+    if computed is not None:
+        adv = computed[first_row : first_row + batch.num_rows]
+    elif plan.advantage is not None:
+        adv = scalars(batch.column(plan.advantage), plan.advantage)
+    else:
+        adv = None
+    terms = row_terms(tokens, adv, plan.config)
+    summary = ObjectiveSummary.of(terms, first_row)
+    return (_per_row_columns(terms, adv, plan) if plan.output.targets else {}), summary
+
+
+def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:
+    n = terms["n_tokens"]
+    empty = n == 0
+    safe_n = np.where(empty, 1, n)
+
+    def per_token(x: np.ndarray) -> pa.Array:
+        return pa.array(x / safe_n, mask=empty)
+
+    flagged = sum(terms[f"flag_{flag.name}"] for flag in LOSSES[plan.config.loss].flags if flag.per_row)
+    columns = {} if adv is None else {"advantage": pa.array(adv)}
+    columns.update({
+        "objective_sum": pa.array(terms["objective_sum"]),
+        "objective_mean": per_token(terms["objective_sum"]),
+        "n_tokens": pa.array(n),
+        "clip_frac": per_token(np.asarray(flagged, dtype=np.float64)),
+        "ratio_mean": per_token(terms["ratio_sum"]),
+        "ratio_max": pa.array(terms["ratio_max"], mask=empty),
+        "kl_old": per_token(terms["kl_old_sum"]),
+    })
+    if "kl_ref_sum" in terms:
+        columns["kl_ref"] = per_token(terms["kl_ref_sum"])
+    return columns

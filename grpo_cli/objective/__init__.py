@@ -1,0 +1,22 @@
+"""Policy objectives on flat token buffers. Pure: numpy arrays in, arrays out.
+
+The modules: :mod:`.tokens` (rows of tokens, per-row reductions), :mod:`.ratio` (token or
+sequence log-ratios), :mod:`.losses` (the loss registry; one module per loss, e.g.
+:mod:`.ppo`), :mod:`.kl` (KL estimators), :mod:`.aggregation` (how token terms become one
+number) and :mod:`.terms` (all of it composed per row). Adding a loss is one module with one
+registered function, plus its import below and its slow reference in
+``tests/objective/references.py``.
+"""
+
+from . import ppo  # noqa: F401  (each loss registers itself)
+from .aggregation import AGGREGATIONS, Totals, aggregate
+from .kl import KL_ESTIMATORS
+from .losses import LOSSES, Flag, Loss, SignedFactors
+from .ratio import RATIO_LEVELS
+from .terms import block_terms, row_terms
+from .tokens import BLOCK_TOKENS, Tokens
+
+__all__ = [
+    "AGGREGATIONS", "BLOCK_TOKENS", "KL_ESTIMATORS", "LOSSES", "RATIO_LEVELS", "Flag", "Loss", "SignedFactors",
+    "Tokens", "Totals", "aggregate", "block_terms", "row_terms",
+]

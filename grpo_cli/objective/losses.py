@@ -1,0 +1,66 @@
+"""The loss registry: each policy objective is one function of the token ratios.
+
+A loss gives its per-token term as the advantage times a factor, ``L_t = A_t f(rho_t)``, with
+one factor where ``A > 0`` and one where ``A < 0`` (:class:`SignedFactors`). With one
+advantage per row that factors out of the row sum, ``sum_t L_it = A_i sum_t f(rho_it)``
+(the fast path); per-token advantages are multiplied token by token. A loss also declares
+its diagnostics: token flags (e.g. "the clipped branch was taken"), each counted on the
+tokens whose advantage has a given sign and reported as a share of counted tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class SignedFactors:
+    """Per-token factors of a loss, ``L_t = A_t * (positive_t if A_t > 0 else negative_t)``,
+    and its per-token flags by name (``None``: set on no token)."""
+
+    positive: np.ndarray
+    negative: np.ndarray
+    flags: dict[str, np.ndarray | None]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A diagnostic: tokens where the loss's flag ``name`` is set and the advantage has
+    ``sign`` (+1: A > 0, -1: A < 0), reported as a share of counted tokens under
+    ``clip_frac``; ``per_row`` flags also make up the per-row ``clip_frac`` column."""
+
+    name: str
+    sign: int
+    per_row: bool = True
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A policy objective: its factors, the options it reads (of
+    :class:`~grpo_cli.config.ObjectiveConfig`) and the flags it reports."""
+
+    name: str
+    factors: Callable[[np.ndarray, object], SignedFactors]
+    params: tuple[str, ...]
+    flags: tuple[Flag, ...]
+
+    @property
+    def help(self) -> str:
+        """The first line of the function's docstring."""
+        return (self.factors.__doc__ or "").strip().splitlines()[0]
+
+
+LOSSES: dict[str, Loss] = {}
+
+
+def loss(name: str, *, params: tuple[str, ...] = (), flags: tuple[Flag, ...] = ()) -> Callable:
+    """Register the decorated ``factors(ratio, config)`` function as loss ``name``."""
+
+    def register(fn: Callable[[np.ndarray, object], SignedFactors]) -> Callable:
+        LOSSES[name] = Loss(name, fn, params, flags)
+        return fn
+
+    return register

@@ -1,0 +1,30 @@
+"""The importance ratio rho = pi_new / pi_old, as a log-ratio per token, clamped before exp."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tokens import Tokens, row_sum
+
+
+def token_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """token (PPO): log rho_it = new_it - old_it.
+
+    Clamped to [-clamp, clamp]; also returns where the clamp bit (None when it bit nowhere,
+    checked with one min and one max)."""
+    if logratio.size == 0 or (logratio.min() >= -clamp and logratio.max() <= clamp):
+        return logratio, None
+    return np.clip(logratio, -clamp, clamp), np.abs(logratio) > clamp
+
+
+def sequence_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray]:
+    """sequence (GSPO): log rho_it = mean over row i's counted tokens of (new - old).
+
+    The row mean is clamped to [-clamp, clamp]; also returns where the clamp bit."""
+    counted = tokens.n_counted
+    mean = np.divide(row_sum(logratio, tokens), counted, out=np.zeros(tokens.rows), where=counted > 0)
+    clamped_mean = np.clip(mean, -clamp, clamp)
+    return np.repeat(clamped_mean, tokens.lengths), np.repeat(np.abs(mean) > clamp, tokens.lengths)
+
+
+RATIO_LEVELS = {"token": token_log_ratio, "sequence": sequence_log_ratio}

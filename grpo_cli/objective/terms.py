@@ -1,0 +1,96 @@
+"""Per-row terms of the objective: ratio, loss, KL, composed on blocks of whole rows.
+
+Token math is float64 on blocks of about :data:`~.tokens.BLOCK_TOKENS` tokens, so each pass
+stays in cache; a row's numbers do not depend on the blocking. Masked tokens count nowhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kl import KL_ESTIMATORS, k3
+from .losses import LOSSES, Loss, SignedFactors
+from .ratio import RATIO_LEVELS
+from .tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
+
+
+def row_terms(tokens: Tokens, advantages: np.ndarray | None, config, block_tokens: int = BLOCK_TOKENS) -> dict[str, np.ndarray]:
+    """Per-row sums and extremes of every token quantity (see :func:`block_terms`), computed
+    on blocks of about ``block_tokens`` tokens (:meth:`Tokens.row_blocks`).
+
+    ``advantages`` holds one advantage per row, or is ``None`` when ``tokens.advantage``
+    holds one per token. ``config`` is an :class:`~grpo_cli.config.ObjectiveConfig`.
+    """
+    blocks = tokens.row_blocks(block_tokens)
+    parts = [block_terms(tokens.rows_slice(a, b), None if advantages is None else advantages[a:b], config) for a, b in blocks]
+    if len(parts) == 1:
+        return parts[0]
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[str, np.ndarray]:
+    """Per-row sums and extremes of every token quantity of a few rows.
+
+    The per-token objective is ``L_it - beta * KL_it``; ``objective_sum`` is its row sum.
+    One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
+    """
+    new_minus_old = np.subtract(tokens.new, tokens.old, dtype=np.float64)
+    logratio, clamped = RATIO_LEVELS[config.ratio_level](new_minus_old, tokens, config.logratio_clamp)
+    ratio_minus_one = np.expm1(logratio)
+    ratio = ratio_minus_one + 1.0
+    if logratio is new_minus_old:
+        # k3 = exp(-d) + d - 1 = d - (rho - 1) / rho, with rho = exp(d) already at hand
+        kl_old = new_minus_old - ratio_minus_one / ratio
+    else:
+        kl_old = k3(new_minus_old)
+    loss = LOSSES[config.loss]
+    out = surrogate(loss, loss.factors(ratio, config), advantages, tokens)
+    out.update(
+        n_tokens=tokens.n_counted,
+        ratio_sum=row_sum(ratio, tokens),
+        ratio_max=row_reduce(tokens.counted(ratio, -np.inf), tokens, np.maximum, np.nan),
+        ratio_min=row_reduce(tokens.counted(ratio, np.inf), tokens, np.minimum, np.nan),
+        # kl_old: k3 between new and old, http://joschu.net/blog/kl-approx.html
+        kl_old_sum=row_sum(kl_old, tokens),
+        clamped=np.zeros(tokens.rows, dtype=np.int64) if clamped is None else row_count(clamped, tokens),
+        objective_sum=out["surrogate_sum"],
+    )
+    if tokens.ref is not None:
+        out["kl_ref_sum"] = row_sum(KL_ESTIMATORS[config.kl](np.subtract(tokens.new, tokens.ref, dtype=np.float64)), tokens)
+        out["objective_sum"] = out["surrogate_sum"] - config.beta * out["kl_ref_sum"]
+    for extreme in ("ratio_max", "ratio_min"):
+        out[extreme][out["n_tokens"] == 0] = np.nan
+    return out
+
+
+def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, tokens: Tokens) -> dict[str, np.ndarray]:
+    """Row sums of the loss's terms ``L_t = A_t f_t`` (``surrogate_sum``), the count of each
+    declared flag on tokens whose advantage has the flag's sign (``flag_<name>``), and which
+    rows have no nonzero advantage (``zero_advantage``).
+
+    One advantage per row factors out: ``sum_t L_it = A_i sum_t f_it``, so only the two
+    factor sums are needed; per-token advantages (``tokens.advantage``) multiply each token.
+    """
+    if advantages is None:
+        a = tokens.advantage
+        positive, negative = a > 0, a < 0
+        surrogate_sum = row_sum(np.where(positive, a * f.positive, np.where(negative, a * f.negative, 0.0)), tokens)
+        zero_advantage = row_count(positive | negative, tokens) == 0
+
+        def count(flag: np.ndarray, on: np.ndarray) -> np.ndarray:
+            return row_count(flag & on, tokens)
+    else:
+        positive, negative = advantages > 0, advantages < 0
+        factor_sum = np.where(positive, row_sum(f.positive, tokens), row_sum(f.negative, tokens))
+        surrogate_sum = np.where(positive | negative, advantages * factor_sum, 0.0)
+        zero_advantage = advantages == 0
+
+        def count(flag: np.ndarray, on: np.ndarray) -> np.ndarray:
+            return np.where(on, row_count(flag, tokens), 0)
+
+    out = {"surrogate_sum": surrogate_sum, "zero_advantage": zero_advantage}
+    for flag in loss.flags:
+        set_on = f.flags[flag.name]
+        on = positive if flag.sign > 0 else negative
+        out[f"flag_{flag.name}"] = np.zeros(tokens.rows, dtype=np.int64) if set_on is None else count(set_on, on)
+    return out

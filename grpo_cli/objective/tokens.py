@@ -1,0 +1,101 @@
+"""Rows of tokens as flat buffers, and per-row reductions over them.
+
+A batch of rows is a :class:`Tokens`: per-row lengths plus flat per-token arrays (the child
+buffers of Arrow list columns, float32 or float64). A row's sums are numpy's float64 sums
+over that row's contiguous tokens (``np.add.reduceat``), so a row's numbers never depend on
+the batch or thread it is computed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+BLOCK_TOKENS = 1 << 16
+
+
+@dataclass
+class Tokens:
+    """Rows of tokens: ``lengths[i]`` tokens for row i; flat log-probs; an optional bool
+    mask; optional per-token advantages (token-level estimators)."""
+
+    lengths: np.ndarray
+    new: np.ndarray
+    old: np.ndarray
+    ref: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    advantage: np.ndarray | None = None
+
+    @property
+    def rows(self) -> int:
+        return len(self.lengths)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Where each row's tokens start in the flat arrays, and where the last row ends (rows + 1)."""
+        return np.concatenate([[0], np.cumsum(self.lengths)])
+
+    @cached_property
+    def all_nonempty(self) -> bool:
+        """Every row has at least one token (so ``reduceat`` needs no special case)."""
+        return bool(self.rows) and bool(self.lengths.min() > 0)
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Index of each row's first token in the flat arrays."""
+        return self.offsets[:-1]
+
+    @cached_property
+    def n_counted(self) -> np.ndarray:
+        """Counted (unmasked) tokens per row, int64."""
+        return self.lengths.astype(np.int64) if self.mask is None else row_count(self.mask, self)
+
+    def counted(self, values: np.ndarray, fill=0) -> np.ndarray:
+        """``values`` with masked tokens set to ``fill`` (``values`` itself when nothing is masked)."""
+        return values if self.mask is None else np.where(self.mask, values, fill)
+
+    def rows_slice(self, a: int, b: int) -> "Tokens":
+        """Rows ``a`` to ``b`` (exclusive), sharing this object's buffers."""
+        lo, hi = int(self.offsets[a]), int(self.offsets[b])
+
+        def cut(x):
+            return None if x is None else x[lo:hi]
+
+        return Tokens(self.lengths[a:b], self.new[lo:hi], self.old[lo:hi], cut(self.ref), cut(self.mask), cut(self.advantage))
+
+    def row_blocks(self, max_tokens: int = BLOCK_TOKENS) -> list[tuple[int, int]]:
+        """Consecutive row ranges ``(a, b)`` covering every row, cut before the row in which
+        each multiple of ``max_tokens`` tokens falls (so about ``max_tokens`` tokens each, more
+        for a long row); ``[(0, 0)]`` when there are no rows.
+
+        >>> Tokens(np.array([2, 2, 5, 1]), *[np.zeros(10)] * 2).row_blocks(4)
+        [(0, 2), (2, 4)]
+        """
+        ends = self.offsets[1:]
+        cuts = np.searchsorted(ends, np.arange(max_tokens, self.offsets[-1], max_tokens), side="right")
+        bounds = np.unique(np.concatenate([[0], cuts, [self.rows]])).tolist()
+        return list(zip(bounds[:-1], bounds[1:])) or [(0, 0)]
+
+
+def row_reduce(values: np.ndarray, tokens: Tokens, ufunc: np.ufunc = np.add, empty=0.0, dtype=None) -> np.ndarray:
+    """``ufunc.reduce`` over each row's tokens (rows without tokens get ``empty``)."""
+    dtype = dtype or np.result_type(values.dtype, type(empty))
+    if tokens.all_nonempty:
+        return ufunc.reduceat(values, tokens.starts, dtype=dtype)
+    out = np.full(tokens.rows, empty, dtype=dtype)
+    nonempty = tokens.lengths > 0
+    if nonempty.any():
+        out[nonempty] = ufunc.reduceat(values, tokens.starts[nonempty], dtype=dtype)
+    return out
+
+
+def row_sum(values: np.ndarray, tokens: Tokens) -> np.ndarray:
+    """Float64 sum of ``values`` per row over counted tokens."""
+    return row_reduce(tokens.counted(values), tokens, dtype=np.float64)
+
+
+def row_count(flags: np.ndarray, tokens: Tokens) -> np.ndarray:
+    """Number of counted tokens per row where ``flags`` is true."""
+    return row_reduce(tokens.counted(flags, False), tokens, empty=0, dtype=np.int64)

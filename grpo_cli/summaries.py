@@ -1,0 +1,274 @@
+"""Summaries of a run, built from partial summaries that merge exactly.
+
+A partial summary covers a range of rows (a batch, a window of groups, a file, a worker's
+share) and merges with the partial of the rows that follow it. Counts add; minima and
+maxima take the extreme; float totals are summed in fixed blocks of :data:`BLOCK_ROWS` rows
+counted from the first row of the input (:class:`BlockSums`), so every figure depends on
+the rows alone, never on how they were split. Figures that need a total first (a std needs
+the mean, a histogram its range) are a second partial summary taken with that total.
+
+The library computes every figure, the headline objective included; :mod:`grpo_cli.report`
+only formats them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .estimators import Groups
+from .objective import LOSSES, Totals, aggregate
+
+BLOCK_ROWS = 1 << 16
+HIST_BINS = 10
+
+
+class BlockSums:
+    """Float64 totals of named per-row arrays over the rows ``[start, stop)``, in bounded memory.
+
+    Rows are summed in fixed blocks of ``block`` rows (row ``i`` is in block ``i // block``);
+    a block seen whole is one sum, a block cut by the edge of the range keeps its values until
+    the partial with the rest of it is merged. :meth:`total` adds the block sums, so a total
+    depends on the rows alone, never on how they were split into partials.
+
+    >>> sums = BlockSums(block=2)
+    >>> sums.add({"x": np.array([1.0, 2.0, 3.0])}); sums.add({"x": np.array([4.0])})
+    >>> sums.total("x")
+    10.0
+    """
+
+    def __init__(self, start: int = 0, block: int = BLOCK_ROWS):
+        self.start = self.stop = start
+        self.block = block
+        self._blocks: dict[str, dict[int, float | np.ndarray]] = {}
+
+    @classmethod
+    def of(cls, arrays: dict[str, np.ndarray], start: int = 0, block: int = BLOCK_ROWS) -> "BlockSums":
+        """The partial sums of ``arrays`` (one value per row each), whose first row is ``start``."""
+        sums = cls(start, block)
+        for key, values in arrays.items():
+            sums.stop = start + len(values)
+            cuts = np.arange((start // block + 1) * block, sums.stop, block) - start  # block boundaries inside
+            bounds = [0, *cuts.tolist(), len(values)]
+            blocks = sums._blocks[key] = {}
+            for k, (lo, hi) in enumerate(zip(bounds, bounds[1:]), start=start // block):
+                if hi > lo:
+                    blocks[k] = sums._finished(values[lo:hi])
+        return sums
+
+    def _finished(self, values: np.ndarray) -> float | np.ndarray:
+        """A whole block's sum, or the values of a block not yet whole."""
+        return np.add.reduceat(values, [0])[0] if len(values) == self.block else values
+
+    def merge(self, later: "BlockSums") -> "BlockSums":
+        """These rows and ``later``'s, which start where these stop."""
+        if self.stop != later.start:
+            raise ValueError(f"partial sums of rows [{later.start}, {later.stop}) do not follow rows [{self.start}, {self.stop})")
+        merged = BlockSums(self.start, self.block)
+        merged.stop = later.stop
+        for key in self._blocks.keys() | later._blocks.keys():
+            mine, theirs = self._blocks.get(key, {}), later._blocks.get(key, {})
+            blocks = merged._blocks[key] = {**mine, **theirs}
+            for k in mine.keys() & theirs.keys():  # the block cut between the two
+                blocks[k] = self._finished(np.concatenate([mine[k], theirs[k]]))
+        return merged
+
+    def add(self, arrays: dict[str, np.ndarray]) -> None:
+        """Append the rows that follow (in place)."""
+        merged = self.merge(BlockSums.of(arrays, self.stop, self.block))
+        self.stop, self._blocks = merged.stop, merged._blocks
+
+    def total(self, key: str) -> float:
+        """The sum over every row of the input (the partial must start at row 0): a pairwise sum
+        of the block sums, the last block's included (0.0 when it is empty)."""
+        blocks = self._blocks.get(key, {})
+        *whole, last = [blocks[k] for k in sorted(blocks)] or [np.empty(0)]
+        if self.start != 0 or any(isinstance(s, np.ndarray) for s in whole):
+            raise ValueError(f"rows [{self.start}, {self.stop}) are not the input from its first row")
+        if isinstance(last, np.ndarray):
+            tail = last.sum()
+        else:
+            whole.append(last)
+            tail = np.float64(0.0)
+        return float(np.array([*whole, tail]).sum()) if whole else float(tail)
+
+
+@dataclass
+class Moments:
+    """First-stage figures of a float column: count, block sums, min, max."""
+
+    n: int
+    sums: BlockSums
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, x: np.ndarray, start: int = 0) -> "Moments":
+        if not len(x):
+            return cls(0, BlockSums(start), np.inf, -np.inf)
+        return cls(len(x), BlockSums.of({"x": x}, start), float(np.min(x)), float(np.max(x)))
+
+    def merge(self, later: "Moments") -> "Moments":
+        return Moments(self.n + later.n, self.sums.merge(later.sums), min(self.min, later.min), max(self.max, later.max))
+
+    @property
+    def mean(self) -> float:
+        return self.sums.total("x") / self.n
+
+
+@dataclass
+class Spread:
+    """Second-stage figures of a float column, taken with its :class:`Moments`: block sums of
+    ``(x - mean)^2`` and, if asked for, counts in :data:`HIST_BINS` equal bins over ``[min, max]``."""
+
+    squares: BlockSums
+    counts: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, x: np.ndarray, moments: Moments, start: int = 0, histogram: bool = False) -> "Spread":
+        counts = np.histogram(x, bins=HIST_BINS, range=(moments.min, moments.max))[0] if histogram else None
+        squares = x - moments.mean
+        np.multiply(squares, squares, out=squares)
+        return cls(BlockSums.of({"x": squares}, start), counts)
+
+    def merge(self, later: "Spread") -> "Spread":
+        counts = None if self.counts is None else self.counts + later.counts
+        return Spread(self.squares.merge(later.squares), counts)
+
+
+def describe(moments: Moments, spread: Spread) -> dict:
+    """mean / std (population) / min / max."""
+    return {
+        "mean": moments.mean,
+        "std": float(np.sqrt(spread.squares.total("x") / moments.n)),
+        "min": moments.min,
+        "max": moments.max,
+    }
+
+
+def histogram(moments: Moments, spread: Spread) -> dict:
+    """Equal-width bins over [min, max] (widened by 0.5 each way if they are equal):
+    ``edges`` (bins + 1) and ``counts`` (bins)."""
+    edges = np.histogram_bin_edges(np.empty(0), bins=HIST_BINS, range=(moments.min, moments.max))
+    return {"edges": edges.tolist(), "counts": spread.counts.tolist()}
+
+
+def described(x: np.ndarray, histogram: bool = False) -> tuple[Moments, Spread]:
+    """Both stages over one array: the whole input, as one piece."""
+    moments = Moments.of(x)
+    return moments, Spread.of(x, moments, histogram=histogram)
+
+
+@dataclass
+class GroupSummary:
+    """Group figures of disjoint sets of groups: how many, their sizes, how many carry no
+    signal (one row, or equal rewards)."""
+
+    groups: int = 0
+    sizes: Counter = field(default_factory=Counter)
+    zero_variance: int = 0
+
+    @classmethod
+    def of(cls, groups: Groups) -> "GroupSummary":
+        values, counts = np.unique(groups.count, return_counts=True)
+        return cls(groups.index.count, Counter(dict(zip(values.tolist(), counts.tolist()))),
+                   int(groups.index.count - groups.informative.sum()))
+
+    def merge(self, other: "GroupSummary") -> "GroupSummary":
+        return GroupSummary(self.groups + other.groups, self.sizes + other.sizes, self.zero_variance + other.zero_variance)
+
+
+def advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread],
+                      advantages: tuple[Moments, Spread], config) -> dict:
+    """The figures of `grpo advantages` (``config``: the resolved :class:`AdvantageConfig`)."""
+    return {
+        "rows": rewards[0].n,
+        "groups": groups.groups,
+        "grouped_by": grouped_by,
+        "group_sizes": {str(s): c for s, c in sorted(groups.sizes.items())},
+        "reward": describe(*rewards),
+        "zero_variance_groups": {"count": groups.zero_variance, "share": groups.zero_variance / groups.groups},
+        "advantage": describe(*advantages),
+        "advantage_histogram": histogram(*advantages),
+        "config": {"estimator": config.estimator, "scale": config.scale, "std": config.std, "eps": config.eps},
+    }
+
+
+SUMMED_TERMS = ("objective_sum", "surrogate_sum", "kl_ref_sum")
+
+
+@dataclass
+class ObjectiveSummary:
+    """The figures of `grpo objective`, from the per-row terms of
+    :func:`grpo_cli.objective.row_terms` of consecutive rows.
+
+    Token shares (clip fractions, ratio mean) are over counted (unmasked) tokens.
+    """
+
+    sums: BlockSums = field(default_factory=BlockSums)
+    counts: Counter = field(default_factory=Counter)
+    ratio_min: float = np.inf
+    ratio_max: float = -np.inf
+    has_kl_ref: bool = False
+
+    @classmethod
+    def of(cls, terms: dict[str, np.ndarray], start: int = 0) -> "ObjectiveSummary":
+        """The partial summary of rows ``start, start + 1, ...`` with these terms."""
+        n = terms["n_tokens"]
+        counted = n > 0
+        safe_n = np.where(counted, n, 1)
+        summed = [key for key in SUMMED_TERMS if key in terms]
+        sums = BlockSums.of({
+            **{key: terms[key] for key in (*summed, "kl_old_sum", "ratio_sum")},
+            # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens)
+            **{f"{key}/n": np.where(counted, terms[key] / safe_n, 0.0) for key in summed},
+        }, start)
+        counts = Counter({key: int(terms[key].sum()) for key in terms if key.startswith("flag_") or key == "clamped"})
+        counts.update(rows=len(n), counted_rows=int(counted.sum()), tokens=int(n.sum()),
+                      zero_advantage_rows=int(terms["zero_advantage"].sum()))
+        extremes = (float(terms["ratio_min"][counted].min()), float(terms["ratio_max"][counted].max())) if counted.any() else (np.inf, -np.inf)
+        return cls(sums, counts, *extremes, "kl_ref_sum" in terms)
+
+    def merge(self, later: "ObjectiveSummary") -> "ObjectiveSummary":
+        """These rows and ``later``'s, which follow them."""
+        return ObjectiveSummary(self.sums.merge(later.sums), self.counts + later.counts, min(self.ratio_min, later.ratio_min),
+                                max(self.ratio_max, later.ratio_max), self.has_kl_ref or later.has_kl_ref)
+
+    def figures(self, config) -> dict:
+        """The figures, the objective aggregated as ``config.agg`` says (``config``: the
+        :class:`~grpo_cli.config.ObjectiveConfig`)."""
+        c = self.counts
+        tokens = c["tokens"]
+
+        def share(total: float) -> float:
+            return float(total / tokens) if tokens else 0.0
+
+        def agg(key: str) -> float:
+            totals = Totals(self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"], tokens, config.max_length)
+            return float(aggregate(config.agg, totals))
+
+        objective = agg("objective_sum")
+        return {
+            "objective": objective,
+            "loss": -objective,
+            "surrogate": agg("surrogate_sum"),
+            "kl_ref": agg("kl_ref_sum") if self.has_kl_ref else None,
+            "kl_old": share(self.sums.total("kl_old_sum")),
+            "clip_frac": {flag.name: share(c[f"flag_{flag.name}"]) for flag in LOSSES[config.loss].flags},
+            "ratio": {
+                "mean": share(self.sums.total("ratio_sum")),
+                "min": self.ratio_min if tokens else None,
+                "max": self.ratio_max if tokens else None,
+            },
+            "tokens": tokens,
+            "rows": c["rows"],
+            "zero_advantage_rows": c["zero_advantage_rows"],
+            "clamped_tokens": c["clamped"],
+            "config": {
+                "loss": config.loss, "agg": config.agg, "epsilon_low": config.epsilon_low, "epsilon_high": config.epsilon_high,
+                "dual_clip": config.dual_clip, "ratio_level": config.ratio_level, "beta": config.beta,
+                "kl": config.kl, "max_length": config.max_length, "logratio_clamp": config.logratio_clamp,
+            },
+        }

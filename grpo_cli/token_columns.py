@@ -1,0 +1,109 @@
+"""Flat token buffers from Arrow list columns, validated.
+
+Each list column becomes (lengths per row, flat values) without a Python loop: the child
+buffer is taken as it is (float32 or float64; other numbers become float64), and the
+token math widens it to float64. Every check raises :class:`~grpo_cli.errors.RowError`
+naming the column and the batch's first offending row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import RowError
+from .objective import Tokens
+
+
+@dataclass(frozen=True)
+class TokenColumns:
+    """Which input columns hold the per-token lists (ref, mask and per-token advantages are optional)."""
+
+    new: str
+    old: str
+    ref: str | None = None
+    mask: str | None = None
+    advantage: str | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [c for c in (self.new, self.old, self.ref, self.mask, self.advantage) if c is not None]
+
+
+def is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
+    """(lengths, flat child values) of a list column; nulls are refused."""
+    column = batch.column(name)
+    if not is_list(column.type):
+        raise RowError(0, f"column {name!r} must hold a list per row (found {column.type})")
+    if column.null_count:
+        raise RowError(int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]), f"column {name!r} is null")
+    lengths = pc.list_value_length(column).to_numpy().astype(np.int64)
+    values = column.flatten()
+    if values.null_count:
+        row = np.repeat(np.arange(len(lengths)), lengths)[np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0]]
+        raise RowError(int(row), f"column {name!r} has a null token value")
+    return lengths, values
+
+
+def _first_row_of_token(lengths: np.ndarray, bad: np.ndarray) -> int:
+    return int(np.searchsorted(np.cumsum(lengths), int(np.flatnonzero(bad)[0]), side="right"))
+
+
+def _numbers(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths, flat float32/float64 values) of a numeric list column, as long as ``lengths_new``."""
+    lengths, values = _list_column(batch, name)
+    if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type) or pa.types.is_null(values.type)):
+        raise RowError(0, f"column {name!r} must hold numbers (found list of {values.type})")
+    if lengths_new is not None and not np.array_equal(lengths, lengths_new):
+        row = int(np.flatnonzero(lengths != lengths_new)[0])
+        raise RowError(row, f"column {name!r} has {lengths[row]} tokens but {lengths_new[row]} in the log-probs column")
+    flat = values.to_numpy(zero_copy_only=False)
+    if flat.dtype not in (np.float32, np.float64):
+        flat = flat.astype(np.float64)
+    return lengths, flat
+
+
+def _logprobs(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    lengths, flat = _numbers(batch, name, lengths_new)
+    # max <= 0 fails on a positive value or NaN (max propagates it), min > -inf on -inf:
+    # two reductions without temporaries on the common path, the exact row only on error
+    if flat.size and not (flat.max() <= 0 and flat.min() > -np.inf):
+        finite = np.isfinite(flat)
+        if not finite.all():
+            raise RowError(_first_row_of_token(lengths, ~finite), f"column {name!r} has a NaN or infinite log-prob")
+        raise RowError(_first_row_of_token(lengths, flat > 0), f"column {name!r} has a positive log-prob")
+    return lengths, flat
+
+
+def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
+    """Validated :class:`Tokens` of one record batch (errors name rows of the batch)."""
+    lengths, new = _logprobs(batch, columns.new, None)
+    _, old = _logprobs(batch, columns.old, lengths)
+    ref = _logprobs(batch, columns.ref, lengths)[1] if columns.ref else None
+    mask = None
+    if columns.mask:
+        mask_lengths, values = _list_column(batch, columns.mask)
+        if not np.array_equal(mask_lengths, lengths):
+            row = int(np.flatnonzero(mask_lengths != lengths)[0])
+            raise RowError(row, f"column {columns.mask!r} has {mask_lengths[row]} entries but {lengths[row]} tokens")
+        flat = values.to_numpy(zero_copy_only=False)
+        if not pa.types.is_boolean(values.type):
+            binary = (flat == 0) | (flat == 1)
+            if not binary.all():
+                raise RowError(_first_row_of_token(lengths, ~binary), f"column {columns.mask!r} must hold 0/1 or booleans")
+        mask = flat.astype(bool)
+    advantage = None
+    if columns.advantage:
+        _, values = _numbers(batch, columns.advantage, lengths)
+        advantage = values.astype(np.float64, copy=False)
+        finite = np.isfinite(advantage)
+        if not finite.all():
+            raise RowError(_first_row_of_token(lengths, ~finite), f"column {columns.advantage!r} has a NaN or infinite advantage")
+    return Tokens(lengths, new, old, ref, mask, advantage)

@@ -1,0 +1,51 @@
+"""Kernels are plain module-level functions of arrays and a plan: an engine can ship them."""
+
+import pickle
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from grpo_cli import AdvantageConfig
+from grpo_cli.engines import kernels
+from grpo_cli.errors import InputError, RowError
+from grpo_cli.estimators import GroupIndex
+from grpo_cli.io import open_source
+from grpo_cli.plan import Grouping, plan_objective
+
+
+def test_kernels_and_plans_pickle(sample_parquet, tmp_path):
+    with open_source(str(sample_parquet)) as source:
+        plan = plan_objective(source, output=str(tmp_path / "o.parquet"))
+    for kernel in (kernels.objective_batch, kernels.advantage_columns, kernels.advantage_window, kernels.index, kernels.scalars):
+        assert pickle.loads(pickle.dumps(kernel)) is kernel
+    assert pickle.loads(pickle.dumps(plan)) == plan
+
+
+def test_objective_batch_gives_columns_and_a_partial_summary(sample_parquet, tmp_path):
+    with open_source(str(sample_parquet)) as source:
+        plan = plan_objective(source, output=str(tmp_path / "o.parquet"), advantage_config=AdvantageConfig(estimator="mean"))
+        batch = next(source.iter_batches(5))[1]
+    columns, summary = kernels.objective_batch(batch, 10, plan, np.full(20, 0.5))
+    assert [f.name for f in kernels.objective_fields(plan)] == list(columns)
+    assert columns["advantage"].to_pylist() == [0.5] * 5 and summary.counts["rows"] == 5
+    assert summary.sums.start == 10 and summary.sums.stop == 15
+
+
+def test_group_index_kernel():
+    keys = pa.chunked_array([pa.array(["a", "a", "b", "b"])])
+    assert kernels.index(keys, Grouping("id", None), 4, "f").sizes.tolist() == [2, 2]
+    assert kernels.index(None, Grouping(None, 2), 4, "f").first.tolist() == [0, 2]
+    assert kernels.index(None, Grouping(None, None), 4, "f").count == 1
+    with pytest.raises(InputError, match="f: prompt id 'a' has 2 rows, expected `num_generations` 3"):
+        kernels.index(keys, Grouping("id", 3), 4, "f")
+    with pytest.raises(InputError, match="f: 4 rows is not a multiple of `num_generations` 3"):
+        kernels.index(None, Grouping(None, 3), 4, "f")
+    with pytest.raises(RowError, match="column 'id' \\(prompt id\\) is null") as caught:
+        kernels.index(pa.chunked_array([pa.array(["a", None])]), Grouping("id", None), 2, "f")
+    assert caught.value.row == 1
+
+
+def test_advantage_window():
+    adv, summary = kernels.advantage_window(np.array([0.0, 1.0, 3.0, 3.0]), GroupIndex.blocks(4, 2), AdvantageConfig())
+    assert adv.tolist() == [-1.0, 1.0, 0.0, 0.0] and summary.groups == 2 and summary.zero_variance == 1

@@ -1,0 +1,87 @@
+"""Rows in groups: the two ways of finding groups (runs, hash), windows of whole groups, and
+each group's sufficient statistics."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grpo_cli import AdvantageConfig
+from grpo_cli.estimators import GroupIndex, Groups, advantage, group_index
+
+
+def test_group_index_contiguous_and_scattered_paths():
+    contiguous = group_index(pa.array(["b", "b", "a", "a", "a", "c"]))
+    assert contiguous.codes.tolist() == [0, 0, 1, 1, 1, 2] and contiguous.first.tolist() == [0, 2, 5]
+    scattered = group_index(pa.array(["b", "a", "b", "c", "a", "a"]))
+    assert scattered.codes.tolist() == [0, 1, 0, 2, 1, 1] and scattered.first.tolist() == [0, 1, 3]
+    assert scattered.sizes.tolist() == [2, 3, 1]
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.floats(-10, 10)), min_size=1, max_size=40), st.randoms())
+def test_sorted_and_shuffled_groups_give_the_same_advantages(rows, random):
+    keys = np.array([k for k, _ in rows])
+    rewards = np.array([r for _, r in rows])
+    order = np.argsort(keys, kind="stable")  # contiguous groups: the run-based path
+    shuffled = list(range(len(rows)))
+    random.shuffle(shuffled)
+    for config in (AdvantageConfig(), AdvantageConfig(estimator="rloo", std="sample")):
+        by_runs = advantage(Groups(rewards[order], group_index(pa.array(keys[order]))), config)
+        by_hash = advantage(Groups(rewards[shuffled], group_index(pa.array(keys[shuffled]))), config)
+        # the same numbers up to the order the rewards are summed in
+        np.testing.assert_allclose(by_runs[np.argsort(order)], by_hash[np.argsort(shuffled)], rtol=1e-12, atol=1e-12)
+
+
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=60), st.integers(1, 100))
+def test_windows_cover_every_group_once_in_order(sizes, rows):
+    g = group_index(pa.array(np.repeat(np.arange(len(sizes)), sizes)))
+    windows = g.windows(rows)
+    assert [lo for lo, _ in windows] == [0] + [hi for _, hi in windows[:-1]] and windows[-1][1] == len(sizes)
+    spans = [g.window(lo, hi)[0] for lo, hi in windows]
+    assert spans[0].start == 0 and spans[-1].stop == sum(sizes)
+    assert all(a.stop == b.start for a, b in zip(spans, spans[1:]))
+    for (lo, hi), span in zip(windows, spans):
+        local = g.window(lo, hi)[1]
+        assert local.sizes.tolist() == sizes[lo:hi] and local.rows == span.stop - span.start
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(-50, 50)), min_size=1, max_size=40))
+def test_sufficient_statistics_of_contiguous_and_scattered_groups(rows):
+    keys = np.array([k for k, _ in rows])
+    r = np.array([v / 4 for _, v in rows])  # quarters: every sum here is exact
+    for order in (np.argsort(keys, kind="stable"), np.arange(len(rows))):
+        groups = Groups(r[order], group_index(pa.array(keys[order])))
+        first_keys = keys[order][groups.index.first]
+        for k, key in enumerate(first_keys):
+            values = r[keys == key]
+            assert groups.count[k] == len(values) and groups.sum[k] == values.sum()
+            assert groups.min[k] == values.min() and groups.max[k] == values.max()
+            assert groups.m2[k] == pytest.approx(((values - values.mean()) ** 2).sum(), rel=1e-12, abs=1e-12)
+            assert groups.informative[k] == (len(set(values)) > 1)
+    if len(r) > 1:
+        assert Groups(r, GroupIndex.whole(len(r))).std(1)[0] == pytest.approx(r.std(ddof=1), rel=1e-12, abs=1e-12)
+
+
+SCRIPT = """
+import hashlib, numpy as np
+from grpo_cli import advantages, AdvantageConfig
+rng = np.random.default_rng(0)
+g = rng.integers(0, 25_000, 200_000)
+r = rng.normal(size=200_000) * 1e3 + rng.uniform(size=200_000)
+for cfg in (AdvantageConfig(), AdvantageConfig(estimator="rloo", scale="batch", std="sample")):
+    print(hashlib.sha256(advantages(r, g, cfg).tobytes()).hexdigest())
+"""
+
+
+def digests(threads: int) -> str:
+    env = {**os.environ, "POLARS_MAX_THREADS": str(threads)}
+    return subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, check=True, text=True).stdout
+
+
+def test_advantages_are_bit_identical_across_thread_counts():
+    assert digests(1) == digests(2) == digests(4)

@@ -1,0 +1,42 @@
+"""JSON Lines streamed in chunks: types unified over the whole file, errors name the line."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from grpo_cli import advantages_file, jsonl
+from grpo_cli.errors import InputError
+
+from .conftest import write_jsonl_rows
+
+
+def test_jsonl_late_values_keep_their_type_across_chunks(tmp_path, monkeypatch):
+    """A column null (or integer) for the first chunks and float later is read as float."""
+    monkeypatch.setattr(jsonl, "CHUNK_BYTES", 256)
+    rows = [{"prompt_id": i // 4, "reward": i % 2, "note": None, "logprobs": [-0.5], "old_logprobs": [-0.5]} for i in range(400)]
+    rows[-1].update(reward=0.25, note=1.5)
+    write_jsonl_rows(tmp_path / "late.jsonl", rows)
+    out = tmp_path / "out.parquet"
+    advantages_file(str(tmp_path / "late.jsonl"), str(out))
+    table = pq.read_table(out)
+    assert table.schema.field("reward").type == pa.float64()
+    assert table["note"].to_pylist()[-1] == 1.5 and table["note"].null_count == 399
+    assert table["reward"].to_pylist()[-1] == 0.25
+
+
+def test_jsonl_errors_name_the_line_in_a_late_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonl, "CHUNK_BYTES", 256)
+    rows = [{"prompt_id": i // 4, "reward": 1.0} for i in range(300)]
+    write_jsonl_rows(tmp_path / "bad.jsonl", rows)
+    lines = (tmp_path / "bad.jsonl").read_text().splitlines()
+    for number, line, message in [
+        (250, '{"prompt_id": 62, "reward": 1.0', "line 250: not valid JSON"),
+        (251, '{"prompt_id": 62, "reward": "high"}', "line 251: column 'reward' holds string where earlier lines hold number"),
+        (252, "[1, 2]", "line 252: expected a JSON object"),
+        (253, '{"prompt_id": 63, "reward": 1.0, "reward": 2.0}', "line 253: not valid JSON (duplicate column name 'reward')"),
+    ]:
+        broken = lines.copy()
+        broken[number - 1] = line
+        (tmp_path / "b.jsonl").write_text("\n".join(broken) + "\n")
+        with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            advantages_file(str(tmp_path / "b.jsonl"))

@@ -1,0 +1,42 @@
+"""Column roles: resolution by option or by name, ambiguity, suggestions; messages name the
+Python parameter (the CLI shows its flag)."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from grpo_cli.errors import ColumnNotFoundError, InputError, RowError, UsageError
+from grpo_cli.schema import ROLES, check_finite_scalars, check_unique_names, resolve_column
+
+SCHEMA = pa.schema([("uid", pa.string()), ("rewards", pa.float64()), ("logprobs", pa.list_(pa.float32()))])
+
+
+def test_explicit_then_candidates():
+    assert resolve_column(SCHEMA, "prompt", None) == "uid"
+    assert resolve_column(SCHEMA, "reward", "rewards") == "rewards"
+    assert resolve_column(SCHEMA, "ref", None, required=False) is None
+
+
+def test_missing_columns_suggest_names_and_name_the_parameter():
+    with pytest.raises(ColumnNotFoundError, match=r"^r.parquet: no reward column \(looked for reward, score; pass `reward_col`\); did you mean 'rewards'\?$"):
+        resolve_column(SCHEMA, "reward", None, source="r.parquet")
+    with pytest.raises(ColumnNotFoundError, match=r"no column 'score' for reward \(`reward_col`\)"):
+        resolve_column(SCHEMA, "reward", "score")
+
+
+def test_two_candidates_are_ambiguous():
+    both = SCHEMA.append(pa.field("prompt_id", pa.string()))
+    with pytest.raises(UsageError, match="columns 'prompt_id', 'uid' could each be the prompt id; pick one with `prompt_col`"):
+        resolve_column(both, "prompt", None)
+
+
+def test_every_role_names_an_option():
+    assert all(role.param.endswith("_col") for role in ROLES.values())
+
+
+def test_data_checks():
+    with pytest.raises(InputError, match="duplicate column name 'a'"):
+        check_unique_names(pa.schema([("a", pa.int64()), ("a", pa.int64())]), "x")
+    with pytest.raises(RowError, match="column 'reward' is infinite") as caught:
+        check_finite_scalars(np.array([0.0, 1.0, np.inf]), "reward")
+    assert caught.value.row == 2
