@@ -1,79 +1,73 @@
-"""The file API, what the two commands call: open the input, make the plan, run an engine."""
+"""The file API, what the two commands call: open the input, make the plan, run an engine.
+
+The options are the keywords of :func:`grpo_cli.plan.plan_advantages` and
+:func:`grpo_cli.plan.plan_objective`, declared there once; these functions add how to read
+the input and how to run.
+"""
 
 from __future__ import annotations
 
-from .config import AdvantageConfig, ObjectiveConfig
+import inspect
+from typing import Any, Callable
+
 from .engines import LocalEngine, Progress
+from .errors import check_keywords
 from .io import open_source
 from .plan import plan_advantages, plan_objective
+
+
+def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
+    """Refuse a keyword that is no option of ``plan``."""
+    check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output")], f"{name}()")
 
 
 def advantages_file(
     input: str | list[str],
     output: str | None = None,
     *,
-    output_dir: str | None = None,
-    config: AdvantageConfig | None = None,
-    prompt_col: str | None = None,
-    reward_col: str | None = None,
-    num_generations: int | None = None,
-    round_digits: int | None = None,
     input_format: str | None = None,
-    output_format: str | None = None,
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    **options: Any,
 ) -> dict:
     """Compute advantages for every row of ``input`` (files, folders or globs read as one
     dataset); write them to ``output``, or one file per input into ``output_dir``.
 
-    Returns the summary figures (see :func:`grpo_cli.summaries.advantage_figures`).
-    The written file holds every input column unchanged plus ``advantage`` (float64),
-    rounded to ``round_digits`` decimals if given.
+    ``options``: ``config`` (an :class:`~grpo_cli.AdvantageConfig`), ``prompt_col``,
+    ``reward_col``, ``num_generations``, ``round_digits``, ``output_dir``, ``output_format``
+    (see :func:`grpo_cli.plan.plan_advantages`). Returns the summary figures (see
+    :func:`grpo_cli.summaries.advantage_figures`). The written file holds every input column
+    unchanged plus ``advantage`` (float64), rounded to ``round_digits`` decimals if given.
     """
+    _check(options, plan_advantages, "advantages_file")
+    engine = LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress)
     with open_source(input, input_format) as source:
-        plan = plan_advantages(
-            source, config=config, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations,
-            round_digits=round_digits, output=output, output_dir=output_dir, output_format=output_format,
-        )
-        return LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress).advantages(source, plan)
+        return engine.advantages(source, plan_advantages(source, output=output, **options))
 
 
 def objective_file(
     input: str | list[str],
     output: str | None = None,
     *,
-    output_dir: str | None = None,
-    config: ObjectiveConfig | None = None,
-    advantage_config: AdvantageConfig | None = None,
-    advantage_col: str | None = None,
-    prompt_col: str | None = None,
-    reward_col: str | None = None,
-    num_generations: int | None = None,
-    logprobs_col: str | None = None,
-    old_logprobs_col: str | None = None,
-    ref_logprobs_col: str | None = None,
-    mask_col: str | None = None,
     input_format: str | None = None,
-    output_format: str | None = None,
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    **options: Any,
 ) -> dict:
     """The policy objective of ``input``; per-row diagnostics written to ``output`` (or one
     file per input into ``output_dir``).
 
-    Advantages come from ``advantage_col`` (or an ``advantage`` column; a list column gives
-    one per token), else from the rewards with ``advantage_config`` (see
-    :func:`grpo_cli.plan.plan_objective`). Returns the summary figures (see
+    ``options``: ``config`` (an :class:`~grpo_cli.ObjectiveConfig`), ``advantage_config``,
+    ``advantage_col``, ``prompt_col``, ``reward_col``, ``num_generations``, the token columns
+    ``logprobs_col``, ``old_logprobs_col``, ``ref_logprobs_col``, ``mask_col``, and
+    ``output_dir``, ``output_format`` (see :func:`grpo_cli.plan.plan_objective`, which also
+    says where advantages come from). Returns the summary figures (see
     :meth:`grpo_cli.summaries.ObjectiveSummary.figures`): ``objective`` aggregated as
     ``config.agg`` says, and ``loss``, its negative.
     """
+    _check(options, plan_objective, "objective_file")
+    engine = LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress)
     with open_source(input, input_format) as source:
-        plan = plan_objective(
-            source, config=config, advantage_config=advantage_config, advantage_col=advantage_col, prompt_col=prompt_col,
-            reward_col=reward_col, num_generations=num_generations, logprobs_col=logprobs_col,
-            old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col, mask_col=mask_col,
-            output=output, output_dir=output_dir, output_format=output_format,
-        )
-        return LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress).objective(source, plan)
+        return engine.objective(source, plan_objective(source, output=output, **options))

@@ -74,3 +74,12 @@ def test_advantages_do_not_depend_on_batch_size_and_are_finite(tmp_path, n, seed
     a = pq.read_table(tmp_path / "a.parquet")["advantage"].to_numpy()
     assert np.isfinite(a).all()
     assert bits(pq.read_table(tmp_path / "b.parquet")["advantage"]) == bits(pa.chunked_array([a]))
+
+
+def test_unknown_options_are_refused_before_anything_is_read():
+    from grpo_cli import UnknownOptionError
+
+    with pytest.raises(UnknownOptionError, match=r"objective_file\(\) has no option `advantage_column`; did you mean `advantage_col`\?"):
+        objective_file("no-such-file.parquet", advantage_column="adv")
+    with pytest.raises(UnknownOptionError, match=r"advantages_file\(\) has no option `round`; did you mean `round_digits`\?"):
+        advantages_file("no-such-file.parquet", round=3)
