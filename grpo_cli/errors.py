@@ -67,6 +67,6 @@ def check_keywords(given: Iterable[str], valid: Iterable[str], where: str) -> No
     valid = list(valid)
     for name in given:
         if name not in valid:
-            close = difflib.get_close_matches(name, valid, n=1)
+            close = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
             hint = f"; did you mean `{close[0]}`?" if close else ""
             raise UnknownOptionError(f"{where} has no option `{name}`{hint} (valid: {', '.join(valid)})")
