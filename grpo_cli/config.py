@@ -80,14 +80,14 @@ class AdvantageConfig(_Options):
     def __post_init__(self) -> None:
         given = self._fill_defaults()
         spec = estimators.lookup(self.estimator)
-        for name in given - {"estimator"} - set(spec.params):
-            raise UsageError(f"estimator {self.estimator!r} takes no `{name}`" + (
-                "; it is never scaled" if spec.scales == ("none",) else ""))
+        for name in sorted(given - {"estimator"} - set(spec.params)):
+            why = "; it is never scaled" if spec.scales == ("none",) else ""
+            raise UsageError(f"estimator {self.estimator!r} takes no `{name}`{why}; drop `{name}`, or pass another `estimator`")
         scale = self.scale if "scale" in given else spec.default_scale
         _choice("scale", scale, estimators.SCALES)
         if scale not in spec.scales:
             if spec.scales == ("none",):
-                raise UsageError(f"estimator {self.estimator!r} is never scaled; drop `scale` {scale!r} or use `grpo`")
+                raise UsageError(f"estimator {self.estimator!r} is never scaled; drop `scale` {scale!r}, or pass `estimator` 'grpo'")
             raise UsageError(f"estimator {self.estimator!r} takes `scale` {', '.join(spec.scales)} (found {scale!r})")
         _choice("std", self.std, tuple(STD_KINDS))
         if not self.eps >= 0:
@@ -170,7 +170,8 @@ class ObjectiveConfig(_Options):
             if self.max_length is None or self.max_length < 1:
                 raise UsageError(f"`agg` {self.agg!r} needs `max_length` >= 1 (found {self.max_length!r})")
         elif "max_length" in given:
-            raise UsageError(f"`max_length` applies only to `agg` 'seq-mean-token-sum-norm' (found `agg` {self.agg!r}); drop it")
+            normed = " or ".join(repr(name) for name, a in AGGREGATIONS.items() if a.needs_max_length)
+            raise UsageError(f"`max_length` applies only to `agg` {normed} (found `agg` {self.agg!r}); drop it")
         if not self.beta >= 0:
             raise UsageError(f"require `beta` >= 0 (found {self.beta!r})")
         _choice("kl", self.kl, tuple(KL_ESTIMATORS))
