@@ -133,6 +133,12 @@ def with_flags(message: str, flags: dict[str, str]) -> str:
     return re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), message)
 
 
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: whatever is still buffered for it is discarded at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 @contextlib.contextmanager
 def reported_errors(ctx: typer.Context, debug: bool) -> Iterator[None]:
     """Turn library errors into one ``Error: ...`` line on stderr and the error's exit code.
@@ -147,11 +153,11 @@ def reported_errors(ctx: typer.Context, debug: bool) -> Iterator[None]:
         if debug:
             raise
         typer.echo(f"Error: {with_flags(str(exc), _flags(ctx))}", err=True)
+        _drop_stdout()  # a write to stdout that failed (full disk) must not fail again at exit
         raise typer.Exit(exc.exit_code)
     except BrokenPipeError:
         # The reader closed the pipe (e.g. `| head`): stop quietly, as Unix tools do.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _drop_stdout()
         raise typer.Exit(141)
     except Exception as exc:
         if debug:
