@@ -67,7 +67,10 @@ def _config_help(cls, name: str, extra: str = "", default: str | None = None) ->
 def _column_help(role: str, text: str) -> str:
     """A column option's help and the names it looks for by default."""
     candidates = ROLES[role].candidates
-    found = f"whichever of {', '.join(candidates)} is present; two present is an error" if candidates else "none"
+    if len(candidates) > 1:
+        found = f"whichever of {', '.join(candidates)} is present; two present is an error"
+    else:
+        found = f"{candidates[0]}, if present" if candidates else "none"
     return f"{text} {_default(found)}"
 
 
@@ -278,7 +281,7 @@ def objective(
     mask_col: Annotated[Optional[str], typer.Option(help=_column_help("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere."))] = None,
     advantage_col: Annotated[Optional[str], typer.Option(help=_column_help("advantage", "Advantages: a number per row, or a list per row (one per token)."))] = None,
     estimator: Annotated[Optional[Estimator], _option(
-        AdvantageConfig, "estimator", f"Computes the advantages from the rewards: {ESTIMATOR_LIST}.",
+        AdvantageConfig, "estimator", f"Computes the advantages from the rewards: {ESTIMATOR_LIST}",
         default=f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}")] = None,
     scale: ScaleOpt = None,
     std: StdOpt = None,
