@@ -25,22 +25,33 @@ def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np
     >>> advantages([0.0, 1.0, 5.0, 5.0], ["a", "a", "b", "b"], AdvantageConfig()).tolist()
     [-1.0, 1.0, 0.0, 0.0]
     """
-    r = np.asarray(rewards, dtype=np.float64)
+    r = np.asarray(_untensored(rewards), dtype=np.float64)
     if r.ndim != 1 or len(groups) != r.shape[0]:
         raise InputError(f"rewards and groups must be 1-d of equal length (found {r.shape} and {len(groups)})")
     if not np.isfinite(r).all():
         raise InputError(f"reward {int(np.flatnonzero(~np.isfinite(r))[0])} is NaN or infinite")
-    return advantage(Groups(r, group_index(pa.array(groups))), config or AdvantageConfig())
+    try:
+        return advantage(Groups(r, group_index(pa.array(groups))), config or AdvantageConfig())
+    except RowError as exc:
+        raise InputError(f"reward {exc.row}: {exc.detail}") from None
+
+
+def _is_tensor(values) -> bool:
+    return type(values).__module__.split(".")[0] == "torch"
+
+
+def _untensored(values):
+    """A torch tensor (any dtype or device) as float64 numpy; anything else as it is."""
+    return values.detach().cpu().double().numpy() if _is_tensor(values) else values
 
 
 def _to_numpy(rewards) -> tuple[np.ndarray, Any]:
     """Rewards as float64 numpy, and a function giving results back in the caller's type:
     a tensor of the same dtype and device for a torch tensor, numpy otherwise."""
-    if type(rewards).__module__.split(".")[0] == "torch":
+    if _is_tensor(rewards):
         import torch
 
-        values = rewards.detach().to("cpu", torch.float64).numpy()
-        return values, lambda a: torch.tensor(a, dtype=rewards.dtype, device=rewards.device)
+        return _untensored(rewards), lambda a: torch.tensor(a, dtype=rewards.dtype, device=rewards.device)
     return np.asarray(rewards, dtype=np.float64), lambda a: a
 
 
@@ -112,16 +123,26 @@ def normalize_group(rewards: Sequence[float], decimals: int = 4) -> list[float]:
 
 
 def _list_array(values) -> pa.Array:
-    """Ragged Python lists, a list of numpy arrays, or an Arrow list array, as Arrow."""
+    """Per-token values as an Arrow list array, one list per row, from: ragged Python lists,
+    a list of numpy arrays, an Arrow list array, or a 2-D array or tensor (rows x padded
+    width, as trainers hold them; pass ``mask`` to leave out the padding)."""
+    values = _untensored(values)
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return pa.concat_arrays(values.chunks) if isinstance(values, pa.ChunkedArray) else values
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        rows, width = values.shape
+        return pa.LargeListArray.from_arrays(np.arange(0, rows * width + 1, width, dtype=np.int64), pa.array(values.ravel()))
     return pa.array([np.asarray(v, dtype=np.float64) if not isinstance(v, list) else v for v in values])
 
 
 def _per_token(values) -> bool:
-    """Advantages given as one list per row (an Arrow list array, or a sequence of sequences)."""
+    """Advantages given as one list per row (an Arrow list array, a 2-D array or tensor, or
+    a sequence of sequences)."""
+    values = _untensored(values)
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return pa.types.is_list(values.type) or pa.types.is_large_list(values.type)
+    if isinstance(values, np.ndarray):
+        return values.ndim == 2
     return len(values) > 0 and isinstance(values[0], (list, tuple, np.ndarray))
 
 
@@ -142,7 +163,9 @@ def policy_objective(
     """Seed 002's objective, and every option of `grpo objective` as a keyword
     (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``beta``, ``kl`` ...).
 
-    Advantages are ``advantage_values`` if given (one per row, or one list per row: one per
+    Per-token inputs (log-probs, ``ref_log_probs``, ``mask``, per-token advantages) are
+    ragged lists, Arrow list arrays, or 2-D arrays or tensors padded to one width with a
+    ``mask`` (0/1 or bool; padding may hold anything). Advantages are ``advantage_values`` if given (one per row, or one list per row: one per
     token), else computed from ``rewards`` with ``advantage_config`` (default: the mean
     baseline), grouped by ``groups`` (default: all rows are one group, as in the seed).
     Returns the objective (to maximise), or with ``details=True`` the summary figures of
@@ -156,7 +179,7 @@ def policy_objective(
     arrays = {"new": _list_array(log_probs_new), "old": _list_array(log_probs_old)}
     for name, values in (("ref", ref_log_probs), ("mask", mask)):
         if values is not None:
-            arrays[name] = values if isinstance(values, pa.Array) else pa.array(values)
+            arrays[name] = _list_array(values)
     per_token = advantage_values is not None and _per_token(advantage_values)
     if per_token:
         arrays["advantage"] = _list_array(advantage_values)
@@ -165,7 +188,7 @@ def policy_objective(
     if per_token:
         adv = None
     elif advantage_values is not None:
-        adv = np.asarray(advantage_values, dtype=np.float64)
+        adv = np.asarray(_untensored(advantage_values), dtype=np.float64)
     elif rewards is not None:
         keys = groups if groups is not None else np.zeros(n_rows, dtype=np.int64)
         adv = advantages(rewards, keys, advantage_config or AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR))

@@ -91,11 +91,12 @@ Format = _choices("Format", FORMATS)
 ESTIMATOR_LIST = _listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
 
 # Options shared by the commands, declared once.
-InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them, or quoted globs, read as one dataset; or - for stdin.", show_default=False)]
+InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them (with their sub-folders), or quoted globs (** for any depth), read as one dataset; or - for stdin.", show_default=False)]
 OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the summary is printed.")]
-OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated file per input file into this existing folder, with the input's name.")]
+OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated file per input file into this folder (made if missing), at the input's path below its folder or glob.")]
 ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the math (default: one per core). Results do not depend on it.")]
 InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format when the name does not tell (default: suffix, then file magic).")]
+HiveOpt = Annotated[bool, typer.Option("--hive", help="Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.")]
 OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).")]
 PromptColOpt = Annotated[Optional[str], typer.Option(help=_column_help("prompt", "Prompt id column."))]
 RewardColOpt = Annotated[Optional[str], typer.Option(help=_column_help("reward", "Reward column."))]
@@ -225,6 +226,7 @@ def advantages(
     num_generations: NumGenOpt = None,
     round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).")] = None,
     input_format: InputFormatOpt = None,
+    hive: HiveOpt = False,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
@@ -241,7 +243,7 @@ def advantages(
             figures = advantages_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
                 num_generations=num_generations, round_digits=round_digits,
-                input_format=_value(input_format), output_format=_value(output_format),
+                input_format=_value(input_format), hive=hive, output_format=_value(output_format),
                 threads=threads, progress=progress,
             )
         _emit(figures, render_advantages, quiet, summary_json)
@@ -277,8 +279,8 @@ def objective(
     logratio_clamp: Annotated[Optional[float], _option(ObjectiveConfig, "logratio_clamp")] = None,
     logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("new", "New-policy log-probs (a list per row)."))] = None,
     old_logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("old", "Old-policy log-probs (a list per row)."))] = None,
-    ref_logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("ref", "Reference log-probs (a list per row; optional)."))] = None,
-    mask_col: Annotated[Optional[str], typer.Option(help=_column_help("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere."))] = None,
+    ref_logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("ref", "Reference log-probs (a list per row; optional; none: do without)."))] = None,
+    mask_col: Annotated[Optional[str], typer.Option(help=_column_help("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token)."))] = None,
     advantage_col: Annotated[Optional[str], typer.Option(help=_column_help("advantage", "Advantages: a number per row, or a list per row (one per token)."))] = None,
     estimator: Annotated[Optional[Estimator], _option(
         AdvantageConfig, "estimator", f"Computes the advantages from the rewards: {ESTIMATOR_LIST}",
@@ -290,6 +292,7 @@ def objective(
     reward_col: RewardColOpt = None,
     num_generations: NumGenOpt = None,
     input_format: InputFormatOpt = None,
+    hive: HiveOpt = False,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
@@ -312,7 +315,7 @@ def objective(
                 input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,
                 advantage_col=advantage_col, prompt_col=prompt_col, reward_col=reward_col,
                 num_generations=num_generations, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
-                ref_logprobs_col=ref_logprobs_col, mask_col=mask_col, input_format=_value(input_format),
+                ref_logprobs_col=ref_logprobs_col, mask_col=mask_col, input_format=_value(input_format), hive=hive,
                 output_format=_value(output_format), threads=threads, progress=progress,
             )
         _emit(figures, render_objective, quiet, summary_json)

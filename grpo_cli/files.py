@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .engines import LocalEngine, Progress
 from .errors import check_keywords
 from .io import open_source
-from .plan import plan_advantages, plan_objective
+from .plan import AdvantagesPlan, ObjectivePlan, plan_advantages, plan_objective
 
 
 def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
@@ -21,29 +21,39 @@ def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
     check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output")], f"{name}()")
 
 
+def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan) -> dict:
+    """The engine's figures and the plan's (which column plays which role...); ``config`` merged."""
+    extra = plan.figures
+    return {**figures, **extra, "config": {**figures["config"], **extra.get("config", {})}}
+
+
 def advantages_file(
     input: str | list[str],
     output: str | None = None,
     *,
     input_format: str | None = None,
+    hive: bool = False,
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
     **options: Any,
 ) -> dict:
     """Compute advantages for every row of ``input`` (files, folders or globs read as one
-    dataset); write them to ``output``, or one file per input into ``output_dir``.
+    dataset; with ``hive``, ``key=value`` folders are columns too); write them to ``output``,
+    or one file per input into ``output_dir``.
 
     ``options``: ``config`` (an :class:`~grpo_cli.AdvantageConfig`), ``prompt_col``,
     ``reward_col``, ``num_generations``, ``round_digits``, ``output_dir``, ``output_format``
     (see :func:`grpo_cli.plan.plan_advantages`). Returns the summary figures (see
-    :func:`grpo_cli.summaries.advantage_figures`). The written file holds every input column
+    :func:`grpo_cli.summaries.advantage_figures`) and ``columns``, which column played which
+    role. The written file holds every input column
     unchanged plus ``advantage`` (float64), rounded to ``round_digits`` decimals if given.
     """
     _check(options, plan_advantages, "advantages_file")
     engine = LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress)
-    with open_source(input, input_format) as source:
-        return engine.advantages(source, plan_advantages(source, output=output, **options))
+    with open_source(input, input_format, hive=hive) as source:
+        plan = plan_advantages(source, output=output, **options)
+        return _with_plan(engine.advantages(source, plan), plan)
 
 
 def objective_file(
@@ -51,13 +61,14 @@ def objective_file(
     output: str | None = None,
     *,
     input_format: str | None = None,
+    hive: bool = False,
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
     **options: Any,
 ) -> dict:
-    """The policy objective of ``input``; per-row diagnostics written to ``output`` (or one
-    file per input into ``output_dir``).
+    """The policy objective of ``input`` (read as :func:`advantages_file` reads it); per-row
+    diagnostics written to ``output`` (or one file per input into ``output_dir``).
 
     ``options``: ``config`` (an :class:`~grpo_cli.ObjectiveConfig`), ``advantage_config``,
     ``advantage_col``, ``prompt_col``, ``reward_col``, ``num_generations``, the token columns
@@ -65,9 +76,12 @@ def objective_file(
     ``output_dir``, ``output_format`` (see :func:`grpo_cli.plan.plan_objective`, which also
     says where advantages come from). Returns the summary figures (see
     :meth:`grpo_cli.summaries.ObjectiveSummary.figures`): ``objective`` aggregated as
-    ``config.agg`` says, and ``loss``, its negative.
+    ``config.agg`` says, and ``loss``, its negative; ``columns``, which column played which
+    role; ``unused_columns``, list columns that look like a mask or reference but played
+    none; ``config.advantages``, where the advantages came from.
     """
     _check(options, plan_objective, "objective_file")
     engine = LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress)
-    with open_source(input, input_format) as source:
-        return engine.objective(source, plan_objective(source, output=output, **options))
+    with open_source(input, input_format, hive=hive) as source:
+        plan = plan_objective(source, output=output, **options)
+        return _with_plan(engine.objective(source, plan), plan)

@@ -2,23 +2,27 @@
 
 A :class:`Source` is one or more files read as one dataset, in order. Sources are read
 twice at most: once for the small columns (ids, rewards), then streamed by record batch.
-Stdin is spooled to a temporary file first, because both passes need it and a parquet
-footer sits at the end of the stream. Output goes to a temporary file beside the target
-and is renamed into place only when the whole run succeeded.
+Files may differ in ways that do not matter: the columns a run reads are cast to one type
+(int and float: float; float32 and float64: float64) and must be in every file; the others
+are carried as they are. Stdin is spooled to a temporary file first, because both passes
+need it and a parquet footer sits at the end of the stream. Output goes to a temporary
+file beside the target and is renamed into place only when the whole run succeeded.
 """
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import itertools
 import os
 import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import Iterator
+from pathlib import Path, PurePath
+from typing import Iterator, TypeVar
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -27,16 +31,22 @@ import pyarrow.parquet as pq
 
 from . import jsonl
 from .parallel import default_threads, ordered_map
-from .errors import InputError, OutputError, UsageError
+from .errors import ColumnNotFoundError, InputError, OutputError, UsageError
 from .schema import check_unique_names
 
 FORMATS = ("parquet", "jsonl")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+UNSUPPORTED = {".csv": "CSV", ".tsv": "TSV"}  # formats we name rather than misread
 STDIO = "-"
 BATCH_BYTES = 32 << 20  # uncompressed bytes per record batch when streaming
 BATCH_ROWS = (1_024, 65_536)  # bounds on rows per batch
 PARQUET_MAGIC = b"PAR1"
+SNIFF_BYTES = 4096  # enough to see past blank lines to a JSON Lines file's first brace
 GLOB_CHARS = frozenset("*?[")
+SKIPPED_PREFIXES = (".", "_")  # names a folder walk skips: hidden files, Spark's _SUCCESS and _temporary/
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the folder value Hive and Spark write for null
+
+Data = TypeVar("Data", pa.RecordBatch, pa.Table)
 
 
 def format_from_name(path: str) -> str | None:
@@ -44,52 +54,131 @@ def format_from_name(path: str) -> str | None:
     return SUFFIXES.get(Path(path).suffix.lower())
 
 
-def _sniff(path: Path) -> str:
-    with open(path, "rb") as f:
-        head = f.read(4)
-    return "parquet" if head == PARQUET_MAGIC else "jsonl"
-
-
 @dataclass(frozen=True)
 class Part:
-    """One file of a source: the name messages use, and where it is."""
+    """One file of a source: the name messages use, where it is, and its path below the
+    folder it was found in (a folder input, a glob's fixed leading folders, or a named file's
+    own folder): hive partitions and `output_dir` sub-paths come from ``relative``."""
 
     name: str
     path: Path
+    relative: PurePath
+
+    @property
+    def partition_values(self) -> dict[str, str | None]:
+        """The ``key=value`` folders of ``relative`` (values URL-decoded; Hive's null is None)."""
+        values: dict[str, str | None] = {}
+        for folder in self.relative.parent.parts:
+            key, equals, value = folder.partition("=")
+            if key and equals:
+                values[key] = None if value == HIVE_NULL else unquote(value)
+        return values
 
 
 @dataclass
 class Source:
-    """Rollout files read as one dataset, in order: a display name, the files, their format."""
+    """Rollout files read as one dataset, in order: a display name, the files, their format.
+    With ``hive``, each file's partition folders are columns too. ``folders``: the folder
+    inputs (read with their sub-folders)."""
 
     name: str
     parts: list[Part]
     format: str
+    hive: bool = False
+    folders: tuple[Path, ...] = ()
+
+    @cached_property
+    def stored_schemas(self) -> list[pa.Schema]:
+        """Each part's columns as its file stores them (names must be unique)."""
+        if self.format == "jsonl":
+            schemas = [scan.schema for scan in self._jsonl_scans]
+        else:
+            schemas = [meta.schema.to_arrow_schema() for meta in self._parquet_metadata]
+        for part, schema in zip(self.parts, schemas):
+            check_unique_names(schema, part.name)
+        return schemas
+
+    @cached_property
+    def partitions(self) -> list[dict[str, pa.Scalar]]:
+        """With ``hive``: each part's partition values, each key typed over all parts (int64
+        if every value is an integer, else float64 if every value is a number, else string)."""
+        if not self.hive:
+            return [{} for _ in self.parts]
+        found = [part.partition_values for part in self.parts]
+        keys = list(dict.fromkeys(key for values in found for key in values))
+        if not keys:
+            raise UsageError("`hive` reads the key=value folders below a folder or glob input as columns, "
+                             "and no input file is in one; drop `hive`")
+        typed = {key: _typed(pa.array([values.get(key) for values in found], pa.string())) for key in keys}
+        return [{key: typed[key][k] for key in values} for k, values in enumerate(found)]
+
+    @cached_property
+    def part_schemas(self) -> list[pa.Schema]:
+        """Each part's columns: the stored ones, then its partition columns."""
+        schemas = []
+        for part, stored, partitions in zip(self.parts, self.stored_schemas, self.partitions):
+            clash = next((key for key in partitions if stored.get_field_index(key) >= 0), None)
+            if clash is not None:
+                raise InputError(f"{part.name}: column {clash!r} is both in the file and a partition folder; rename one, or drop `hive`")
+            extra = [pa.field(key, value.type) for key, value in partitions.items()]
+            schemas.append(pa.schema([*stored, *extra], metadata=stored.metadata))
+        return schemas
+
+    @cached_property
+    def _columns(self) -> dict[str, tuple[pa.Field, str | None]]:
+        """Each column of any part, in order of first appearance (partition columns last): its
+        field in the type that holds every part's values, or its first field and why no type does."""
+        keys = {key for partitions in self.partitions for key in partitions}
+        fields = [(part, field) for part, schema in zip(self.parts, self.part_schemas) for field in schema]
+        seen: dict[str, dict[pa.DataType, tuple[Part, pa.Field]]] = {}
+        for part, field in sorted(fields, key=lambda item: item[1].name in keys):
+            seen.setdefault(field.name, {}).setdefault(field.type, (part, field))
+        return {name: _unified(list(types.values())) for name, types in seen.items()}
 
     @cached_property
     def schema(self) -> pa.Schema:
-        """The columns every part holds (parts must agree; JSON Lines types are unified;
-        names must be unique)."""
-        if self.format == "jsonl":
-            return self._jsonl_scans[-1][0]
-        first, *rest = [(part, meta.schema.to_arrow_schema()) for part, meta in zip(self.parts, self._parquet_metadata)]
-        for part, schema in rest:
-            if not schema.equals(first[1]):
-                raise InputError(f"{part.name}: columns differ from {first[0].name} ({_schema_difference(first[1], schema)})")
-        check_unique_names(first[1], first[0].name)
-        return first[1]
+        """Every column of any part, in order of first appearance (partition columns last),
+        each in the type that holds every part's values (int and float: float; float32 and
+        float64: float64). A column whose types do not unify shows its first type here, and
+        reading it is refused."""
+        return pa.schema([field for field, _ in self._columns.values()], metadata=self.part_schemas[0].metadata)
+
+    def read_schema(self, columns: list[str]) -> pa.Schema:
+        """``columns`` as a run reads them, each in its unified type: every part must hold
+        them, in types that unify."""
+        for name in columns:
+            lacking = next((part for part, schema in zip(self.parts, self.part_schemas) if schema.get_field_index(name) < 0), None)
+            if lacking is not None:
+                raise ColumnNotFoundError(f"{lacking.name}: no column {name!r}, which this run reads (other input files have it)")
+            if self._columns[name][1] is not None:
+                raise InputError(f"{self._columns[name][1]}, and no one type holds both")
+        return pa.schema([self._columns[name][0] for name in columns])
+
+    @cached_property
+    def output_schema(self) -> pa.Schema:
+        """Every column as one output holds it: in its unified type (null in rows of a part
+        that lacks it). A column whose types do not unify is refused."""
+        conflict = next((conflict for _, conflict in self._columns.values() if conflict is not None), None)
+        if conflict is not None:
+            raise InputError(f"{conflict}, which one output cannot hold (`output_dir` writes one output per input file)")
+        return self.schema
 
     @cached_property
     def row_counts(self) -> np.ndarray:
         """Rows in each part."""
         if self.format == "jsonl":
-            return np.array([rows for _, rows in self._jsonl_scans], dtype=np.int64)
+            return np.array([scan.rows for scan in self._jsonl_scans], dtype=np.int64)
         return np.array([meta.num_rows for meta in self._parquet_metadata], dtype=np.int64)
 
     @cached_property
     def _parquet_metadata(self) -> list[pq.FileMetaData]:
         """Each part's footer, read once (schema and row count both come from it)."""
         return [self._guard(part, lambda: pq.read_metadata(part.path)) for part in self.parts]
+
+    @cached_property
+    def _jsonl_scans(self) -> list[jsonl.Scan]:
+        """Each part's first pass: its schema (types unified over its lines) and rows."""
+        return [self._guard(part, lambda: jsonl.scan(part.path, part.name)) for part in self.parts]
 
     @cached_property
     def _row_groups(self) -> list[pq.RowGroupMetaData]:
@@ -124,47 +213,57 @@ class Source:
         return f"{self.parts[k].name}: row {row - int(ends[k] - self.row_counts[k])}"
 
     def read_columns(self, columns: list[str]) -> pa.Table:
-        """The named columns of every row, as one table."""
-        if self.format == "parquet":
-            return pa.concat_tables([self._guard(part, lambda: pq.ParquetFile(part.path).read(columns=columns)) for part in self.parts])
-        schema = pa.schema([self.schema.field(c) for c in columns])
-        return pa.Table.from_batches([batch for _, batch in self.iter_batches(1 << 20, columns)], schema=schema)
+        """The named columns of every row, in their unified types, as one table."""
+        schema = self.read_schema(columns)
+        return pa.concat_tables([conform(self._part_table(k, columns), schema, part.name) for k, part in enumerate(self.parts)])
 
     def iter_batches(self, batch_rows: int, columns: list[str] | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
         """``(part index, batch)``: ``columns`` (default: all), at most ``batch_rows`` rows per
-        batch, in file order. A batch never spans two files."""
+        batch, in file order; a batch never spans two files. A batch holds its part's columns
+        as stored, partition columns last (:func:`conform` gives them the unified types);
+        every part must hold ``columns``."""
+        if columns is not None:
+            self.read_schema(columns)
         for k, part in enumerate(self.parts):
+            stored = self._stored(k, columns)
             if self.format == "parquet":
-                yield from ((k, b) for b in self._parquet_batches(part, batch_rows, columns))
+                batches = self._parquet_batches(part, batch_rows, stored.names)
             else:
-                yield from ((k, b) for b in self._jsonl_batches(part, batch_rows, columns))
+                batches = self._jsonl_batches(part, batch_rows, stored)
+            yield from ((k, self._with_partitions(k, batch, columns)) for batch in batches)
 
-    def _parquet_batches(self, part: Part, batch_rows: int, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+    def _stored(self, k: int, columns: list[str] | None) -> pa.Schema:
+        """The stored columns of part ``k`` among ``columns`` (default: all)."""
+        stored = self.stored_schemas[k]
+        return stored if columns is None else pa.schema([stored.field(c) for c in columns if stored.get_field_index(c) >= 0])
+
+    def _with_partitions(self, k: int, data: Data, columns: list[str] | None) -> Data:
+        """``data`` of part ``k`` with its partition columns among ``columns`` (default: all)."""
+        for key, value in self.partitions[k].items():
+            if columns is None or key in columns:
+                data = data.append_column(pa.field(key, value.type), pa.repeat(value, data.num_rows))
+        return data
+
+    def _part_table(self, k: int, columns: list[str]) -> pa.Table:
+        """The named columns of part ``k`` as one table, as stored."""
+        part, stored = self.parts[k], self._stored(k, columns)
+        if self.format == "parquet":
+            table = self._guard(part, lambda: pq.ParquetFile(part.path).read(columns=stored.names))
+        else:
+            table = pa.Table.from_batches(list(self._jsonl_batches(part, 1 << 20, stored)), schema=stored)
+        return self._with_partitions(k, table, columns)
+
+    def _parquet_batches(self, part: Part, batch_rows: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
         batches = self._guard(part, lambda: pq.ParquetFile(part.path, pre_buffer=False).iter_batches(batch_size=batch_rows, columns=columns))
         while (batch := self._guard(part, lambda: next(batches, None))) is not None:
             yield batch
 
-    def _jsonl_batches(self, part: Part, batch_rows: int, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
-        schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
-
+    def _jsonl_batches(self, part: Part, batch_rows: int, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         def parse(item: tuple[int, bytes]) -> pa.Table:
             return jsonl.parse_chunk(item[1], item[0], part.name, schema)
 
         for table in ordered_map(parse, jsonl.line_chunks(part.path), default_threads()):
             yield from table.to_batches(max_chunksize=batch_rows)
-
-    @cached_property
-    def _jsonl_scans(self) -> list[tuple[pa.Schema, int]]:
-        """Per part: (schema unified over the parts so far, rows of the part)."""
-        scans, schema = [], pa.schema([])
-        for part in self.parts:
-            found = self._guard(part, lambda: jsonl.scan(part.path, part.name))
-            try:
-                schema = pa.unify_schemas([schema, found.schema], promote_options="permissive")
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                raise InputError(f"{part.name}: column types differ from the files before it ({_first_line(exc)})") from None
-            scans.append((schema, found.rows))
-        return scans
 
     def _guard(self, part: Part, read):
         try:
@@ -173,11 +272,51 @@ class Source:
             raise InputError(f"{part.name}: not a readable {self.format} file ({_first_line(exc)})") from None
 
 
-def _schema_difference(a: pa.Schema, b: pa.Schema) -> str:
-    if a.names != b.names:
-        return f"columns {a.names} vs {b.names}"
-    field = next(x for x, y in zip(a, b) if not x.equals(y))
-    return f"column {field.name!r} is {field.type} vs {b.field(field.name).type}"
+def conform(data: Data, schema: pa.Schema, name: str) -> Data:
+    """``data`` (of file ``name``) with the columns of ``schema``, in its order and types; a
+    column that ``data`` lacks is null."""
+    for field in schema:
+        if data.schema.get_field_index(field.name) < 0:
+            data = data.append_column(field, pa.nulls(data.num_rows, field.type))
+    data = data.select(schema.names)
+    if data.schema.equals(schema):
+        return data
+    return type(data).from_arrays([_cast(data.column(f.name), f, name) for f in schema], schema=schema)
+
+
+def _cast(column, field: pa.Field, name: str):
+    if column.type.equals(field.type):
+        return column
+    try:
+        return column.cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InputError(f"{name}: column {field.name!r} ({column.type}) does not fit {field.type}, its type in other files ({_first_line(exc)})") from None
+
+
+def _unified(fields: list[tuple[Part, pa.Field]]) -> tuple[pa.Field, str | None]:
+    """One field for a column that parts hold as ``fields`` (each distinct type, with the first
+    part holding it), or the first field and why no type holds them all."""
+    (first_part, first), *others = fields
+    unified = first
+    for part, field in others:
+        try:
+            unified = pa.unify_schemas([pa.schema([_decoded(unified)]), pa.schema([_decoded(field)])], promote_options="permissive").field(0)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return first, f"{part.name}: column {first.name!r} is {field.type} but {first.type} in {first_part.name}"
+    return unified, None
+
+
+def _decoded(field: pa.Field) -> pa.Field:
+    """A dictionary-encoded field as its values' type (files may differ in the encoding)."""
+    return field.with_type(field.type.value_type) if pa.types.is_dictionary(field.type) else field
+
+
+def _typed(values: pa.Array) -> pa.Array:
+    """Partition values (strings): int64 if all are integers, else float64 if all are numbers."""
+    for numbers in (pa.int64(), pa.float64()):
+        with contextlib.suppress(pa.ArrowInvalid):
+            return values.cast(numbers)
+    return values
 
 
 def _first_line(exc: Exception) -> str:
@@ -186,26 +325,42 @@ def _first_line(exc: Exception) -> str:
 
 
 def expand_inputs(inputs: list[str]) -> list[Part]:
-    """The files that ``inputs`` name: files as given, a folder's rollout files (sorted by
-    name), or a glob pattern's matches (sorted). Each must be a readable, non-empty file."""
+    """The files that ``inputs`` name, each input's sorted by path: a file as given; a folder's
+    rollout files at any depth (see :func:`_walk`); a glob pattern's matches (``**`` matches
+    any depth of folders). Each must be a readable, non-empty file."""
     parts: list[Part] = []
     for given in inputs:
         p = Path(given)
         if p.is_dir():
-            found = sorted(q for q in p.iterdir() if q.is_file() and format_from_name(q.name))
+            found = _walk(p)
             if not found:
                 raise InputError(f"{given}: is a directory with no {', '.join(SUFFIXES)} files")
-            parts += [Part(str(q), q) for q in found]
+            parts += [Part(str(p / q), p / q, q) for q in found]
         elif not p.exists() and GLOB_CHARS & set(given):
-            found = sorted(Path(q) for q in glob.glob(given) if Path(q).is_file())
+            found = sorted(PurePath(q) for q in glob.glob(given, recursive=True) if Path(q).is_file())
             if not found:
                 raise InputError(f"{given}: no files match")
-            parts += [Part(str(q), q) for q in found]
+            parts += [Part(str(q), Path(q), q.relative_to(_fixed_folders(given))) for q in found]
         else:
-            parts.append(Part(given, p))
+            parts.append(Part(given, p, PurePath(p.name)))
     for part in parts:
         _check_readable(part)
     return parts
+
+
+def _walk(folder: Path) -> list[PurePath]:
+    """The rollout files below ``folder`` at any depth, as paths below it, sorted. A name that
+    starts with . or _ (hidden files, Spark's _SUCCESS and _temporary/) is skipped, and so is
+    everything below it."""
+    found = (PurePath(q) for q in glob.glob("**", root_dir=folder, recursive=True))
+    return sorted(q for q in found if format_from_name(q.name) and not any(name.startswith(SKIPPED_PREFIXES) for name in q.parts)
+                  and (folder / q).is_file())
+
+
+def _fixed_folders(pattern: str) -> PurePath:
+    """The leading folders of a glob pattern that hold no wildcard."""
+    names = PurePath(pattern).parts
+    return PurePath(*names[: next(i for i, name in enumerate(names) if GLOB_CHARS & set(name))])
 
 
 def _check_readable(part: Part) -> None:
@@ -219,10 +374,28 @@ def _check_readable(part: Part) -> None:
         raise InputError(f"{part.name}: empty file")
 
 
+def _format_of(part: Part) -> str:
+    """A file's format from its suffix, else from its first bytes: parquet's magic, or the
+    brace that opens a JSON Lines row (formats we do not read are named, not misread)."""
+    suffix = Path(part.name).suffix.lower()
+    if suffix in UNSUPPORTED:
+        raise InputError(f"{part.name}: {UNSUPPORTED[suffix]} is not supported; convert it to parquet or JSON Lines "
+                         "(or pass `input_format` if it holds one of them)")
+    if suffix in SUFFIXES:
+        return SUFFIXES[suffix]
+    with open(part.path, "rb") as f:
+        head = f.read(SNIFF_BYTES)
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    if head.lstrip()[:1] in (b"{", b""):
+        return "jsonl"
+    raise InputError(f"{part.name}: neither parquet nor JSON Lines (it begins {head[:24]!r}); pass `input_format` if it is one")
+
+
 def _common_format(parts: list[Part], input_format: str | None) -> str:
     if input_format is not None:
         return input_format
-    formats = {part.name: format_from_name(part.name) or _sniff(part.path) for part in parts}
+    formats = {part.name: _format_of(part) for part in parts}
     if len(set(formats.values())) > 1:
         first = {fmt: name for name, fmt in reversed(formats.items())}
         mixed = " but ".join(f"{name} is {fmt}" for fmt, name in first.items())
@@ -231,9 +404,10 @@ def _common_format(parts: list[Part], input_format: str | None) -> str:
 
 
 @contextlib.contextmanager
-def open_source(inputs: str | list[str], input_format: str | None = None) -> Iterator[Source]:
+def open_source(inputs: str | list[str], input_format: str | None = None, *, hive: bool = False) -> Iterator[Source]:
     """Open files, folders or globs (or ``-`` for stdin) as one :class:`Source`; the format
-    comes from ``input_format``, else the suffix, else the file's first bytes."""
+    comes from ``input_format``, else the suffix, else the file's first bytes. With ``hive``,
+    the ``key=value`` folders below a folder or glob input are columns too."""
     inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     inputs = [str(i) for i in inputs]
     if input_format is not None and input_format not in FORMATS:
@@ -246,14 +420,15 @@ def open_source(inputs: str | list[str], input_format: str | None = None) -> Ite
         with tempfile.NamedTemporaryFile(prefix="grpo-stdin-") as spool:
             shutil.copyfileobj(sys.stdin.buffer, spool)
             spool.flush()
-            part = Part("<stdin>", Path(spool.name))
+            part = Part("<stdin>", Path(spool.name), PurePath("<stdin>"))
             if part.path.stat().st_size == 0:
                 raise InputError("<stdin>: empty input")
-            yield _with_rows(Source(part.name, [part], input_format or _sniff(part.path)))
+            yield _with_rows(Source(part.name, [part], input_format or _format_of(part), hive))
         return
     parts = expand_inputs(inputs)
     name = inputs[0] if len(inputs) == 1 else f"{len(parts)} files"
-    yield _with_rows(Source(name, parts, _common_format(parts, input_format)))
+    folders = tuple(Path(i) for i in inputs if Path(i).is_dir())
+    yield _with_rows(Source(name, parts, _common_format(parts, input_format), hive, folders))
 
 
 def _with_rows(source: Source) -> Source:
@@ -287,8 +462,9 @@ class Sink:
     """Writes record batches to a temporary file, then moves it into place on :meth:`commit`.
 
     Use as a context manager: leaving it without a commit (an error, a signal) removes the
-    temporary file, so a failed run leaves no partial output. For ``-`` the finished file is
-    copied to stdout, so a failure half-way writes nothing to the pipe either.
+    temporary file and the folders made for the target, so a failed run leaves no partial
+    output. For ``-`` the finished file is copied to stdout, so a failure half-way writes
+    nothing to the pipe either.
     """
 
     def __init__(self, target: str, fmt: str, schema: pa.Schema):
@@ -296,18 +472,20 @@ class Sink:
         self.format = fmt
         self.rows = 0
         self.tmp: Path | None = None
+        self.made: list[Path] = []  # folders made for the target, deepest first
         self._parquet = self._jsonl = None
         directory = None if target == STDIO else Path(target).resolve().parent
-        with self._os_errors():
-            fd, tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=directory)
-            os.close(fd)
-            self.tmp = Path(tmp)
-            try:
+        try:
+            with self._os_errors():
+                self.made = _make_folders(directory) if directory is not None else []
+                fd, tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=directory)
+                os.close(fd)
+                self.tmp = Path(tmp)
                 self._parquet = pq.ParquetWriter(self.tmp, schema) if fmt == "parquet" else None
                 self._jsonl = open(self.tmp, "wb") if fmt == "jsonl" else None
-            except BaseException:
-                self.tmp.unlink(missing_ok=True)
-                raise
+        except BaseException:
+            self._discard()
+            raise
 
     @contextlib.contextmanager
     def _os_errors(self) -> Iterator[None]:
@@ -369,6 +547,15 @@ class Sink:
                 os.umask(umask)
                 os.chmod(self.tmp, 0o666 & ~umask)
                 os.replace(self.tmp, self.target)
+        self.made = []
+
+    def _discard(self) -> None:
+        """Remove the temporary file and the folders made for the target (if still empty)."""
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
+        for folder in self.made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
     def __enter__(self) -> "Sink":
         return self
@@ -376,8 +563,15 @@ class Sink:
     def __exit__(self, *exc) -> None:
         with contextlib.suppress(Exception):
             self.close()
-        if self.tmp is not None:
-            self.tmp.unlink(missing_ok=True)
+        self._discard()
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing parents; return those made, deepest first."""
+    missing = list(itertools.takewhile(lambda f: not f.exists(), (folder, *folder.parents)))
+    for f in reversed(missing):
+        f.mkdir(exist_ok=True)
+    return missing
 
 
 def resolve_output_format(target: str, explicit: str | None, input_format: str) -> str:
@@ -395,7 +589,8 @@ def resolve_output_format(target: str, explicit: str | None, input_format: str) 
 
 
 def check_target(target: str, source: Source) -> None:
-    """Refuse to overwrite an input file, or to write into a missing folder."""
+    """Refuse to overwrite an input file or a folder, or to write into a folder input (a later
+    run on it would read the output as input)."""
     if target == STDIO:
         return
     t = Path(target)
@@ -403,31 +598,45 @@ def check_target(target: str, source: Source) -> None:
         raise UsageError(f"output {target!r} is an input file; choose another path")
     if t.is_dir():
         raise UsageError(f"output {target!r} is a directory (for one output per input, use `output_dir`)")
-    if not t.resolve().parent.is_dir():
-        raise UsageError(f"output folder {str(t.parent)!r} does not exist")
+    folder = next((f for f in source.folders if t.resolve().is_relative_to(f.resolve())), None)
+    if folder is not None:
+        raise UsageError(f"output {target!r} is inside input folder {str(folder)!r}, whose sub-folders are read too: "
+                         "a later run would read it as input; write it outside")
 
 
 def output_targets(source: Source, output: str | None, output_dir: str | None, fmt_option: str | None) -> tuple[list[str], str]:
     """Where the annotated rows go, and in which format: ``[output]``, or one file per input
-    in ``output_dir`` with the input's name (its suffix changed if the format is)."""
+    under ``output_dir`` (created if missing) at the input's path below its folder or glob
+    (:attr:`Part.relative`; its suffix changed if the format is)."""
     if output is not None and output_dir is not None:
         raise UsageError("pass either `output` or `output_dir`, not both")
     if output_dir is None:
         targets = [output] if output is not None else []
         fmt = resolve_output_format(output, fmt_option, source.format) if output is not None else source.format
+        if output not in (None, STDIO) and not Path(output).resolve().parent.is_dir():
+            raise UsageError(f"output folder {str(Path(output).parent)!r} does not exist")
     else:
         if source.name == "<stdin>":
             raise UsageError("`output_dir` needs named input files, not stdin")
-        if not Path(output_dir).is_dir():
-            raise UsageError(f"output folder {output_dir!r} does not exist")
+        if Path(output_dir).exists() and not Path(output_dir).is_dir():
+            raise UsageError(f"`output_dir` {output_dir!r} is a file, not a folder")
         fmt = fmt_option or source.format
-        targets = [str(Path(output_dir) / _renamed(part.path.name, fmt)) for part in source.parts]
-        if len(set(targets)) < len(targets):
-            raise UsageError("two inputs have the same file name; `output_dir` would write both to one file")
+        targets = [str(Path(output_dir) / _renamed(part.relative, fmt)) for part in source.parts]
+        _check_distinct(source, targets)
     for target in targets:
         check_target(target, source)
     return targets, fmt
 
 
-def _renamed(name: str, fmt: str) -> str:
-    return name if format_from_name(name) == fmt else f"{Path(name).stem}.{fmt}"
+def _check_distinct(source: Source, targets: list[str]) -> None:
+    """Two inputs must not be written to one output file."""
+    writer: dict[str, Part] = {}
+    for part, target in zip(source.parts, targets):
+        first = writer.setdefault(target, part)
+        if first is not part:
+            raise UsageError(f"`output_dir` would write both {first.name} and {part.name} to {target}; "
+                             "run them separately, or pass the folder that holds both")
+
+
+def _renamed(path: PurePath, fmt: str) -> PurePath:
+    return path if format_from_name(path.name) == fmt else path.with_name(f"{path.stem}.{fmt}")

@@ -9,13 +9,15 @@ refused here, each with what to pass instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
 
 from . import schema
 from .config import AdvantageConfig, ObjectiveConfig
 from .errors import ColumnNotFoundError, UsageError
 from .io import Source, output_targets
-from .token_columns import TokenColumns, is_list
+from .token_columns import TokenColumns
 
 OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column: seed 002's baseline
 
@@ -41,10 +43,12 @@ class Grouping:
 
 @dataclass(frozen=True)
 class Output:
-    """Where the annotated rows go (no targets: the summary only) and in which format."""
+    """Where the annotated rows go (no targets: the summary only) and in which format;
+    ``per_input``: one target per input file, each with that file's own columns."""
 
     targets: tuple[str, ...]
     format: str
+    per_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,16 @@ class AdvantagesPlan:
     estimator: AdvantageConfig
     output: Output
     round_digits: int | None = None
+
+    @property
+    def roles(self) -> dict[str, str | None]:
+        """Which column plays which role (``None``: no column does)."""
+        return {"prompt": self.grouping.prompt, "reward": self.reward}
+
+    @property
+    def figures(self) -> dict:
+        """What the summary says of the plan itself."""
+        return {"columns": self.roles}
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,28 @@ class ObjectivePlan:
     reward: str | None
     estimator: AdvantageConfig | None
     output: Output
+    unused: tuple[str, ...] = ()
+
+    @property
+    def roles(self) -> dict[str, str | None]:
+        """Which column plays which role (``None``: no column does)."""
+        t = self.tokens
+        return {"prompt": self.grouping.prompt, "reward": self.reward, "advantage": self.advantage or t.advantage,
+                "logprobs": t.new, "old_logprobs": t.old, "ref_logprobs": t.ref, "mask": t.mask}
+
+    @property
+    def advantages_from(self) -> dict:
+        """Where the advantages come from: a column (per row or per token), or an estimator
+        and its options."""
+        if self.estimator is None:
+            return {"column": self.advantage or self.tokens.advantage, "per_token": self.per_token}
+        e, scaled = self.estimator, self.estimator.scale != "none"
+        return {"estimator": e.estimator, "scale": e.scale, "std": e.std if scaled else None, "eps": e.eps if scaled else None}
+
+    @property
+    def figures(self) -> dict:
+        """What the summary says of the plan itself (``config`` entries join the summary's)."""
+        return {"columns": self.roles, "unused_columns": list(self.unused), "config": {"advantages": self.advantages_from}}
 
     @property
     def first_pass(self) -> bool:
@@ -104,8 +140,10 @@ def _grouping(source: Source, prompt_col: str | None, num_generations: int | Non
 
 
 def _reward(source: Source, reward_col: str | None) -> str:
+    """The reward column, or struct field ``column.field`` (one reward function of several)."""
     reward = schema.resolve_column(source.schema, "reward", reward_col, source=source.name)
-    schema.check_numeric(source.schema.field(reward), source.name)
+    field = pa.field(reward, schema.field_type(source.schema, schema.field_path(source.schema, reward)))
+    schema.check_numeric(field, source.name, "reward")
     return reward
 
 
@@ -113,7 +151,7 @@ def _output(source: Source, output: str | None, output_dir: str | None, output_f
     if output is None and output_dir is None and output_format is not None:
         raise UsageError("`output_format` applies to written rows; pass `output` or `output_dir` too, or drop it")
     targets, fmt = output_targets(source, output, output_dir, output_format)
-    return Output(tuple(targets), fmt)
+    return Output(tuple(targets), fmt, output_dir is not None)
 
 
 def plan_advantages(
@@ -195,9 +233,9 @@ def plan_objective(
     if column is not None and reward_col is not None:
         raise UsageError(f"`reward_col` is not read: the advantages come from column {column!r}; "
                          "drop `reward_col`, or pass `estimator` to compute them from the rewards")
-    per_token = column is not None and is_list(s.field(column).type)
+    per_token = column is not None and schema.is_list(s.field(column).type)
     if column is not None and not per_token:
-        schema.check_numeric(s.field(column), name)
+        schema.check_numeric(s.field(column), name, "advantage")
     estimator = None if column is not None else advantage_config or AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR)
     tokens = TokenColumns(
         new=schema.resolve_column(s, "new", logprobs_col, source=name),
@@ -208,5 +246,7 @@ def plan_objective(
     )
     grouping = _grouping(source, prompt_col, num_generations, required=False)
     reward = _reward(source, reward_col) if estimator is not None else None
-    return ObjectivePlan(config, tokens, grouping, None if per_token else column, reward, estimator, out)
+    plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, reward, estimator, out)
+    used = tuple(plan.roles.values())
+    return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
 

@@ -4,12 +4,14 @@ Nothing here computes a figure."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 BAR_WIDTH = 30
+VALUE_WIDTH = 50  # the value column; with the longest label the table fits 80 columns
 
 
 def write_json(figures: dict, path: str) -> None:
@@ -20,8 +22,25 @@ def _fmt(x) -> str:
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
+def _lines(items, width: int = VALUE_WIDTH) -> str:
+    """``items`` joined by two spaces, broken between items into lines of at most ``width``
+    characters (an item is never split), so the table never wraps a value mid-figure.
+
+    >>> print(_lines(["mean 1.5", "std 0.25", "min -1e+308"], width=20))
+    mean 1.5  std 0.25
+    min -1e+308
+    """
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + 2 + len(item) <= width:
+            lines[-1] += "  " + item
+        else:
+            lines.append(item)
+    return "\n".join(lines)
+
+
 def _stats_row(table: Table, label: str, stats: dict) -> None:
-    table.add_row(label, "  ".join(f"{k} {_fmt(v)}" for k, v in stats.items()))
+    table.add_row(label, _lines(f"{k} {_fmt(v)}" for k, v in stats.items()))
 
 
 def _table(title: str) -> Table:
@@ -31,15 +50,43 @@ def _table(title: str) -> Table:
     return t
 
 
+def _roles(columns: dict) -> str:
+    """``role=column`` for each column that plays a role."""
+    return _lines(f"{role}={name}" for role, name in columns.items() if name is not None)
+
+
+def _advantages_from(source: dict) -> str:
+    if "column" in source:
+        return f"column {source['column']}" + (" (per token)" if source["per_token"] else "")
+    options = ", ".join(f"{k} {_fmt(v)}" for k, v in source.items() if k != "estimator" and v is not None)
+    return f"estimator {source['estimator']}" + (f" ({options})" if options else "")
+
+
+def _edge(x: float, width: float) -> str:
+    """A bin edge with three significant digits of the bin width (scientific for huge or tiny
+    widths); rounding never prints -0."""
+    if not 1e-6 <= width < 1e9:
+        return f"{x:+.3e}"
+    digits = max(0, 2 - math.floor(math.log10(width)))
+    return f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
 def render_histogram(hist: dict) -> str:
-    """One text line per bin: ``[lo, hi)  count  ████``."""
+    """One text line per bin: ``lo .. hi  count  ████``.
+
+    >>> print(render_histogram({"edges": [-1.0, 0.0, 1.0], "counts": [1, 3]}))
+      -1.00 .. +0.00        1 ██████████
+      +0.00 .. +1.00        3 ██████████████████████████████
+    """
     edges, counts = hist["edges"], hist["counts"]
+    width = (edges[-1] - edges[0]) / max(len(counts), 1)
     peak = max(counts) or 1
-    lines = []
-    for lo, hi, c in zip(edges, edges[1:], counts):
-        bar = "█" * round(BAR_WIDTH * c / peak)
-        lines.append(f"{lo:+9.4f} .. {hi:+9.4f} {c:>8} {bar}")
-    return "\n".join(lines)
+    cells = [(_edge(lo, width), _edge(hi, width)) for lo, hi in zip(edges, edges[1:])]
+    pad = max((len(c) for pair in cells for c in pair), default=0)
+    return "\n".join(
+        f"  {lo:>{pad}} .. {hi:>{pad}} {c:>8} {'█' * round(BAR_WIDTH * c / peak)}"
+        for (lo, hi), c in zip(cells, counts)
+    )
 
 
 def render_advantages(figures: dict, console: Console) -> None:
@@ -47,6 +94,7 @@ def render_advantages(figures: dict, console: Console) -> None:
     t = _table("grpo advantages")
     cfg = figures["config"]
     t.add_row("estimator", f"{cfg['estimator']} (scale {cfg['scale']}, std {cfg['std']}, eps {cfg['eps']:g})")
+    t.add_row("columns", _roles(figures["columns"]))
     t.add_row("rows", str(figures["rows"]))
     t.add_row("groups", f"{figures['groups']} ({figures['grouped_by']})" if figures["grouped_by"] else str(figures["groups"]))
     t.add_row("group sizes", ", ".join(f"{s}: {c}" for s, c in figures["group_sizes"].items()))
@@ -65,16 +113,21 @@ def render_objective(figures: dict, console: Console) -> None:
     t = _table("grpo objective")
     t.add_row("objective", f"{figures['objective']:.8g}  ({cfg['agg']}; maximise)")
     t.add_row("loss", f"{figures['loss']:.8g}")
-    t.add_row("clip", f"eps_low {cfg['epsilon_low']:g}  eps_high {cfg['epsilon_high']:g}  dual {cfg['dual_clip']}  ratio {cfg['ratio_level']}")
-    t.add_row("clip fraction", "  ".join(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
+    t.add_row("clip", _lines([f"eps_low {cfg['epsilon_low']:g}", f"eps_high {cfg['epsilon_high']:g}",
+                              f"dual {cfg['dual_clip']}", f"ratio {cfg['ratio_level']}"]))
+    t.add_row("clip fraction", _lines(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
     _stats_row(t, "ratio", figures["ratio"])
-    kl = f"old (k3) {figures['kl_old']:.6g}"
+    kl = [f"old (k3) {figures['kl_old']:.6g}"]
     if figures["kl_ref"] is not None:
-        kl += f"  ref ({cfg['kl']}, {cfg['agg']}) {figures['kl_ref']:.6g}  beta {cfg['beta']:g}"
-    t.add_row("KL", kl)
+        kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {figures['kl_ref']:.6g}", f"beta {cfg['beta']:g}"]
+    t.add_row("KL", _lines(kl))
     t.add_row("tokens", str(figures["tokens"]))
     t.add_row("rows", str(figures["rows"]))
     t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
+    t.add_row("advantages", _advantages_from(cfg["advantages"]))
+    t.add_row("columns", _roles(figures["columns"]))
+    if figures["unused_columns"]:
+        t.add_row("not used", ", ".join(figures["unused_columns"]))
     if figures["clamped_tokens"]:
         t.add_row("clamped log-ratios", f"{figures['clamped_tokens']} tokens (|new - old| > {cfg['logratio_clamp']:g})")
     console.print(t)

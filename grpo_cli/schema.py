@@ -15,22 +15,29 @@ from .errors import ColumnNotFoundError, InputError, RowError, UsageError
 class Role:
     """What a column is for: its name in messages, the option that names it, and the
     column names looked for when that option is not given (the first present wins; two
-    present is ambiguous)."""
+    present is ambiguous). ``lookalike``: a word in the names of list columns that probably
+    play this role, which are never left unused in silence."""
 
     label: str
     param: str
     candidates: tuple[str, ...] = ()
+    lookalike: str | None = None
 
 
+# candidates cover the names verl (uid, old_log_probs, ref_log_prob, response_mask, advantages),
+# TRL (per_token_logps, old_per_token_logps, ref_per_token_logps, completion_mask) and
+# OpenRLHF (action_log_probs, base_action_log_probs, action_mask) give their tensors
 ROLES = {
     "prompt": Role("prompt id", "prompt_col", ("prompt_id", "uid", "index")),
     "reward": Role("reward", "reward_col", ("reward", "score")),
-    "advantage": Role("advantage", "advantage_col", ("advantage",)),
-    "new": Role("new log-probs", "logprobs_col", ("logprobs", "log_probs", "new_logprobs")),
-    "old": Role("old log-probs", "old_logprobs_col", ("old_logprobs", "old_log_probs")),
-    "ref": Role("reference log-probs", "ref_logprobs_col", ("ref_logprobs", "ref_log_probs")),
-    "mask": Role("token mask", "mask_col"),
+    "advantage": Role("advantage", "advantage_col", ("advantage", "advantages")),
+    "new": Role("new log-probs", "logprobs_col", ("logprobs", "log_probs", "new_logprobs", "new_log_probs", "per_token_logps")),
+    "old": Role("old log-probs", "old_logprobs_col", ("old_logprobs", "old_log_probs", "old_per_token_logps", "action_log_probs")),
+    "ref": Role("reference log-probs", "ref_logprobs_col",
+                ("ref_logprobs", "ref_log_probs", "ref_log_prob", "ref_per_token_logps", "base_action_log_probs"), lookalike="ref"),
+    "mask": Role("token mask", "mask_col", ("response_mask", "loss_mask", "completion_mask", "action_mask", "mask"), lookalike="mask"),
 }
+NO_COLUMN = "none"  # an optional role's option set to this: no column plays it
 
 
 def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, required: bool = True, source: str = "input") -> str | None:
@@ -38,14 +45,21 @@ def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, requir
     else the one candidate present.
 
     A missing explicit or required column raises :class:`ColumnNotFoundError` naming the
-    closest existing names; an optional role that is absent returns ``None``. Two or more
-    candidates present is ambiguous: :class:`UsageError` names them and the option to pass.
+    closest existing names; an optional role that is absent (or ``explicit`` is
+    :data:`NO_COLUMN`) returns ``None``. Two or more candidates present is ambiguous:
+    :class:`UsageError` names them and the option to pass. An absent optional role with a
+    lookalike column present (``attention_mask`` for the mask) is a :class:`UsageError`
+    saying how to use it or to do without. The reward may be a field of a struct column,
+    ``column.field`` (see :func:`field_path`).
     """
     r, names = ROLES[role], schema.names
+    known = names + (struct_fields(schema) if role == "reward" else [])
     if explicit is not None:
-        if explicit in names:
+        if explicit in names or (role == "reward" and field_path(schema, explicit)):
             return explicit
-        raise ColumnNotFoundError(f"{source}: no column {explicit!r} for {r.label} (`{r.param}`){_suggest(explicit, names)}")
+        if explicit == NO_COLUMN and not required:
+            return None
+        raise ColumnNotFoundError(f"{source}: no column {explicit!r} for {r.label} (`{r.param}`){_suggest(explicit, known)}")
     found = [name for name in r.candidates if name in names]
     if len(found) > 1:
         raise UsageError(
@@ -56,9 +70,54 @@ def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, requir
     if required:
         raise ColumnNotFoundError(
             f"{source}: no {r.label} column (looked for {', '.join(r.candidates)}; pass `{r.param}`)"
-            f"{_suggest(r.candidates[0], names) if r.candidates else ''}"
+            f"{_suggest(r.candidates[0], known) if r.candidates else ''}"
         )
+    if like := lookalikes(schema, role):
+        raise UsageError(f"{source}: column {like[0]!r} looks like the {r.label} but is not one of {', '.join(r.candidates)}; "
+                         f"pass `{r.param}` {like[0]!r} to use it, or `{r.param}` {NO_COLUMN!r} to do without")
     return None
+
+
+def field_path(schema: pa.Schema, name: str) -> tuple[str, ...] | None:
+    """The column ``name`` as ``(name,)``, or a field of a struct column written
+    ``column.field`` (``a.b.c`` for nested structs) as ``(column, field, ...)``; ``None`` if
+    there is no such column or field. A column whose own name holds dots is found first.
+
+    >>> field_path(pa.schema([("rewards", pa.struct([("accuracy", pa.float64())]))]), "rewards.accuracy")
+    ('rewards', 'accuracy')
+    """
+    if name in schema.names:
+        return (name,)
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        column = ".".join(parts[:cut])
+        if column in schema.names:
+            t = schema.field(column).type
+            for part in parts[cut:]:
+                if not pa.types.is_struct(t) or t.get_field_index(part) < 0:
+                    return None
+                t = t.field(part).type
+            return (column, *parts[cut:])
+    return None
+
+
+def struct_fields(schema: pa.Schema) -> list[str]:
+    """``column.field`` for each field of each struct column."""
+    return [f"{f.name}.{sub.name}" for f in schema if pa.types.is_struct(f.type) for sub in f.type]
+
+
+def field_type(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType:
+    """The type of the column or struct field at ``path``."""
+    t = schema.field(path[0]).type
+    for part in path[1:]:
+        t = t.field(part).type
+    return t
+
+
+def lookalikes(schema: pa.Schema, role: str, used: tuple[str | None, ...] = ()) -> list[str]:
+    """List columns whose names hold ``role``'s lookalike word and that play no role in ``used``."""
+    word = ROLES[role].lookalike
+    return [f.name for f in schema if word and word in f.name.lower() and is_list(f.type) and f.name not in used]
 
 
 def _suggest(name: str, names: list[str]) -> str:
@@ -77,12 +136,21 @@ def check_unique_names(schema: pa.Schema, source: str) -> None:
         seen.add(name)
 
 
+def is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
 def is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
 
 
-def check_numeric(field: pa.Field, source: str) -> None:
-    """A scalar role (reward, advantage) must be numeric or boolean."""
+def check_numeric(field: pa.Field, source: str, role: str) -> None:
+    """A scalar role (reward, advantage) must be numeric or boolean; a struct of several
+    (one per reward function) needs one picked."""
+    if pa.types.is_struct(field.type):
+        names = [f.name for f in field.type]
+        raise UsageError(f"{source}: column {field.name!r} holds several values ({', '.join(names)}); "
+                         f"pick one with `{ROLES[role].param}` {field.name}.{names[0] if names else 'FIELD'}")
     if not is_numeric(field.type):
         raise InputError(f"{source}: column {field.name!r} must be numeric (found {field.type})")
 

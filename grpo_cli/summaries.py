@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .estimators import Groups
+from .numerics import unit
 from .objective import LOSSES, Totals, aggregate
 
 BLOCK_ROWS = 1 << 16
@@ -59,8 +60,9 @@ class BlockSums:
         return sums
 
     def _finished(self, values: np.ndarray) -> float | np.ndarray:
-        """A whole block's sum, or the values of a block not yet whole."""
-        return np.add.reduceat(values, [0])[0] if len(values) == self.block else values
+        """A whole block's sum, or a copy of the values of a block not yet whole (a copy: a
+        partial never holds on to, or sees changes of, the array it was taken from)."""
+        return np.add.reduceat(values, [0])[0] if len(values) == self.block else values.copy()
 
     def merge(self, later: "BlockSums") -> "BlockSums":
         """These rows and ``later``'s, which start where these stop."""
@@ -97,24 +99,37 @@ class BlockSums:
 
 @dataclass
 class Moments:
-    """First-stage figures of a float column: count, block sums, min, max."""
+    """First-stage figures of a float column: count, block sums of ``x / unit``, min, max.
+
+    ``unit`` is a power of two that keeps sums and squares of huge or tiny values finite
+    (see :mod:`grpo_cli.numerics`); partials merge only with partials of the same unit.
+    """
 
     n: int
     sums: BlockSums
     min: float
     max: float
+    unit: float = 1.0
 
     @classmethod
-    def of(cls, x: np.ndarray, start: int = 0) -> "Moments":
+    def of(cls, x: np.ndarray, start: int = 0, unit: float = 1.0) -> "Moments":
         if not len(x):
-            return cls(0, BlockSums(start), np.inf, -np.inf)
-        return cls(len(x), BlockSums.of({"x": x}, start), float(np.min(x)), float(np.max(x)))
+            return cls(0, BlockSums(start), np.inf, -np.inf, unit)
+        return cls(len(x), BlockSums.of({"x": x / unit if unit != 1.0 else x}, start), float(np.min(x)), float(np.max(x)), unit)
 
     def merge(self, later: "Moments") -> "Moments":
-        return Moments(self.n + later.n, self.sums.merge(later.sums), min(self.min, later.min), max(self.max, later.max))
+        if self.unit != later.unit:
+            raise ValueError(f"partials in units {self.unit} and {later.unit} do not merge")
+        return Moments(self.n + later.n, self.sums.merge(later.sums), min(self.min, later.min), max(self.max, later.max), self.unit)
+
+    @property
+    def range(self) -> tuple[float, float]:
+        """(min, max) of ``x / unit``."""
+        return self.min / self.unit, self.max / self.unit
 
     @property
     def mean(self) -> float:
+        """The mean of ``x / unit``."""
         return self.sums.total("x") / self.n
 
 
@@ -128,8 +143,9 @@ class Spread:
 
     @classmethod
     def of(cls, x: np.ndarray, moments: Moments, start: int = 0, histogram: bool = False) -> "Spread":
-        counts = np.histogram(x, bins=HIST_BINS, range=(moments.min, moments.max))[0] if histogram else None
-        squares = x - moments.mean
+        scaled = x / moments.unit if moments.unit != 1.0 else x
+        counts = np.histogram(scaled, bins=HIST_BINS, range=moments.range)[0] if histogram else None
+        squares = scaled - moments.mean
         np.multiply(squares, squares, out=squares)
         return cls(BlockSums.of({"x": squares}, start), counts)
 
@@ -141,8 +157,8 @@ class Spread:
 def describe(moments: Moments, spread: Spread) -> dict:
     """mean / std (population) / min / max."""
     return {
-        "mean": moments.mean,
-        "std": float(np.sqrt(spread.squares.total("x") / moments.n)),
+        "mean": moments.mean * moments.unit,
+        "std": float(np.sqrt(spread.squares.total("x") / moments.n)) * moments.unit,
         "min": moments.min,
         "max": moments.max,
     }
@@ -151,13 +167,13 @@ def describe(moments: Moments, spread: Spread) -> dict:
 def histogram(moments: Moments, spread: Spread) -> dict:
     """Equal-width bins over [min, max] (widened by 0.5 each way if they are equal):
     ``edges`` (bins + 1) and ``counts`` (bins)."""
-    edges = np.histogram_bin_edges(np.empty(0), bins=HIST_BINS, range=(moments.min, moments.max))
+    edges = np.histogram_bin_edges(np.empty(0), bins=HIST_BINS, range=moments.range) * moments.unit
     return {"edges": edges.tolist(), "counts": spread.counts.tolist()}
 
 
 def described(x: np.ndarray, histogram: bool = False) -> tuple[Moments, Spread]:
     """Both stages over one array: the whole input, as one piece."""
-    moments = Moments.of(x)
+    moments = Moments.of(x, unit=unit(x))
     return moments, Spread.of(x, moments, histogram=histogram)
 
 

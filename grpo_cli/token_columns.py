@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import RowError
+from .schema import is_list
 from .objective import Tokens
 
 
@@ -33,45 +34,60 @@ class TokenColumns:
         return [c for c in (self.new, self.old, self.ref, self.mask, self.advantage) if c is not None]
 
 
-def is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t)
-
-
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
-    """(lengths, flat child values) of a list column; nulls are refused."""
+    """(lengths, flat child values, nulls kept) of a list column; a null list is refused."""
     column = batch.column(name)
     if not is_list(column.type):
         raise RowError(0, f"column {name!r} must hold a list per row (found {column.type})")
     if column.null_count:
         raise RowError(int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]), f"column {name!r} is null")
-    lengths = pc.list_value_length(column).to_numpy().astype(np.int64)
-    values = column.flatten()
-    if values.null_count:
-        row = np.repeat(np.arange(len(lengths)), lengths)[np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0]]
-        raise RowError(int(row), f"column {name!r} has a null token value")
-    return lengths, values
+    return pc.list_value_length(column).to_numpy().astype(np.int64), column.flatten()
 
 
 def _first_row_of_token(lengths: np.ndarray, bad: np.ndarray) -> int:
     return int(np.searchsorted(np.cumsum(lengths), int(np.flatnonzero(bad)[0]), side="right"))
 
 
-def _numbers(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """(lengths, flat float32/float64 values) of a numeric list column, as long as ``lengths_new``."""
+def _mask(batch: pa.RecordBatch, name: str, lengths: np.ndarray) -> np.ndarray:
+    """The token mask as bool, one entry per token: 0/1 or booleans, no nulls."""
+    mask_lengths, values = _list_column(batch, name)
+    if not np.array_equal(mask_lengths, lengths):
+        row = int(np.flatnonzero(mask_lengths != lengths)[0])
+        raise RowError(row, f"column {name!r} has {mask_lengths[row]} entries but {lengths[row]} tokens")
+    if values.null_count:
+        raise RowError(_first_row_of_token(lengths, values.is_null().to_numpy(zero_copy_only=False)), f"column {name!r} has a null entry")
+    flat = values.to_numpy(zero_copy_only=False)
+    if not pa.types.is_boolean(values.type):
+        binary = (flat == 0) | (flat == 1)
+        if not binary.all():
+            raise RowError(_first_row_of_token(lengths, ~binary), f"column {name!r} must hold 0/1 or booleans")
+    return flat.astype(bool)
+
+
+def _numbers(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths, flat float32/float64 values) of a numeric list column, as long as
+    ``lengths_new``; masked tokens (padding) are set to 0, whatever they held."""
     lengths, values = _list_column(batch, name)
     if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type) or pa.types.is_null(values.type)):
         raise RowError(0, f"column {name!r} must hold numbers (found list of {values.type})")
     if lengths_new is not None and not np.array_equal(lengths, lengths_new):
         row = int(np.flatnonzero(lengths != lengths_new)[0])
         raise RowError(row, f"column {name!r} has {lengths[row]} tokens but {lengths_new[row]} in the log-probs column")
+    if values.null_count:
+        null = values.is_null().to_numpy(zero_copy_only=False) & (True if mask is None else mask)  # padding may be null
+        if null.any():
+            raise RowError(_first_row_of_token(lengths, null), f"column {name!r} has a null token value")
+        values = pc.fill_null(values, 0)
     flat = values.to_numpy(zero_copy_only=False)
     if flat.dtype not in (np.float32, np.float64):
         flat = flat.astype(np.float64)
+    if mask is not None and not mask.all():
+        flat = np.where(mask, flat, flat.dtype.type(0))
     return lengths, flat
 
 
-def _logprobs(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    lengths, flat = _numbers(batch, name, lengths_new)
+def _logprobs(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    lengths, flat = _numbers(batch, name, lengths_new, mask)
     # max <= 0 fails on a positive value or NaN (max propagates it), min > -inf on -inf:
     # two reductions without temporaries on the common path, the exact row only on error
     if flat.size and not (flat.max() <= 0 and flat.min() > -np.inf):
@@ -83,25 +99,16 @@ def _logprobs(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None) 
 
 
 def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
-    """Validated :class:`Tokens` of one record batch (errors name rows of the batch)."""
-    lengths, new = _logprobs(batch, columns.new, None)
-    _, old = _logprobs(batch, columns.old, lengths)
-    ref = _logprobs(batch, columns.ref, lengths)[1] if columns.ref else None
-    mask = None
-    if columns.mask:
-        mask_lengths, values = _list_column(batch, columns.mask)
-        if not np.array_equal(mask_lengths, lengths):
-            row = int(np.flatnonzero(mask_lengths != lengths)[0])
-            raise RowError(row, f"column {columns.mask!r} has {mask_lengths[row]} entries but {lengths[row]} tokens")
-        flat = values.to_numpy(zero_copy_only=False)
-        if not pa.types.is_boolean(values.type):
-            binary = (flat == 0) | (flat == 1)
-            if not binary.all():
-                raise RowError(_first_row_of_token(lengths, ~binary), f"column {columns.mask!r} must hold 0/1 or booleans")
-        mask = flat.astype(bool)
+    """Validated :class:`Tokens` of one record batch (errors name rows of the batch). With a
+    mask, only counted tokens are checked; masked ones (padding) read as 0."""
+    lengths = _list_column(batch, columns.new)[0]
+    mask = _mask(batch, columns.mask, lengths) if columns.mask else None
+    _, new = _logprobs(batch, columns.new, None, mask)
+    _, old = _logprobs(batch, columns.old, lengths, mask)
+    ref = _logprobs(batch, columns.ref, lengths, mask)[1] if columns.ref else None
     advantage = None
     if columns.advantage:
-        _, values = _numbers(batch, columns.advantage, lengths)
+        _, values = _numbers(batch, columns.advantage, lengths, mask)
         advantage = values.astype(np.float64, copy=False)
         finite = np.isfinite(advantage)
         if not finite.all():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from grpo_cli import GRPOAdvantage, RLOOAdvantage, UnknownOptionError, UsageError, normalize_group, policy_objective
+from grpo_cli.errors import InputError
 
 SEED_004_REWARDS = [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
 SEED_NEW = [[-0.2, -0.3], [-0.1, -0.4]]
@@ -135,3 +136,34 @@ def test_per_token_advantages():
     assert out["clip_frac"] == {"low": 0.0, "high": 0.25, "dual": 0.0} and out["zero_advantage_rows"] == 0
     with pytest.raises(Exception, match="column 'advantage' has 1 tokens but 2 in the log-probs column"):
         policy_objective(SEED_NEW, SEED_OLD, advantage_values=[[1.0], [0.0, 1.0]])
+
+
+# Seed 002's rows padded to width 4 the way trainers hold them: garbage in the padding.
+PADDED_NEW = np.array([[-0.2, -0.3, np.nan, 0.0], [-0.1, -0.4, 7.0, -np.inf]])
+PADDED_OLD = np.array([[-0.5, -0.6, 0.0, np.inf], [-0.4, -0.7, -1e300, 3.0]])
+PADDED_MASK = np.array([[1, 1, 0, 0], [1, 1, 0, 0]])
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"])
+def test_padded_2d_arrays_with_a_mask_are_the_ragged_rows(agg):
+    ragged = policy_objective(SEED_NEW, SEED_OLD, [1.0, 0.0], 0.2, agg=agg, ref_log_probs=SEED_OLD, details=True)
+    padded = policy_objective(PADDED_NEW, PADDED_OLD, [1.0, 0.0], 0.2, agg=agg, ref_log_probs=PADDED_OLD, mask=PADDED_MASK, details=True)
+    assert padded["objective"] == ragged["objective"] and padded["tokens"] == 4
+    assert padded["kl_ref"] == ragged["kl_ref"] and padded["ratio"] == ragged["ratio"]
+    per_token = policy_objective(PADDED_NEW, PADDED_OLD, agg=agg, mask=PADDED_MASK.astype(bool),
+                                 advantage_values=np.array([[0.5, 0.5, np.nan, 9.0], [-0.5, -0.5, 0.0, np.inf]]))
+    assert per_token == pytest.approx(ragged["objective"], rel=1e-15)
+
+
+def test_padded_garbage_in_a_counted_token_is_still_refused():
+    with pytest.raises(InputError, match="log-probs: row 1: column 'new' has a positive log-prob"):
+        policy_objective(PADDED_NEW, PADDED_OLD, [1.0, 0.0], mask=np.array([[1, 1, 0, 0], [1, 1, 1, 0]]))
+
+
+def test_padded_tensors_with_a_mask():
+    torch = pytest.importorskip("torch")
+    expected = policy_objective(SEED_NEW, SEED_OLD, [1.0, 0.0], 0.2)
+    got = policy_objective(torch.tensor(PADDED_NEW, dtype=torch.float32), torch.tensor(PADDED_OLD),
+                           torch.tensor([1.0, 0.0]), 0.2, mask=torch.tensor(PADDED_MASK, dtype=torch.bool))
+    assert got == pytest.approx(policy_objective(np.float32(SEED_NEW), SEED_OLD, [1.0, 0.0], 0.2), rel=1e-15)
+    assert got == pytest.approx(expected, rel=1e-6)

@@ -8,7 +8,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import read_json, run_grpo
+from .conftest import read_json, run_grpo, write_jsonl_rows
 from .estimators.references import reference_advantages
 
 
@@ -142,3 +142,20 @@ def test_python_dash_m_works(sample_parquet):
 def test_summary_json_names_the_grouping(sample_parquet, tmp_path):
     run_grpo("advantages", str(sample_parquet), "--summary-json", str(tmp_path / "s.json"), "-q")
     assert read_json(tmp_path / "s.json")["grouped_by"] == "by column 'prompt_id'"
+
+
+def test_overflowing_rewards_are_computed_with_no_numpy_warning(tmp_path):
+    """1e308 and -1e308 in one group: sums and squares overflow unless scaled first."""
+    rows = [{"prompt_id": 0, "reward": r} for r in (1e308, -1e308, 1e308)] + [{"prompt_id": 1, "reward": r} for r in (1.0, 0.0)]
+    src = write_jsonl_rows(tmp_path / "huge.jsonl", rows)
+    proc = run_grpo("advantages", str(src), "-o", str(tmp_path / "out.jsonl"), "--summary-json", str(tmp_path / "s.json"))
+    assert "Warning" not in proc.stderr.decode()
+    np.testing.assert_allclose(pl.read_ndjson(tmp_path / "out.jsonl")["advantage"].to_numpy(),
+                               [2**-0.5, -(2**0.5), 2**-0.5, 1.0, -1.0], rtol=1e-15)
+    figures = read_json(tmp_path / "s.json")
+    assert figures["zero_variance_groups"]["count"] == 0
+    assert figures["reward"]["std"] == pytest.approx(np.std(np.array([1.0, -1.0, 1.0, 1e-308, 0.0])) * 1e308, rel=1e-12)
+    refused = run_grpo("advantages", str(src), "--estimator", "rloo", "--scale", "none", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.decode().strip().splitlines() == [
+        f"Error: {src}: row 1 (prompt id 0): the advantage is beyond float64 (rewards up to 1e+308); rescale the rewards"]

@@ -1,6 +1,8 @@
 """The file API: results do not depend on batch size, thread count, or how rows are split
 across files; groups may span files."""
 
+import shutil
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,9 +19,10 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 
 def test_groups_may_span_files(tmp_path):
-    pq.write_table(pa.table({"prompt_id": ["a", "b"], "reward": [0.0, 1.0]}), tmp_path / "1.parquet")
-    pq.write_table(pa.table({"prompt_id": ["a", "b"], "reward": [1.0, 1.0]}), tmp_path / "2.parquet")
-    figures = advantages_file(str(tmp_path), str(tmp_path / "out.parquet"))
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"prompt_id": ["a", "b"], "reward": [0.0, 1.0]}), tmp_path / "in" / "1.parquet")
+    pq.write_table(pa.table({"prompt_id": ["a", "b"], "reward": [1.0, 1.0]}), tmp_path / "in" / "2.parquet")
+    figures = advantages_file(str(tmp_path / "in"), str(tmp_path / "out.parquet"))
     assert pq.read_table(tmp_path / "out.parquet")["advantage"].to_pylist() == [-1.0, 0.0, 1.0, 0.0]
     assert figures["groups"] == 2 and figures["zero_variance_groups"]["count"] == 1
 
@@ -61,6 +64,31 @@ def test_objective_is_unchanged_when_rows_are_split_across_files_and_batches(tmp
         pq.write_table(table.slice(a, b - a), folder / f"part{k}.parquet")
     expected = objective_file(str(whole), config=ObjectiveConfig(agg=agg))
     assert objective_file(str(folder), config=ObjectiveConfig(agg=agg), batch_rows=2, threads=3) == expected
+
+
+def narrowed(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with float64 (and lists of it) as float32."""
+    def narrow(t: pa.DataType) -> pa.DataType:
+        return pa.float32() if t == pa.float64() else pa.list_(narrow(t.value_type)) if pa.types.is_list(t) else t
+    return pa.schema([f.with_type(narrow(f.type)) for f in schema])
+
+
+@SETTINGS
+@given(rollout_tables(), st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=4))
+def test_results_are_unchanged_when_files_differ_in_float_widths_and_unused_columns(tmp_path, table, files):
+    """Each file float32 or float64, with an unused column or without: the numbers of one
+    consistent file (its values float32-exact, so a float32 file holds the same values)."""
+    whole = table.cast(narrowed(table.schema)).cast(table.schema)
+    pq.write_table(whole, tmp_path / "whole.parquet")
+    folder = tmp_path / "split"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    edges = np.linspace(0, whole.num_rows, len(files) + 1).astype(int)
+    for k, ((narrow, extra), a, b) in enumerate(zip(files, edges, edges[1:])):
+        part = whole.slice(a, b - a).cast(narrowed(whole.schema)) if narrow else whole.slice(a, b - a)
+        pq.write_table(part.append_column("note", pa.array([str(k)] * part.num_rows)) if extra else part, folder / f"part{k}.parquet")
+    for run in (advantages_file, objective_file):
+        assert run(str(folder), batch_rows=2, threads=2) == run(str(tmp_path / "whole.parquet"))
 
 
 @SETTINGS

@@ -2,6 +2,9 @@
 per input; JSON Lines written with exact digits and never NaN as null; readers fed garbage
 only raise our errors."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,18 +44,12 @@ def test_output_dir_writes_one_file_per_input(steps, tmp_path):
 
 
 def test_output_dir_errors(steps, tmp_path):
-    proc = run_grpo("advantages", str(steps), "--output-dir", str(tmp_path / "missing"), check=False)
-    assert proc.returncode == 2 and "does not exist" in proc.stderr.decode()
     proc = run_grpo("advantages", str(steps), "--output-dir", str(steps), check=False)
     assert proc.returncode == 2 and "is an input file" in proc.stderr.decode()
+    (tmp_path / "file").write_text("")
+    proc = run_grpo("advantages", str(steps), "--output-dir", str(tmp_path / "file"), check=False)
+    assert proc.stderr.decode() == f"Error: --output-dir {str(tmp_path / 'file')!r} is a file, not a folder\n"
     assert len(list(steps.iterdir())) == 4
-
-
-def test_files_with_different_columns_are_refused(steps):
-    pq.write_table(pa.table({"prompt_id": ["a"], "reward": [1]}), steps / "step_9.parquet")
-    proc = run_grpo("advantages", str(steps), check=False)
-    assert proc.returncode == 1
-    assert proc.stderr.decode().startswith("Error: ") and "step_9.parquet: columns differ from" in proc.stderr.decode()
 
 
 def test_error_rows_name_the_file_they_are_in(steps):
@@ -71,6 +68,226 @@ def test_hive_style_folder_names_add_no_columns(sample_parquet, tmp_path):
     figures = advantages_file(str(folder / "r.parquet"), str(tmp_path / "o.parquet"))
     assert figures["rows"] == 320
     assert pq.read_table(tmp_path / "o.parquet").column_names == pq.read_table(sample_parquet).column_names + ["advantage"]
+
+
+# Datasets as they sit on disk: folders at any depth, hive partitions, `**` globs, files that
+# differ in ways that do not matter, and `--output-dir` mirroring the folders.
+
+
+def write_parts(folder: Path, layout: dict[str, pa.Table]) -> Path:
+    """Write each table at its path below ``folder``; return ``folder``."""
+    for relative, table in layout.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, folder / relative)
+    return folder
+
+
+def quarters(sample_parquet) -> list[pa.Table]:
+    """The sample in 4 slices of 80 rows (groups of 8 stay whole)."""
+    table = pq.read_table(sample_parquet)
+    return [table.slice(80 * k, 80) for k in range(4)]
+
+
+def annotated(tmp_path, *args: str) -> pa.Table:
+    """`grpo advantages` on ``args`` written to one parquet file, read back."""
+    out = tmp_path / f"annotated{len(list(tmp_path.glob('annotated*')))}.parquet"
+    run_grpo("advantages", *args, "-o", str(out), "-q")
+    return pq.read_table(out)
+
+
+def test_folders_are_read_at_any_depth_in_path_order(sample_parquet, tmp_path):
+    q = quarters(sample_parquet)
+    data = write_parts(tmp_path / "data", {
+        "b/0.parquet": q[2], "a/y.parquet": q[1], "c.parquet": q[3], "a/x/1.parquet": q[0],
+        # skipped, as Spark and pyarrow skip them: hidden files, _SUCCESS, _temporary/
+        "_temporary/0/part-0.parquet": q[0], ".cache/part-0.parquet": q[0],
+    })
+    (data / "_SUCCESS").write_text("")
+    (data / "a" / "notes.txt").write_text("not a rollout file")
+    assert annotated(tmp_path, str(data)).equals(annotated(tmp_path, str(sample_parquet)))
+
+
+def test_double_star_in_a_glob_matches_any_depth(sample_parquet, tmp_path):
+    q = quarters(sample_parquet)
+    data = write_parts(tmp_path / "data", {"x/step=0/a.parquet": q[0], "x/step=1/a.parquet": q[1], "y/b.parquet": q[2], "z.parquet": q[3]})
+    assert annotated(tmp_path, str(data / "**" / "*.parquet")).equals(annotated(tmp_path, str(sample_parquet)))
+
+
+def test_hive_partitions_are_columns_when_asked_for(sample_parquet, tmp_path):
+    q = quarters(sample_parquet)
+    layout = {"run=exp%201/step=0/part-0.parquet": q[0], "run=exp%201/step=1/part-0.parquet": q[1],
+              "run=exp%202/step=2/part-0.parquet": q[2], "run=__HIVE_DEFAULT_PARTITION__/step=10/part-0.parquet": q[3]}
+    data = write_parts(tmp_path / "data", layout)
+    order = sorted(layout, key=Path)  # path order: run=__HIVE... first
+    one = tmp_path / "one.parquet"
+    pq.write_table(pa.concat_tables([layout[p] for p in order]), one)
+    expected = annotated(tmp_path, str(one))
+
+    assert annotated(tmp_path, str(data)).equals(expected)  # folder names add no columns unless asked
+    with_partitions = annotated(tmp_path, str(data), "--hive")
+    assert with_partitions.column_names == expected.column_names[:-1] + ["run", "step", "advantage"]
+    assert with_partitions.schema.field("step").type == pa.int64() and with_partitions.schema.field("run").type == pa.string()
+    assert with_partitions.select(expected.column_names).equals(expected)
+    assert with_partitions["step"].to_pylist() == [10] * 80 + [0] * 80 + [1] * 80 + [2] * 80
+    assert with_partitions["run"].to_pylist() == [None] * 80 + ["exp 1"] * 160 + ["exp 2"] * 80
+
+    # a partition column plays a role like any other column
+    summary = tmp_path / "s.json"
+    run_grpo("advantages", str(data / "**" / "*.parquet"), "--hive", "--prompt-col", "step", "--summary-json", str(summary), "-q")
+    figures = json.loads(summary.read_text())
+    assert figures["groups"] == 4 and figures["group_sizes"] == {"80": 4}
+    proc = run_grpo("advantages", str(data), "--prompt-col", "step", check=False)
+    assert proc.returncode == 1 and "no column 'step' for prompt id (--prompt-col)" in proc.stderr.decode()
+
+
+def test_hive_with_nothing_to_read_or_a_clash_is_refused(sample_parquet, steps, tmp_path):
+    proc = run_grpo("advantages", str(steps), "--hive", check=False)
+    assert proc.returncode == 2 and proc.stderr.decode() == (
+        "Error: --hive reads the key=value folders below a folder or glob input as columns, and no input file is in one; drop --hive\n")
+    data = write_parts(tmp_path / "data", {"prompt_id=p/part-0.parquet": quarters(sample_parquet)[0]})
+    proc = run_grpo("advantages", str(data), "--hive", check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (
+        f"Error: {data / 'prompt_id=p' / 'part-0.parquet'}: column 'prompt_id' is both in the file and a partition folder; "
+        "rename one, or drop --hive\n")
+
+
+def float32_exact(n: int, rng) -> np.ndarray:
+    return rng.normal(size=n).astype(np.float32).astype(np.float64)
+
+
+def test_float_widths_and_int_rewards_across_files_give_the_numbers_of_one_consistent_file(tmp_path):
+    rng = np.random.default_rng(3)
+    n, lengths = 48, rng.integers(0, 6, 48)
+    rewards = np.concatenate([float32_exact(16, rng), rng.normal(size=16), rng.integers(-3, 4, 16)])
+    logprobs = lambda: pa.array([-np.abs(float32_exact(k, rng)) for k in lengths], pa.list_(pa.float64()))  # noqa: E731
+    whole = pa.table({"prompt_id": np.arange(n) % 6, "reward": rewards, "logprobs": logprobs(), "old_logprobs": logprobs()})
+    narrow = pa.schema([("prompt_id", pa.int64()), ("reward", pa.float32()), ("logprobs", pa.list_(pa.float32())),
+                        ("old_logprobs", pa.list_(pa.float32()))])
+    data = write_parts(tmp_path / "data", {
+        "a.parquet": whole.slice(0, 16).cast(narrow),  # float32 rewards and log-probs
+        "b.parquet": whole.slice(16, 16),  # float64
+        "c.parquet": whole.slice(32, 16).cast(narrow.set(1, pa.field("reward", pa.int64()))),  # integer rewards
+    })
+    pq.write_table(whole, tmp_path / "whole.parquet")
+    for run in (advantages_file, objective_file):
+        assert run(str(data), str(tmp_path / "d.parquet")) == run(str(tmp_path / "whole.parquet"), str(tmp_path / "w.parquet"))
+        assert pq.read_table(tmp_path / "d.parquet").equals(pq.read_table(tmp_path / "w.parquet"))
+    assert pq.read_schema(data / "a.parquet").field("reward").type == pa.float32()  # inputs untouched
+
+
+def unused_columns_that_differ(sample_parquet, tmp_path) -> Path:
+    """The sample in 4 files: an extra `note` (string), a missing `response`, `note` as int64
+    (no one type holds both), and one as it is."""
+    q = quarters(sample_parquet)
+    return write_parts(tmp_path / "data", {
+        "0.parquet": q[0].append_column("note", pa.array(["x"] * 80)),
+        "1.parquet": q[1].drop(["response"]),
+        "2.parquet": q[2].append_column("note", pa.array(np.arange(80))),
+        "3.parquet": q[3],
+    })
+
+
+def test_columns_a_run_does_not_read_may_differ_across_files(sample_parquet, tmp_path):
+    data = unused_columns_that_differ(sample_parquet, tmp_path)
+    for run in (advantages_file, objective_file):  # summary only: nothing refused
+        assert run(str(data)) == run(str(sample_parquet))
+
+    out = tmp_path / "out"  # one output per input: each keeps its own columns
+    run_grpo("objective", str(data), "--output-dir", str(out), "-q")
+    run_grpo("objective", str(sample_parquet), "-o", str(tmp_path / "whole.parquet"), "-q")
+    whole = pq.read_table(tmp_path / "whole.parquet")
+    for k in range(4):
+        written, given = pq.read_table(out / f"{k}.parquet"), pq.read_table(data / f"{k}.parquet")
+        assert written.column_names[: given.num_columns] == given.column_names
+        assert written.select(given.column_names).equals(given)
+        assert written.drop(given.column_names).equals(whole.slice(80 * k, 80).drop(pq.read_schema(sample_parquet).names))
+
+    proc = run_grpo("objective", str(data), "-o", str(tmp_path / "one.parquet"), check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (
+        f"Error: {data / '2.parquet'}: column 'note' is int64 but string in {data / '0.parquet'}, "
+        "which one output cannot hold (--output-dir writes one output per input file)\n")
+    assert not (tmp_path / "one.parquet").exists()
+
+    (data / "2.parquet").unlink()  # one output: the union of the columns, null where a file has none
+    pq.write_table(quarters(sample_parquet)[2], data / "2.parquet")
+    one = annotated(tmp_path, str(data))
+    expected = annotated(tmp_path, str(sample_parquet))
+    assert one.column_names == expected.column_names[:-1] + ["note", "advantage"]
+    assert one["note"].to_pylist() == ["x"] * 80 + [None] * 240
+    assert one["response"].to_pylist() == expected["response"].to_pylist()[:80] + [None] * 80 + expected["response"].to_pylist()[160:]
+    assert one.drop(["note", "response"]).equals(expected.drop(["response"]))
+
+
+def test_a_column_the_run_reads_missing_from_one_file_is_one_line(steps, tmp_path):
+    pq.write_table(pq.read_table(steps / "step_2.parquet").drop(["ref_logprobs"]), steps / "step_2.parquet")
+    proc = run_grpo("objective", str(steps), "-o", str(tmp_path / "o.parquet"), check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (
+        f"Error: {steps / 'step_2.parquet'}: no column 'ref_logprobs', which this run reads (other input files have it)\n")
+    assert not (tmp_path / "o.parquet").exists()
+    written = annotated(tmp_path, str(steps))  # `grpo advantages` does not read it: null where it is missing
+    assert written["ref_logprobs"].null_count == 80 and written.num_rows == 320
+
+
+def test_output_dir_is_made_and_mirrors_the_input_folders(sample_parquet, tmp_path):
+    q = quarters(sample_parquet)
+    data = write_parts(tmp_path / "data", {f"step={k}/part-0.parquet": q[k] for k in range(4)})
+    out = tmp_path / "new" / "out"
+    run_grpo("objective", str(data), "--output-dir", str(out), "-q")
+    run_grpo("objective", str(sample_parquet), "-o", str(tmp_path / "whole.parquet"), "-q")
+    whole = pq.read_table(tmp_path / "whole.parquet")
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet")) == [f"step={k}/part-0.parquet" for k in range(4)]
+    for k in range(4):
+        assert pq.read_table(out / f"step={k}" / "part-0.parquet").equals(whole.slice(80 * k, 80))
+    run_grpo("advantages", str(data / "*" / "*.parquet"), "--output-dir", str(tmp_path / "js"), "--output-format", "jsonl", "-q")
+    assert sorted(str(p.relative_to(tmp_path / "js")) for p in (tmp_path / "js").rglob("*.*")) == [f"step={k}/part-0.jsonl" for k in range(4)]
+
+
+def test_output_dir_refuses_true_collisions_and_leaves_nothing_when_a_run_fails(sample_parquet, tmp_path):
+    q = quarters(sample_parquet)
+    data = write_parts(tmp_path / "data", {f"step={k}/part-0.parquet": q[k] for k in range(4)})
+    other = write_parts(tmp_path / "other", {"step=0/part-0.parquet": q[0]})
+    proc = run_grpo("advantages", str(data), str(other), "--output-dir", str(tmp_path / "out"), check=False)
+    assert proc.returncode == 2 and proc.stderr.decode() == (
+        f"Error: --output-dir would write both {data / 'step=0' / 'part-0.parquet'} and {other / 'step=0' / 'part-0.parquet'} "
+        f"to {tmp_path / 'out' / 'step=0' / 'part-0.parquet'}; run them separately, or pass the folder that holds both\n")
+
+    last = q[3].to_pylist()
+    last[-1]["logprobs"] = [0.5]  # a positive log-prob in the last row of the last file
+    last[-1]["old_logprobs"] = last[-1]["ref_logprobs"] = [-0.5]
+    pq.write_table(pa.Table.from_pylist(last, schema=q[3].schema), data / "step=3" / "part-0.parquet")
+    proc = run_grpo("objective", str(data), "--output-dir", str(tmp_path / "new" / "out"), "--threads", "1", check=False)
+    assert proc.returncode == 1 and "row 79 (prompt id 'gsm8k-0039'): column 'logprobs' has a positive log-prob" in proc.stderr.decode()
+    assert not (tmp_path / "new").exists() and not (tmp_path / "out").exists()
+
+
+def test_output_inside_a_folder_input_is_refused(steps):
+    for args in (["-o", str(steps / "all.parquet")], ["--output-dir", str(steps / "annotated")]):
+        proc = run_grpo("advantages", str(steps), *args, check=False)
+        target = args[1] if args[0] == "-o" else str(steps / "annotated" / "step_0.parquet")
+        assert proc.returncode == 2 and proc.stderr.decode() == (
+            f"Error: output {target!r} is inside input folder {str(steps)!r}, whose sub-folders are read too: "
+            "a later run would read it as input; write it outside\n")
+    assert sorted(p.name for p in steps.iterdir()) == [f"step_{k}.parquet" for k in range(4)]
+
+
+def test_csv_and_other_formats_are_named_not_read_as_json(tmp_path):
+    text = b"prompt_id,reward\na,1\na,0\n"
+    (tmp_path / "r.csv").write_bytes(text)
+    (tmp_path / "r.txt").write_bytes(text)
+    cases = [
+        ([str(tmp_path / "r.csv")], None, f"{tmp_path / 'r.csv'}: CSV is not supported; convert it to parquet or JSON Lines "
+                                          "(or pass --input-format if it holds one of them)"),
+        ([str(tmp_path / "r.txt")], None, f"{tmp_path / 'r.txt'}: neither parquet nor JSON Lines (it begins {text[:24]!r}); "
+                                          "pass --input-format if it is one"),
+        (["-"], text, f"<stdin>: neither parquet nor JSON Lines (it begins {text[:24]!r}); pass --input-format if it is one"),
+    ]
+    for args, stdin, message in cases:
+        proc = run_grpo("advantages", *args, stdin=stdin, check=False)
+        assert proc.returncode == 1 and proc.stderr.decode() == f"Error: {message}\n"
+    # a name that does not tell, holding JSON Lines (blank lines first), is read
+    write_jsonl_rows(tmp_path / "r.json", [{"prompt_id": "a", "reward": 1}, {"prompt_id": "a", "reward": 0}])
+    (tmp_path / "r.json").write_text("\n" + (tmp_path / "r.json").read_text())
+    assert advantages_file(str(tmp_path / "r.json"))["rows"] == 2
 
 
 @st.composite

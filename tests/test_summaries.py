@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from grpo_cli import ObjectiveConfig
 from grpo_cli.estimators import Groups, group_index
 from grpo_cli.objective import Tokens, row_terms
+from grpo_cli.numerics import unit
 from grpo_cli.summaries import BlockSums, GroupSummary, Moments, ObjectiveSummary, Spread, describe, described, histogram
 
 values = st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=200)
@@ -51,7 +52,7 @@ def test_moments_spread_and_histogram_merge_exactly(values, cuts):
     x = np.array(values)
     whole = described(x, histogram=True)
     parts = pieces(x, cuts)
-    moments = reduce(Moments.merge, [Moments.of(chunk, start) for start, chunk in parts])
+    moments = reduce(Moments.merge, [Moments.of(chunk, start, unit(x)) for start, chunk in parts])
     spread = reduce(Spread.merge, [Spread.of(chunk, moments, start, histogram=True) for start, chunk in parts])
     assert describe(moments, spread) == describe(*whole)
     assert histogram(moments, spread) == histogram(*whole)
@@ -91,3 +92,16 @@ def test_objective_summary_is_the_same_fed_in_any_batches():
     for a, b in [(0, 1), (1, 150), (150, 151), (151, 300)]:
         many = many.merge(ObjectiveSummary.of(row_terms(tokens.rows_slice(a, b), adv[a:b], config), a))
     assert one.figures(config) == many.figures(config)
+
+
+def test_figures_of_rewards_near_the_ends_of_float64():
+    """Sums and squares of +-1e308 overflow: the figures are taken in a power-of-two unit."""
+    x = np.array([1e308, -1e308, 1e308, 1.0, 0.0])
+    moments, spread = described(x, histogram=True)
+    figures = describe(moments, spread)
+    assert figures["mean"] == pytest.approx(2e307, rel=1e-12)
+    assert figures["std"] == pytest.approx(math.sqrt(np.mean(((x / 1e300) - 2e7) ** 2)) * 1e300, rel=1e-12)
+    assert (figures["min"], figures["max"]) == (-1e308, 1e308)
+    assert histogram(moments, spread)["counts"] == [1, 0, 0, 0, 0, 2, 0, 0, 0, 2]
+    tiny = described(np.array([3e-320, 1e-320]))
+    assert describe(*tiny)["std"] == pytest.approx(1e-320, rel=1e-3)  # subnormal: 3 significant digits

@@ -25,6 +25,12 @@ def float64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
 
+def field(table: pa.Table | pa.RecordBatch, path: tuple[str, ...]) -> pa.ChunkedArray | pa.Array:
+    """The column ``path[0]``, or its struct field ``path[1:]`` (nulls where a struct is null)."""
+    values = table.column(path[0])
+    return pc.struct_field(values, list(path[1:])) if len(path) > 1 else values
+
+
 def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     """A reward or advantage column as float64; null, NaN or infinite values are refused."""
     values = float64(column)

@@ -17,10 +17,11 @@ import numpy as np
 import pyarrow as pa
 
 from . import Engine, kernels
+from .. import schema
 from ..config import AdvantageConfig
 from ..errors import InputError, RowError
 from ..estimators import Groups, lookup
-from ..io import Sink, Source
+from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
 from ..plan import AdvantagesPlan, Grouping, ObjectivePlan, Output
 from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described
@@ -37,13 +38,13 @@ class LocalEngine(Engine):
 
     def advantages(self, source: Source, plan: AdvantagesPlan) -> dict:
         groups = self._first_pass(source, plan.grouping, plan.reward)
-        adv, group_summary = self._advantages(groups, plan.estimator)
+        adv, group_summary = self._advantages(source, plan.grouping, groups, plan.estimator)
         with ThreadPoolExecutor(1) as pool:  # the summary is computed while the rows are written
             figures = pool.submit(lambda: advantage_figures(
                 group_summary, plan.grouping.described, described(groups.r), described(adv, histogram=True), plan.estimator))
             if plan.output.targets:
                 written = adv if plan.round_digits is None else np.round(adv, plan.round_digits)
-                batches = self._batches(source, plan.grouping, kernels.advantage_columns, written)
+                batches = self._batches(source, plan.grouping, kernels.advantage_columns, written, columns=[], carry=True)
                 self._write(source, plan.output, [pa.field("advantage", pa.float64())], batches)
             return figures.result()
 
@@ -52,10 +53,10 @@ class LocalEngine(Engine):
         if plan.first_pass:
             groups = self._first_pass(source, plan.grouping, plan.reward)
             if plan.estimator is not None:
-                computed = self._advantages(groups, plan.estimator)[0]
+                computed = self._advantages(source, plan.grouping, groups, plan.estimator)[0]
         summary = ObjectiveSummary()
-        read = None if plan.output.targets else plan.columns
-        batches = self._batches(source, plan.grouping, kernels.objective_batch, plan, computed, columns=read)
+        batches = self._batches(source, plan.grouping, kernels.objective_batch, plan, computed,
+                                columns=plan.columns, carry=bool(plan.output.targets))
 
         def summarised() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
             nonlocal summary
@@ -72,51 +73,56 @@ class LocalEngine(Engine):
 
     def _first_pass(self, source: Source, grouping: Grouping, reward: str | None) -> Groups:
         """Each row's group (and reward, if ``reward`` names a column), in input order."""
-        table = source.read_columns([c for c in (grouping.prompt, reward) if c is not None])
+        path = schema.field_path(source.schema, reward) if reward is not None else None
+        table = source.read_columns([c for c in (grouping.prompt, path and path[0]) if c is not None])
         keys = table.column(grouping.prompt) if grouping.prompt is not None else None
         label = row_labeller(source, grouping.prompt)
         index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
-        r = _labelled(label, kernels.scalars, table.column(reward), reward) if reward is not None else None
+        r = _labelled(label, kernels.scalars, kernels.field(table, path), reward) if reward is not None else None
         return Groups(r, index)
 
-    def _advantages(self, groups: Groups, config: AdvantageConfig) -> tuple[np.ndarray, GroupSummary]:
-        """Each row's advantage (float64) and the group figures.
+    def _advantages(self, source: Source, grouping: Grouping, groups: Groups, config: AdvantageConfig) -> tuple[np.ndarray, GroupSummary]:
+        """Each row's advantage (float64) and the group figures; an error names its row.
 
         Contiguous groups of a group-local estimator are computed a window of whole groups
         (about :data:`WINDOW_ROWS` rows) at a time on the worker threads: each window stays in
         cache, and its sums are the same as over the whole input, so the result is
         bit-identical. File-wide statistics (``scale='batch'``) need every reward at once.
         """
-        g = groups.index
+        g, label = groups.index, row_labeller(source, grouping.prompt)
         if not g.contiguous or lookup(config.estimator).scope == "file" or config.scale == "batch":
-            return kernels.advantage_window(groups.r, g, config)
+            return _labelled(label, kernels.advantage_window, groups.r, g, config)
         out = np.empty_like(groups.r)
 
         def fill(window: tuple[int, int]) -> GroupSummary:
             rows, local = g.window(*window)
-            out[rows], summary = kernels.advantage_window(groups.r[rows], local, config)
+            out[rows], summary = _labelled(lambda row: label(rows.start + row), kernels.advantage_window, groups.r[rows], local, config)
             return summary
 
         return out, reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), self.workers))
 
-    def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str] | None = None) -> Iterator:
-        """``(part index, batch, kernel(batch, first_row, *args))`` for every record batch, in order.
+    def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool) -> Iterator:
+        """``(part index, batch, kernel(read, first_row, *args))`` for every record batch, in
+        order: the kernel gets the ``columns`` it reads in their unified types; ``batch`` holds
+        them as stored, and with ``carry`` every other column of its file too.
 
         Batches hold ``batch_rows`` rows (default: :attr:`Source.batch_rows`, about 32 MiB).
         The kernel runs on up to ``threads`` batches at once while this thread reads the next
         batch and writes the previous one.
         """
         label = row_labeller(source, grouping.prompt)
+        read = source.read_schema(columns)
 
         def numbered() -> Iterator[tuple[int, int, pa.RecordBatch]]:
             first_row = 0
-            for part, batch in source.iter_batches(self.batch_rows or source.batch_rows, columns):
+            for part, batch in source.iter_batches(self.batch_rows or source.batch_rows, None if carry else columns):
                 yield first_row, part, batch
                 first_row += batch.num_rows
 
         def work(item: tuple[int, int, pa.RecordBatch]):
             first_row, part, batch = item
-            return part, batch, _labelled(lambda row: label(first_row + row), kernel, batch, first_row, *args)
+            read_batch = conform(batch, read, source.parts[part].name)
+            return part, batch, _labelled(lambda row: label(first_row + row), kernel, read_batch, first_row, *args)
 
         done, total = 0, int(source.row_counts.sum())
         kind, ends = source.pieces
@@ -127,14 +133,16 @@ class LocalEngine(Engine):
                 self.progress(done, total, f"{kind} {int(np.searchsorted(ends, done, side='right'))}/{len(ends)}")
 
     def _write(self, source: Source, output: Output, new_fields: list[pa.Field], batches: Iterable) -> None:
-        """Write ``(part, batch, columns)`` to the output's targets (one file, or one per input
-        file): each batch with ``columns`` set.
+        """Write ``(part, batch, columns)`` to the output's targets: each batch with ``columns``
+        set, to one file with every input column (in its unified type; null where a file lacks
+        it), or per input file with that file's own columns.
 
         A column of the input with the same name as a new one is replaced in place; the others
         are appended in order. Every output is written to a temporary file and all are moved
         into place only after the last batch (see :class:`~grpo_cli.io.Sink`).
         """
-        out_schema = _annotated_schema(source.schema, new_fields)
+        inputs = source.stored_schemas if output.per_input else [source.output_schema]
+        schemas = [_annotated_schema(s, new_fields) for s in inputs]
         targets = output.targets
         with contextlib.ExitStack() as stack:
             sinks: list[Sink] = []
@@ -143,13 +151,12 @@ class LocalEngine(Engine):
                 while len(sinks) <= index:  # also opens the outputs of inputs with no rows
                     if sinks:
                         sinks[-1].close()
-                    sinks.append(stack.enter_context(Sink(targets[len(sinks)], output.format, out_schema)))
+                    sinks.append(stack.enter_context(Sink(targets[len(sinks)], output.format, schemas[len(sinks)])))
                 return sinks[index]
 
-            per_part = len(targets) > 1
             for part, batch, columns in batches:
-                out = _set_columns(batch, columns)
-                sink(part if per_part else 0).write(out if out.schema.equals(out_schema) else out.cast(out_schema))
+                k = part if output.per_input else 0
+                sink(k).write(conform(_set_columns(batch, columns), schemas[k], source.parts[part].name))
             sink(len(targets) - 1)
             for s in sinks:
                 s.commit()

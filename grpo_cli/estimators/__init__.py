@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import grpo, rloo, mean  # noqa: F401, I001  (each registers itself; this order is the listing order)
+from ..errors import RowError
+from ..numerics import units
 from .groups import GroupIndex, Groups, group_index
 from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
 from .scale import SCALE_DIVISORS
@@ -25,12 +27,33 @@ def advantage(groups: Groups, config) -> np.ndarray:
     the noise that ``r - mean`` leaves when the mean of equal floats is not exact.
     ``config`` is a resolved :class:`~grpo_cli.config.AdvantageConfig`.
 
+    Rewards beyond 2^500 (or within 2^-500) of 0 are computed on ``r / U``, ``U`` a power of
+    two per group (per input for file-wide statistics; see :mod:`grpo_cli.numerics`): ``A`` is
+    the same with ``eps / U``, times ``U`` when unscaled. An advantage that is still not a
+    float64 (``r - b`` beyond 1.8e308) raises :class:`RowError` at its first row.
+
     >>> from grpo_cli import AdvantageConfig
     >>> advantage(Groups(np.array([0.0, 1.0, 0.0, 1.0]), GroupIndex.whole(4)), AdvantageConfig()).tolist()
     [-1.0, 1.0, -1.0, 1.0]
     """
-    keep = groups.per_row(groups.informative)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = lookup(config.estimator).baseline_removed(groups) / SCALE_DIVISORS[config.scale](groups, config.ddof, config.eps)
-    # a spread so small that the std underflows to 0 (subnormal rewards) is no signal either
-    return np.where(keep & np.isfinite(a), a, 0.0)
+    scaled, u = in_units(groups, file_wide=lookup(config.estimator).scope == "file" or config.scale == "batch")
+    with np.errstate(all="ignore"):
+        a = lookup(config.estimator).baseline_removed(scaled) / SCALE_DIVISORS[config.scale](scaled, config.ddof, config.eps / u)
+        a = np.where(groups.per_row(groups.informative), a, 0.0)
+        if config.scale == "none" and scaled is not groups:
+            a *= groups.per_row(u) if len(u) > 1 else u[0]
+    bad = np.flatnonzero(~np.isfinite(a))
+    if bad.size:
+        raise RowError(int(bad[0]), f"the advantage is beyond float64 (rewards up to {np.max(np.abs(groups.r)):.3g}); rescale the rewards")
+    return a
+
+
+def in_units(groups: Groups, file_wide: bool) -> tuple[Groups, np.ndarray]:
+    """``groups`` with rewards divided by their unit (:func:`~grpo_cli.numerics.units` of each
+    group's largest magnitude, or of the input's if ``file_wide``), and the units (one per
+    group, or one). Rewards in range: ``groups`` itself and ``[1.0]``."""
+    peak = np.maximum(groups.max, -groups.min)
+    u = units(peak.max(initial=0.0, keepdims=True) if file_wide else peak)
+    if (u == 1.0).all():
+        return groups, np.ones(1)
+    return Groups(groups.r / (u[0] if file_wide else groups.per_row(u)), groups.index), u

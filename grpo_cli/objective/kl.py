@@ -12,12 +12,14 @@ def k1(d: np.ndarray) -> np.ndarray:
 
 def k2(d: np.ndarray) -> np.ndarray:
     """k2 = d^2 / 2."""
-    return 0.5 * d * d
+    with np.errstate(over="ignore"):  # inf beyond float64
+        return 0.5 * d * d
 
 
 def k3(d: np.ndarray) -> np.ndarray:
-    """k3 = exp(-d) + d - 1 (unbiased, non-negative)."""
-    return np.expm1(-d) + d
+    """k3 = exp(-d) + d - 1 (unbiased, non-negative; inf where exp(-d) is beyond float64)."""
+    with np.errstate(over="ignore"):
+        return np.expm1(-d) + d
 
 
 def absolute(d: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_cli import AdvantageConfig, advantages
+from grpo_cli.errors import InputError
 from grpo_cli.estimators import ESTIMATORS
 
 from ..strategies import advantage_configs, grouped_rewards, split
@@ -65,3 +66,34 @@ def test_single_row_and_zero_variance_groups_give_zero(estimator):
     # 0.1 * 3 equal floats: their mean is not exactly 0.1, yet the advantage must be exactly 0
     adv = advantages([5.0, 0.1, 0.1, 0.1], ["solo", "g", "g", "g"], cfg)
     assert adv.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+@settings(max_examples=100)
+@given(grouped_rewards, advantage_configs(), st.sampled_from([2.0**-1060, 2.0**-700, 2.0**700, 2.0**1000]))
+def test_rewards_near_the_ends_of_float64_give_the_same_advantages(rows, config, c):
+    """Scaling every reward by a power of two far from 1 (where squares and sums overflow or
+    underflow) changes nothing, once eps is scaled too; unscaled advantages scale with it."""
+    groups, rewards = split(rows)
+    r = np.array(rewards)
+    assume_exact = np.all(r * c / c == r) and np.all(np.abs(r[r != 0] * c) >= 2.0**-1022)
+    if not assume_exact:  # the scaled rewards themselves lost bits (subnormal): nothing to compare
+        return
+    scaled = AdvantageConfig(estimator=config.estimator, scale=config.scale,
+                             **({} if config.scale == "none" else {"std": config.std, "eps": config.eps * c}))
+    expected = advantages(rewards, groups, config) * (c if config.scale == "none" else 1.0)
+    np.testing.assert_allclose(advantages(r * c, groups, scaled), expected, rtol=1e-12, atol=1e-12 * (c if config.scale == "none" else 1.0))
+
+
+def test_overflowing_rewards_hand_computed():
+    """{1e308, -1e308, 1e308}: mean 1e308/3, centered (2, -4, 2) * 1e308/3, population std
+    sqrt(8/3) * 1e308/3: A = (1, -2, 1) / sqrt(2). A group of ordinary rewards beside it is
+    computed in its own unit."""
+    rewards, groups = [1e308, -1e308, 1e308, 1.0, 0.0], [0, 0, 0, 1, 1]
+    expected = [2**-0.5, -(2**0.5), 2**-0.5, 1.0, -1.0]
+    np.testing.assert_allclose(advantages(rewards, groups, AdvantageConfig()), expected, rtol=1e-15)
+    np.testing.assert_allclose(advantages(rewards, groups, AdvantageConfig(estimator="rloo")),
+                               np.multiply(expected, [1.5, 1.5, 1.5, 2.0, 2.0]), rtol=1e-15)  # G / (G - 1)
+    np.testing.assert_allclose(advantages(rewards, groups, AdvantageConfig(estimator="mean")),
+                               [1e308 / 3 * 2, -1e308 / 3 * 4, 1e308 / 3 * 2, 0.5, -0.5], rtol=1e-15)
+    with pytest.raises(InputError, match=r"reward 1: the advantage is beyond float64 \(rewards up to 1e\+308\)"):
+        advantages(rewards, groups, AdvantageConfig(estimator="rloo", scale="none"))  # -1e308 - 1e308
