@@ -5,6 +5,10 @@ defaults come from the library (config fields, registries, column roles), and th
 messages, which name Python parameters, are shown with the flags.
 Exit codes: 0 success, 1 bad input data, 2 bad usage (options), 141-style quiet exit on a
 closed output pipe.
+
+>>> from typer.testing import CliRunner
+>>> CliRunner().invoke(app, ["--version"]).output.startswith("grpo ")
+True
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import os
 import re
 import signal
 import sys
+import time
+from importlib.metadata import version as package_version
 from dataclasses import fields
 from enum import Enum
 from typing import Annotated, Callable, Iterator, Optional
@@ -26,7 +32,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import estimators
 from .allocator import keep_freed_memory
 from .config import STD_KINDS, AdvantageConfig, ObjectiveConfig
-from .errors import GrpoError, Interrupted
+from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, objective_file
 from .io import FORMATS
 from .objective import AGGREGATIONS, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
@@ -34,11 +40,18 @@ from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .report import render_advantages, render_objective, write_json
 from .schema import ROLES
 
+def _flag_type(display_type_rich):
+    """Flags take no value: show no ``<bool>`` after them in ``--help``."""
+    return lambda param, ctx: None if getattr(param, "is_flag", False) else display_type_rich(param, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_type(typer.core.TyperOption.display_type_rich)
+
 app = typer.Typer(
     help="Group-relative advantages (GRPO, RLOO, Dr.GRPO) and clipped policy objectives on rollout files.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 stderr = Console(stderr=True)
 
@@ -74,9 +87,16 @@ def _column_help(role: str, text: str) -> str:
     return f"{text} {_default(found)}"
 
 
-def _option(cls, name: str, extra: str = "", default: str | None = None, **typer_options) -> typer.models.OptionInfo:
+INPUT, COLUMNS, ESTIMATOR, CLIP, KL_PANEL, OUTPUT = "Input", "Columns", "Advantages", "Clip and aggregation", "KL", "Output and run"
+
+
+def _option(cls, name: str, panel: str, extra: str = "", default: str | None = None, **typer_options) -> typer.models.OptionInfo:
     """An option for a config field, its help and default from the field."""
-    return typer.Option(help=_config_help(cls, name, extra, default), show_default=False, **typer_options)
+    return typer.Option(help=_config_help(cls, name, extra, default), show_default=False, rich_help_panel=panel, **typer_options)
+
+
+def _column_option(role: str, text: str) -> typer.models.OptionInfo:
+    return typer.Option(help=_column_help(role, text), rich_help_panel=COLUMNS)
 
 
 Estimator = _choices("Estimator", estimators.names())
@@ -92,26 +112,40 @@ ESTIMATOR_LIST = _listing({" = ".join((e.name, *e.aliases)): e.help for e in est
 
 # Options shared by the commands, declared once.
 InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them (with their sub-folders), or quoted globs (** for any depth), read as one dataset; or - for stdin.", show_default=False)]
-OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the summary is printed.")]
-OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated file per input file into this folder (made if missing), at the input's path below its folder or glob.")]
-ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the math (default: one per core). Results do not depend on it.")]
-InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format when the name does not tell (default: suffix, then file magic).")]
-HiveOpt = Annotated[bool, typer.Option("--hive", help="Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.")]
-OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).")]
-PromptColOpt = Annotated[Optional[str], typer.Option(help=_column_help("prompt", "Prompt id column."))]
-RewardColOpt = Annotated[Optional[str], typer.Option(help=_column_help("reward", "Reward column."))]
-NumGenOpt = Annotated[Optional[int], typer.Option(min=1, help="Group size. Without an id column, consecutive blocks of N rows form the groups; with one, every group must have N rows.")]
-ScaleOpt = Annotated[Optional[Scale], _option(AdvantageConfig, "scale", default="the estimator's: " + ", ".join(
+OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the summary is printed.", rich_help_panel=OUTPUT)]
+OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated file per input file into this folder (made if missing), at the input's path below its folder or glob.", rich_help_panel=OUTPUT)]
+ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the math (default: one per core). Results do not depend on it.", rich_help_panel=OUTPUT)]
+InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format when the name does not tell (default: suffix, then file magic).", rich_help_panel=INPUT)]
+HiveOpt = Annotated[bool, typer.Option("--hive", help="Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.", rich_help_panel=INPUT)]
+OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).", rich_help_panel=OUTPUT)]
+PromptColOpt = Annotated[Optional[str], _column_option("prompt", "Prompt id column.")]
+RewardColOpt = Annotated[Optional[str], _column_option("reward", "Reward column (a struct field as rewards.accuracy).")]
+NumGenOpt = Annotated[Optional[int], typer.Option(min=1, help="Group size. Without an id column, consecutive blocks of N rows form the groups; with one, every group must have N rows.", rich_help_panel=COLUMNS)]
+ScaleOpt = Annotated[Optional[Scale], _option(AdvantageConfig, "scale", ESTIMATOR, default="the estimator's: " + ", ".join(
     f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()))]
-StdOpt = Annotated[Optional[Std], _option(AdvantageConfig, "std")]
-EpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "eps", min=0.0)]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary.")]
-SummaryJsonOpt = Annotated[Optional[str], typer.Option(help="Also write the summary figures as JSON to this path.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")]
+StdOpt = Annotated[Optional[Std], _option(AdvantageConfig, "std", ESTIMATOR)]
+EpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "eps", ESTIMATOR, min=0.0)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary (and no progress unless --progress always).", rich_help_panel=OUTPUT)]
+SummaryJsonOpt = Annotated[Optional[str], typer.Option(help="Also write the summary figures as JSON to this path (- for stdout, when the rows do not go there).", rich_help_panel=OUTPUT)]
+PROGRESS_MODES = ("auto", "always", "never")
+ProgressMode = _choices("ProgressMode", PROGRESS_MODES)
+PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
+ProgressOpt = Annotated[ProgressMode, typer.Option(help=(
+    f"auto: a bar on a terminal, else a line every {PROGRESS_EVERY:g} s on stderr, none with --quiet; always: also with "
+    "--quiet; never: none."), rich_help_panel=OUTPUT)]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.", rich_help_panel=OUTPUT)]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"grpo {package_version('grpo-cli')}")
+        raise typer.Exit()
 
 
 @app.callback()
-def _commands() -> None:
+def _commands(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
     """Group-relative advantages (GRPO, RLOO, Dr.GRPO) and clipped policy objectives on rollout files."""
 
 
@@ -131,8 +165,8 @@ def _flags(ctx: typer.Context) -> dict[str, str]:
 def with_flags(message: str, flags: dict[str, str]) -> str:
     """The library names parameters in backticks; the CLI shows their flags instead.
 
-    >>> with_flags("require `num_generations` >= 1 (pass `x`)", {"num_generations": "--num-generations"})
-    'require --num-generations >= 1 (pass `x`)'
+    >>> with_flags("`num_generations` must be >= 1 (pass `x`)", {"num_generations": "--num-generations"})
+    '--num-generations must be >= 1 (pass `x`)'
     """
     return re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), message)
 
@@ -177,12 +211,36 @@ def _value(option: Optional[Enum]) -> Optional[str]:
     return option.value if option is not None else None
 
 
+def progress_lines(write: Callable[[str], None], every: float = PROGRESS_EVERY, clock=time.monotonic) -> Callable[[int, int, str], None]:
+    """Progress for logs: one line at most every ``every`` seconds (none for a short run).
+
+    >>> t = iter([0.0, 1.0, 6.0, 7.0]); lines = []
+    >>> report = progress_lines(lines.append, clock=lambda: next(t))
+    >>> for done in (10, 20, 30): report(done, 40, "row group 1/4")
+    >>> lines
+    ['grpo: 20/40 rows (50%), row group 1/4, 6 s']
+    """
+    start = clock()
+    last = [start]
+
+    def report(done: int, total: int, pieces: str) -> None:
+        now = clock()
+        if now - last[0] >= every:
+            last[0] = now
+            share = f" ({done / total:.0%})" if total else ""
+            write(f"grpo: {done:,}/{total:,} rows{share}, {pieces}, {now - start:.0f} s")
+    return report
+
+
 @contextlib.contextmanager
-def progress_bar(show: bool) -> Iterator[Optional[Callable[[int, int, str], None]]]:
-    """A rich progress bar of rows (and row groups or files) on stderr, shown only when
-    stderr is a terminal."""
-    if not (show and stderr.is_terminal):
+def progress_reporter(mode: str, quiet: bool) -> Iterator[Optional[Callable[[int, int, str], None]]]:
+    """Progress of rows (and row groups or files) on stderr: a rich bar on a terminal, else
+    a line every few seconds; none with ``never``, or with --quiet unless ``always``."""
+    if mode == "never" or (quiet and mode != "always"):
         yield None
+        return
+    if not stderr.is_terminal:
+        yield progress_lines(lambda line: print(line, file=sys.stderr, flush=True))
         return
     columns = (
         TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[pieces]}"),
@@ -191,6 +249,11 @@ def progress_bar(show: bool) -> Iterator[Optional[Callable[[int, int, str], None
     with Progress(*columns, console=stderr, transient=True) as bar:
         task = bar.add_task("rows", total=None, pieces="")
         yield lambda done, total, pieces: bar.update(task, completed=done, total=total, pieces=pieces)
+
+
+def _check_stdout(output: Optional[str], summary_json: Optional[str]) -> None:
+    if output == summary_json == "-":
+        raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
 
 
 def _emit(figures: dict, render, quiet: bool, summary_json: Optional[str]) -> None:
@@ -215,22 +278,23 @@ Examples:
 def advantages(
     ctx: typer.Context,
     input: InputArg,
-    output: OutputOpt = None,
-    output_dir: OutputDirOpt = None,
-    estimator: Annotated[Optional[Estimator], _option(AdvantageConfig, "estimator", ESTIMATOR_LIST)] = None,
-    scale: ScaleOpt = None,
-    std: StdOpt = None,
-    eps: EpsOpt = None,
+    input_format: InputFormatOpt = None,
+    hive: HiveOpt = False,
     prompt_col: PromptColOpt = None,
     reward_col: RewardColOpt = None,
     num_generations: NumGenOpt = None,
-    round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).")] = None,
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
+    estimator: Annotated[Optional[Estimator], _option(AdvantageConfig, "estimator", ESTIMATOR, ESTIMATOR_LIST)] = None,
+    scale: ScaleOpt = None,
+    std: StdOpt = None,
+    eps: EpsOpt = None,
+    output: OutputOpt = None,
+    output_dir: OutputDirOpt = None,
+    round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).", rich_help_panel=OUTPUT)] = None,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
     summary_json: SummaryJsonOpt = None,
+    progress: ProgressOpt = ProgressMode.auto,
     debug: DebugOpt = False,
 ) -> None:
     """Compute one advantage per row from the rewards of its group.
@@ -238,8 +302,9 @@ def advantages(
     A group of one row, or of equal rewards, gets advantage 0 (never NaN).
     """
     with reported_errors(ctx, debug):
+        _check_stdout(output, summary_json)
         config = AdvantageConfig(estimator=_value(estimator), scale=_value(scale), std=_value(std), eps=eps)
-        with progress_bar(not quiet) as progress:
+        with progress_reporter(progress.value, quiet) as progress:
             figures = advantages_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
                 num_generations=num_generations, round_digits=round_digits,
@@ -264,39 +329,40 @@ Examples:
 def objective(
     ctx: typer.Context,
     input: InputArg,
-    output: OutputOpt = None,
-    output_dir: OutputDirOpt = None,
-    loss: Annotated[Optional[Loss], _option(ObjectiveConfig, "loss", _listing({n: l.help for n, l in LOSSES.items()}))] = None,
-    epsilon: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon")] = None,
-    epsilon_low: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_low", default="--epsilon")] = None,
-    epsilon_high: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_high", default="--epsilon")] = None,
-    dual_clip: Annotated[Optional[float], _option(ObjectiveConfig, "dual_clip")] = None,
-    ratio_level: Annotated[Optional[RatioLevel], _option(ObjectiveConfig, "ratio_level")] = None,
-    agg: Annotated[Optional[Aggregation], _option(ObjectiveConfig, "agg", _listing({n: a.help for n, a in AGGREGATIONS.items()}))] = None,
-    max_length: Annotated[Optional[int], _option(ObjectiveConfig, "max_length")] = None,
-    beta: Annotated[Optional[float], _option(ObjectiveConfig, "beta")] = None,
-    kl: Annotated[Optional[KL], _option(ObjectiveConfig, "kl", _listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}))] = None,
-    logratio_clamp: Annotated[Optional[float], _option(ObjectiveConfig, "logratio_clamp")] = None,
-    logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("new", "New-policy log-probs (a list per row)."))] = None,
-    old_logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("old", "Old-policy log-probs (a list per row)."))] = None,
-    ref_logprobs_col: Annotated[Optional[str], typer.Option(help=_column_help("ref", "Reference log-probs (a list per row; optional; none: do without)."))] = None,
-    mask_col: Annotated[Optional[str], typer.Option(help=_column_help("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token)."))] = None,
-    advantage_col: Annotated[Optional[str], typer.Option(help=_column_help("advantage", "Advantages: a number per row, or a list per row (one per token)."))] = None,
+    input_format: InputFormatOpt = None,
+    hive: HiveOpt = False,
+    prompt_col: PromptColOpt = None,
+    reward_col: RewardColOpt = None,
+    num_generations: NumGenOpt = None,
+    logprobs_col: Annotated[Optional[str], _column_option("new", "New-policy log-probs (a list per row).")] = None,
+    old_logprobs_col: Annotated[Optional[str], _column_option("old", "Old-policy log-probs (a list per row).")] = None,
+    ref_logprobs_col: Annotated[Optional[str], _column_option("ref", "Reference log-probs (a list per row; optional; none: do without).")] = None,
+    mask_col: Annotated[Optional[str], _column_option("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token).")] = None,
+    advantage_col: Annotated[Optional[str], _column_option("advantage", "Advantages: a number per row, or a list per row (one per token).")] = None,
     estimator: Annotated[Optional[Estimator], _option(
-        AdvantageConfig, "estimator", f"Computes the advantages from the rewards: {ESTIMATOR_LIST}",
+        AdvantageConfig, "estimator", ESTIMATOR, f"Computes the advantages from the rewards: {ESTIMATOR_LIST}",
         default=f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}")] = None,
     scale: ScaleOpt = None,
     std: StdOpt = None,
     eps: EpsOpt = None,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    num_generations: NumGenOpt = None,
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
+    loss: Annotated[Optional[Loss], _option(ObjectiveConfig, "loss", CLIP, _listing({n: l.help for n, l in LOSSES.items()}))] = None,
+    epsilon: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon", CLIP)] = None,
+    epsilon_low: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_low", CLIP, default="--epsilon")] = None,
+    epsilon_high: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_high", CLIP, default="--epsilon")] = None,
+    dual_clip: Annotated[Optional[float], _option(ObjectiveConfig, "dual_clip", CLIP)] = None,
+    ratio_level: Annotated[Optional[RatioLevel], _option(ObjectiveConfig, "ratio_level", CLIP)] = None,
+    agg: Annotated[Optional[Aggregation], _option(ObjectiveConfig, "agg", CLIP, _listing({n: a.help for n, a in AGGREGATIONS.items()}))] = None,
+    max_length: Annotated[Optional[int], _option(ObjectiveConfig, "max_length", CLIP)] = None,
+    logratio_clamp: Annotated[Optional[float], _option(ObjectiveConfig, "logratio_clamp", CLIP)] = None,
+    beta: Annotated[Optional[float], _option(ObjectiveConfig, "beta", KL_PANEL)] = None,
+    kl: Annotated[Optional[KL], _option(ObjectiveConfig, "kl", KL_PANEL, _listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}))] = None,
+    output: OutputOpt = None,
+    output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
     summary_json: SummaryJsonOpt = None,
+    progress: ProgressOpt = ProgressMode.auto,
     debug: DebugOpt = False,
 ) -> None:
     """The PPO-style clipped objective from new/old per-token log-probs.
@@ -304,13 +370,14 @@ def objective(
     Advantages come from an advantage column, else from the rewards (mean baseline per prompt; the whole file is one group without ids or --num-generations). The objective is maximised; the loss is its negative.
     """
     with reported_errors(ctx, debug):
+        _check_stdout(output, summary_json)
         config = ObjectiveConfig(
             loss=_value(loss), epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
             ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
             logratio_clamp=logratio_clamp,
         )
         advantage_config = objective_estimator(_value(estimator), _value(scale), _value(std), eps)
-        with progress_bar(not quiet) as progress:
+        with progress_reporter(progress.value, quiet) as progress:
             figures = objective_file(
                 input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,
                 advantage_col=advantage_col, prompt_col=prompt_col, reward_col=reward_col,

@@ -74,7 +74,7 @@ class AdvantageConfig(_Options):
 
     estimator: str = option("grpo", "The baseline b of A = (r - b) / s.")
     scale: str = option(None, "The divisor s: the group's reward std + eps, the std of all rewards + eps, or 1.")
-    std: str = option("population", "population = ddof 0 (seed 000); sample = ddof 1 (Twinkle, verl, TRL, OpenRLHF).")
+    std: str = option("population", "population = ddof 0 (the worked examples of the original GRPO notes); sample = ddof 1 (ModelScope Twinkle, verl, TRL, OpenRLHF).")
     eps: float = option(0.0, "Added to the std before dividing.")
 
     def __post_init__(self) -> None:
@@ -91,7 +91,7 @@ class AdvantageConfig(_Options):
             raise UsageError(f"estimator {self.estimator!r} takes `scale` {', '.join(spec.scales)} (found {scale!r})")
         _choice("std", self.std, tuple(STD_KINDS))
         if not self.eps >= 0:
-            raise UsageError(f"require `eps` >= 0 (found {self.eps!r})")
+            raise UsageError(f"`eps` must be >= 0 (found {self.eps!r})")
         if scale == "none":
             for name in sorted(given & {"std", "eps"}):
                 raise UsageError(f"`{name}` applies only to scaled advantages and `scale` is 'none'; "
@@ -159,11 +159,11 @@ class ObjectiveConfig(_Options):
         for name in ("epsilon", "epsilon_low", "epsilon_high"):
             value = getattr(self, name)
             if not value > 0:
-                raise UsageError(f"require `{name}` > 0 (found {value!r})")
+                raise UsageError(f"`{name}` must be > 0 (found {value!r})")
         if not self.epsilon_low < 1:
-            raise UsageError(f"require `epsilon_low` < 1 so that 1 - epsilon_low > 0 (found {self.epsilon_low!r})")
+            raise UsageError(f"`epsilon_low` must be < 1 so that 1 - epsilon_low > 0 (found {self.epsilon_low!r})")
         if self.dual_clip is not None and not self.dual_clip > 1:
-            raise UsageError(f"require `dual_clip` > 1 (found {self.dual_clip!r})")
+            raise UsageError(f"`dual_clip` must be > 1 (found {self.dual_clip!r})")
         _choice("ratio_level", self.ratio_level, tuple(RATIO_LEVELS))
         _choice("agg", self.agg, tuple(AGGREGATIONS))
         if AGGREGATIONS[self.agg].needs_max_length:
@@ -173,10 +173,10 @@ class ObjectiveConfig(_Options):
             normed = " or ".join(repr(name) for name, a in AGGREGATIONS.items() if a.needs_max_length)
             raise UsageError(f"`max_length` applies only to `agg` {normed} (found `agg` {self.agg!r}); drop it")
         if not self.beta >= 0:
-            raise UsageError(f"require `beta` >= 0 (found {self.beta!r})")
+            raise UsageError(f"`beta` must be >= 0 (found {self.beta!r})")
         _choice("kl", self.kl, tuple(KL_ESTIMATORS))
         if not self.logratio_clamp > 0:
-            raise UsageError(f"require `logratio_clamp` > 0 (found {self.logratio_clamp!r})")
+            raise UsageError(f"`logratio_clamp` must be > 0 (found {self.logratio_clamp!r})")
 
 
 def loss_params() -> set[str]:

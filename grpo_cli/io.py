@@ -575,16 +575,20 @@ def _make_folders(folder: Path) -> list[Path]:
 
 
 def resolve_output_format(target: str, explicit: str | None, input_format: str) -> str:
-    """The output format: ``explicit``, else the target's suffix, else the input's format."""
+    """The output format: ``explicit``, else the target's suffix, else the input's format.
+    Binary parquet is not written to a terminal (as ``gzip`` refuses to)."""
     if explicit is not None:
         if explicit not in FORMATS:
             raise UsageError(f"unknown `output_format` {explicit!r} (valid: {', '.join(FORMATS)})")
-        return explicit
-    if target == STDIO:
-        return input_format
-    fmt = format_from_name(target)
+        fmt = explicit
+    elif target == STDIO:
+        fmt = input_format
+    else:
+        fmt = format_from_name(target)
     if fmt is None:
         raise UsageError(f"cannot tell the format of {target!r} from its name; pass `output_format`")
+    if target == STDIO and fmt == "parquet" and sys.stdout.isatty():
+        raise UsageError("parquet is binary and stdout is a terminal; redirect or pipe it, or pass `output_format` jsonl")
     return fmt
 
 

@@ -169,7 +169,7 @@ def plan_advantages(
     """The plan of `grpo advantages` on ``source`` (see :func:`grpo_cli.advantages_file`)."""
     if round_digits is not None:
         if round_digits < 0:
-            raise UsageError(f"require `round_digits` >= 0 (found {round_digits!r})")
+            raise UsageError(f"`round_digits` must be >= 0 (found {round_digits!r})")
         if output is None and output_dir is None:
             raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
     out = _output(source, output, output_dir, output_format)

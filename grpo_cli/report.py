@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -15,7 +16,13 @@ VALUE_WIDTH = 50  # the value column; with the longest label the table fits 80 c
 
 
 def write_json(figures: dict, path: str) -> None:
-    Path(path).write_text(json.dumps(figures, indent=2) + "\n")
+    """The figures as indented JSON, to ``path`` (``-``: stdout)."""
+    text = json.dumps(figures, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        Path(path).write_text(text)
 
 
 def _fmt(x) -> str:

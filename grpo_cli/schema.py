@@ -166,4 +166,4 @@ def check_finite_scalars(values: np.ndarray, column: str) -> None:
 
 def positive_int(value: int | None, name: str) -> None:
     if value is not None and value < 1:
-        raise UsageError(f"require `{name}` >= 1 (found {value!r})")
+        raise UsageError(f"`{name}` must be >= 1 (found {value!r})")

@@ -1,7 +1,9 @@
 """The CLI's own concerns: options that do not apply are usage errors (exit 2) naming flags,
 library messages shown with flags, and a progress bar that never touches stdout."""
 
+import concurrent.futures
 import io
+import json
 import os
 import pty
 import re
@@ -10,7 +12,7 @@ import subprocess
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import grpo_executable, run_grpo
+from .conftest import grpo_executable, run_grpo, write_jsonl_rows
 
 
 @pytest.mark.parametrize(
@@ -84,3 +86,91 @@ def test_progress_bar_goes_to_a_terminal_stderr_only(sample_parquet):
     assert b"row groups 1/1" in drawn
     piped = run_grpo("advantages", str(sample_parquet), "-o", "-")
     assert "━".encode() not in piped.stderr  # not a terminal: no bar
+
+
+def read_terminal(leader: int) -> bytes:
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            return drawn
+        if not chunk:
+            return drawn
+        drawn += chunk
+
+
+def test_version_short_help_and_completion():
+    proc = run_grpo("--version")
+    assert re.fullmatch(rb"grpo \d+\.\d+\.\d+\n", proc.stdout)
+    for args in (["-h"], ["advantages", "-h"], ["objective", "-h"]):
+        assert b"Usage: grpo" in run_grpo(*args).stdout
+    assert b"--install-completion" in run_grpo("--help").stdout
+
+
+@pytest.mark.parametrize("command", ["advantages", "objective"])
+def test_help_has_panels_and_flags_without_a_type(command):
+    shown = subprocess.run([grpo_executable(), command, "--help"], capture_output=True, env={**os.environ, "COLUMNS": "120"}).stdout.decode()
+    panels = re.findall(r"╭─ (.+?) ─", shown)
+    expected = ["Arguments", "Options", "Input", "Columns", "Advantages"]
+    expected += ["Clip and aggregation", "KL", "Output and run"] if command == "objective" else ["Output and run"]
+    assert panels == expected
+    assert "<bool>" not in shown
+    assert re.search(r"--hive +Read the key=value", shown) and re.search(r"--quiet +-q +Print no summary", shown)
+    assert "seed 0" not in shown.lower()
+
+
+def test_a_library_range_error_names_the_flag(sample_parquet):
+    err = run_grpo("objective", str(sample_parquet), "--epsilon", "-1", check=False).stderr.decode()
+    assert err.startswith("Error: --epsilon must be > 0 (found -1.0)") and "epsilon`" not in err, err
+
+
+def on_a_terminal(args: list[str]) -> tuple[subprocess.CompletedProcess, bytes]:
+    """Run grpo with stdout on a pseudo-terminal (read while it runs); return what it showed."""
+    leader, follower = pty.openpty()
+    shown = concurrent.futures.ThreadPoolExecutor(1).submit(read_terminal, leader)
+    proc = subprocess.run([grpo_executable(), *args], stdout=follower, stderr=subprocess.PIPE, timeout=120)
+    os.close(follower)
+    drawn = shown.result(timeout=60)
+    os.close(leader)
+    return proc, drawn
+
+
+def test_parquet_is_not_written_to_a_terminal(sample_parquet):
+    proc, shown = on_a_terminal(["advantages", str(sample_parquet), "-o", "-", "-q"])
+    assert proc.returncode == 2 and b"PAR1" not in shown
+    assert proc.stderr.decode() == "Error: parquet is binary and stdout is a terminal; redirect or pipe it, or pass --output-format jsonl\n"
+    proc, shown = on_a_terminal(["advantages", str(sample_parquet), "-o", "-", "-q", "--output-format", "jsonl"])
+    assert proc.returncode == 0 and shown.count(b'"advantage"') == 320
+
+
+def test_progress_modes(sample_parquet):
+    """Not a terminal: `auto` and `always` print a line only every few seconds (a short run
+    prints none, see cli.progress_lines); `never` and -q print nothing."""
+    for args in ([], ["--progress", "always", "-q"], ["--progress", "never"], ["-q"]):
+        proc = run_grpo("advantages", str(sample_parquet), *args)
+        assert b"grpo: " not in proc.stderr and (b"grpo advantages" in proc.stderr) == ("-q" not in args and "never" not in args or args == ["--progress", "never"])
+
+
+def test_summary_json_to_stdout(sample_parquet):
+    proc = run_grpo("advantages", str(sample_parquet), "--summary-json", "-", "-q")
+    assert json.loads(proc.stdout)["rows"] == 320 and proc.stderr == b""
+    proc = run_grpo("advantages", str(sample_parquet), "--summary-json", "-", "-o", "-", check=False)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert "cannot both go to stdout; write --summary-json to a file" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("command", ["advantages", "objective"])
+def test_summary_fits_80_columns(tmp_path, command):
+    """Rewards near float64's limit make the widest figures; at 80 columns nothing wraps (the
+    table is the same as at 200 columns) and no line is wider than 80."""
+    rows = [{"prompt_id": "p", "reward": r, "logprobs": [-1e-300, -700.0], "old_logprobs": [-650.0, -1e-300],
+             "ref_logprobs": [-0.5, -3.25]} for r in (1e308, -1e308, 1.5e307, -2.5e-300)]
+    src = write_jsonl_rows(tmp_path / "wide.jsonl", rows)
+    extra = ["--estimator", "grpo", "--beta", "0.04", "--dual-clip", "3", "--epsilon-high", "0.28"] if command == "objective" else []
+    shown = {}
+    for width in ("80", "200"):
+        proc = subprocess.run([grpo_executable(), command, str(src), *extra], capture_output=True, env={**os.environ, "COLUMNS": width})
+        assert proc.returncode == 0, proc.stderr.decode()
+        shown[width] = [line.rstrip() for line in proc.stderr.decode().splitlines()]
+    assert max(map(len, shown["80"])) <= 80 and shown["80"] == shown["200"]

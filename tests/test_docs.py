@@ -21,9 +21,20 @@ COMMANDS = typer.main.get_command(app).commands
 CONFIG_OPTIONS = {f.name for cls in (AdvantageConfig, ObjectiveConfig) for f in fields(cls)}
 
 
+def console_examples() -> list[tuple[str, list[str]]]:
+    """Each ``$ command`` of the README's console blocks, and the lines shown after it."""
+    examples = []
+    for block in re.findall(r"```console\n(.*?)```", README, flags=re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                examples.append((line[2:], []))
+            else:
+                examples[-1][1].append(line)
+    return examples
+
+
 def console_commands() -> list[str]:
-    blocks = re.findall(r"```console\n(.*?)```", README, flags=re.S)
-    return [line[2:] for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+    return [command for command, _ in console_examples()]
 
 
 def help_examples(command: str) -> list[str]:
@@ -32,14 +43,17 @@ def help_examples(command: str) -> list[str]:
 
 def run_in_sample_folder(command: str, tmp_path) -> subprocess.CompletedProcess:
     (tmp_path / "sample_data").symlink_to(ROOT / "sample_data")
-    env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "100"}
     return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=120)
 
 
-@pytest.mark.parametrize("command", console_commands())
-def test_readme_examples_run(command, tmp_path):
+@pytest.mark.parametrize("command, shown", console_examples())
+def test_readme_examples_run(command, shown, tmp_path):
+    """Each example runs, and prints (at 100 columns) the lines the README shows after it."""
     proc = run_in_sample_folder(command, tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
+    printed = [line.rstrip() for line in (proc.stdout + proc.stderr).decode().splitlines()]
+    assert all(line.rstrip() in printed for line in shown), f"README shows output that {command!r} does not print"
 
 
 @pytest.mark.parametrize("command, example", [(c, e) for c in COMMANDS for e in help_examples(c)])
@@ -102,3 +116,42 @@ def test_readme_tables_show_the_defaults_of_the_help(command):
         shown = re.search(r"\[default: (.*)\]$", param.help.replace("\\[", "[")).group(1)
         assert flag in documented, f"README: no row for {flag} in the `grpo {command}` section"
         assert documented[flag] == shown, f"README: {flag} default {documented[flag]!r}, help says {shown!r}"
+
+
+def readme_section(command: str) -> str:
+    return README.split(f"## `grpo {command}`", 1)[1].split("\n## ", 1)[0]
+
+
+def json_keys(value, skip=("group_sizes",)) -> set[str]:
+    """Every key of nested dicts (the keys of ``skip`` dicts are data, not names)."""
+    if not isinstance(value, dict):
+        return set()
+    return {k for k in value} | {sub for k, v in value.items() if k not in skip for sub in json_keys(v)}
+
+
+@pytest.mark.parametrize("command, args", [("advantages", []), ("objective", ["--beta", "0.04"])])
+def test_every_summary_json_key_is_documented(tmp_path, command, args):
+    out = tmp_path / "s.json"
+    run_grpo(command, str(ROOT / "sample_data/rollouts.parquet"), *args, "-q", "--summary-json", str(out))
+    import json
+    section = readme_section(command)
+    missing = [k for k in sorted(json_keys(json.loads(out.read_text()))) if not re.search(rf"\b{re.escape(k)}\b", section)]
+    assert not missing, f"README, `grpo {command}` section: summary keys not documented: {missing}"
+
+
+def test_readme_python_examples_print_what_the_api_prints():
+    import doctest
+    blocks = re.findall(r"```pycon\n(.*?)```", README, flags=re.S)
+    assert blocks
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for k, block in enumerate(blocks):
+        runner.run(parser.get_doctest(block, {}, f"README-{k}", "README.md", 0))
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_example_outputs_are_git_ignored():
+    """What the README's and the help's examples write in the checkout is ignored by git."""
+    written = {w for command in console_commands() + [e for c in COMMANDS for e in help_examples(c)]
+               for w in re.findall(r"(?:-o|--summary-json|>)\s+(\S+\.(?:parquet|jsonl|json))", command)}
+    ignored = set((ROOT / ".gitignore").read_text().split())
+    assert written and written <= ignored, written - ignored

@@ -84,7 +84,7 @@ def test_advantages_options_that_do_not_apply(tmp_path):
     with source_of(tmp_path) as source:
         with pytest.raises(UsageError, match="`round_digits` rounds the written advantages \\(the summary never is\\); pass `output` or `output_dir`"):
             plan_advantages(source, round_digits=2)
-        with pytest.raises(UsageError, match="require `num_generations` >= 1"):
+        with pytest.raises(UsageError, match="`num_generations` must be >= 1"):
             plan_advantages(source, num_generations=0)
     path = tmp_path / "noid.parquet"
     pq.write_table(pa.table({"reward": [0.0, 1.0]}), path)

@@ -8,7 +8,7 @@ from .registry import estimator
 
 @estimator("mean", aliases=("drgrpo", "unbiased"), params=("scale",), scales=("none",), default_scale="none")
 def mean(groups: Groups) -> np.ndarray:
-    """r - group mean, never scaled (Dr.GRPO's unbiased baseline; seed 002).
+    """r - group mean, never scaled (Dr.GRPO's unbiased baseline).
 
     .. math:: A_i = r_i - \\mathrm{mean}_g(r)
     """

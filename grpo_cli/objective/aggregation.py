@@ -34,7 +34,7 @@ class Aggregation:
 
 
 def seq_mean_token_sum(t: Totals) -> float:
-    """mean_i sum_t L_it (seed 002; Dr.GRPO's unbiased objective)"""
+    """mean_i sum_t L_it (Dr.GRPO's unbiased objective; the default of the original GRPO notes)"""
     return t.sum_s / t.rows
 
 
