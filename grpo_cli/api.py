@@ -12,7 +12,7 @@ from .config import AdvantageConfig, ObjectiveConfig
 from .errors import InputError, RowError, UsageError, check_keywords
 from .estimators import Groups, advantage, group_index
 from .objective import row_terms
-from .plan import OBJECTIVE_ESTIMATOR
+from .plan import default_estimator
 from .summaries import ObjectiveSummary
 from .token_columns import TokenColumns, read_tokens
 
@@ -191,7 +191,7 @@ def policy_objective(
         adv = np.asarray(_untensored(advantage_values), dtype=np.float64)
     elif rewards is not None:
         keys = groups if groups is not None else np.zeros(n_rows, dtype=np.int64)
-        adv = advantages(rewards, keys, advantage_config or AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR))
+        adv = advantages(rewards, keys, advantage_config or default_estimator(config.preset))
     else:
         raise UsageError("pass `rewards` or `advantage_values`")
     if adv is not None and adv.shape != (n_rows,):

@@ -37,7 +37,8 @@ from .files import advantages_file, objective_file
 from .io import FORMATS
 from .objective import AGGREGATIONS, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
-from .report import render_advantages, render_objective, write_json
+from .presets import PRESETS
+from .report import render_advantages, render_objective, render_presets, write_json
 from .schema import ROLES
 
 def _flag_type(display_type_rich):
@@ -125,6 +126,10 @@ ScaleOpt = Annotated[Optional[Scale], _option(AdvantageConfig, "scale", ESTIMATO
     f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()))]
 StdOpt = Annotated[Optional[Std], _option(AdvantageConfig, "std", ESTIMATOR)]
 EpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "eps", ESTIMATOR, min=0.0)]
+Singleton = _choices("Singleton", estimators.SINGLETONS)
+Preset = _choices("Preset", PRESETS)
+PresetOpt = Annotated[Optional[Preset], typer.Option(help=_config_help(AdvantageConfig, "preset"), show_default=False, rich_help_panel=INPUT)]
+SingletonOpt = Annotated[Optional[Singleton], _option(AdvantageConfig, "singleton", ESTIMATOR)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary (and no progress unless --progress always).", rich_help_panel=OUTPUT)]
 SummaryJsonOpt = Annotated[Optional[str], typer.Option(help="Also write the summary figures as JSON to this path (- for stdout, when the rows do not go there).", rich_help_panel=OUTPUT)]
 PROGRESS_MODES = ("auto", "always", "never")
@@ -278,6 +283,7 @@ Examples:
 def advantages(
     ctx: typer.Context,
     input: InputArg,
+    preset: PresetOpt = None,
     input_format: InputFormatOpt = None,
     hive: HiveOpt = False,
     prompt_col: PromptColOpt = None,
@@ -287,6 +293,7 @@ def advantages(
     scale: ScaleOpt = None,
     std: StdOpt = None,
     eps: EpsOpt = None,
+    singleton: SingletonOpt = None,
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
     round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).", rich_help_panel=OUTPUT)] = None,
@@ -303,7 +310,8 @@ def advantages(
     """
     with reported_errors(ctx, debug):
         _check_stdout(output, summary_json)
-        config = AdvantageConfig(estimator=_value(estimator), scale=_value(scale), std=_value(std), eps=eps)
+        config = AdvantageConfig(preset=_value(preset), estimator=_value(estimator), scale=_value(scale), std=_value(std), eps=eps,
+                                 singleton=_value(singleton))
         with progress_reporter(progress.value, quiet) as progress:
             figures = advantages_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
@@ -329,6 +337,7 @@ Examples:
 def objective(
     ctx: typer.Context,
     input: InputArg,
+    preset: PresetOpt = None,
     input_format: InputFormatOpt = None,
     hive: HiveOpt = False,
     prompt_col: PromptColOpt = None,
@@ -345,6 +354,7 @@ def objective(
     scale: ScaleOpt = None,
     std: StdOpt = None,
     eps: EpsOpt = None,
+    singleton: SingletonOpt = None,
     loss: Annotated[Optional[Loss], _option(ObjectiveConfig, "loss", CLIP, _listing({n: l.help for n, l in LOSSES.items()}))] = None,
     epsilon: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon", CLIP)] = None,
     epsilon_low: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_low", CLIP, default="--epsilon")] = None,
@@ -372,11 +382,11 @@ def objective(
     with reported_errors(ctx, debug):
         _check_stdout(output, summary_json)
         config = ObjectiveConfig(
-            loss=_value(loss), epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
+            preset=_value(preset), loss=_value(loss), epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
             ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
             logratio_clamp=logratio_clamp,
         )
-        advantage_config = objective_estimator(_value(estimator), _value(scale), _value(std), eps)
+        advantage_config = objective_estimator(_value(estimator), _value(scale), _value(std), eps, _value(singleton), _value(preset))
         with progress_reporter(progress.value, quiet) as progress:
             figures = objective_file(
                 input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,
@@ -386,6 +396,24 @@ def objective(
                 output_format=_value(output_format), threads=threads, progress=progress,
             )
         _emit(figures, render_objective, quiet, summary_json)
+
+
+PRESETS_EXAMPLES = """\
+Examples:
+
+  grpo presets
+
+  COLUMNS=120 grpo presets > presets.txt
+"""
+
+
+@app.command(epilog=PRESETS_EXAMPLES)
+def presets() -> None:
+    """The option values each --preset sets, and the framework source they were read from.
+
+    Explicit options override a preset; options a preset does not set keep their defaults.
+    """
+    render_presets(PRESETS, Console())
 
 
 def main() -> None:

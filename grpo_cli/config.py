@@ -15,6 +15,7 @@ from typing import Any
 from . import estimators
 from .errors import UsageError
 from .objective import AGGREGATIONS, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
+from .presets import PRESETS, preset_values
 
 STD_KINDS = {"population": 0, "sample": 1}
 
@@ -37,12 +38,16 @@ def _choice(name: str, value: str, valid) -> None:
 class _Options:
     """Shared by the config classes: record what was given, fill the defaults."""
 
-    def _fill_defaults(self) -> frozenset[str]:
+    def _fill_defaults(self, part: str) -> frozenset[str]:
+        """Fill what was not given from the preset (if any), else the default; return what was given."""
         given = frozenset(f.name for f in fields(self) if getattr(self, f.name) is not None)
+        if self.preset is not None:
+            _choice("preset", self.preset, tuple(PRESETS))
+        chosen = preset_values(self.preset, part)
         for f in fields(self):
             if f.name not in given:
-                object.__setattr__(self, f.name, f.metadata["default"])
-        return given
+                object.__setattr__(self, f.name, chosen.get(f.name, f.metadata["default"]))
+        return given - {"preset"}
 
     @property
     def given(self) -> frozenset[str]:
@@ -70,26 +75,35 @@ class AdvantageConfig(_Options):
         verl, TRL and OpenRLHF); only for ``scale`` group or batch.
     eps
         Added to the std before dividing; only for ``scale`` group or batch.
+    singleton
+        The advantage of a group of one row (see :data:`grpo_cli.estimators.SINGLETONS`).
     """
 
+    preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).")
     estimator: str = option("grpo", "The baseline b of A = (r - b) / s.")
     scale: str = option(None, "The divisor s: the group's reward std + eps, the std of all rewards + eps, or 1.")
     std: str = option("population", "population = ddof 0 (the worked examples of the original GRPO notes); sample = ddof 1 (ModelScope Twinkle, verl, TRL, OpenRLHF).")
     eps: float = option(0.0, "Added to the std before dividing.")
+    singleton: str = option("zero", "The advantage of a group of one row: " + "; ".join(
+        f"{name}: {(fn.__doc__ or '').strip().rstrip('.')}" for name, fn in estimators.SINGLETONS.items()) + ".")
 
     def __post_init__(self) -> None:
-        given = self._fill_defaults()
+        given = self._fill_defaults("advantage")
         spec = estimators.lookup(self.estimator)
-        for name in sorted(given - {"estimator"} - set(spec.params)):
+        for name in sorted(given - {"estimator", "singleton"} - set(spec.params)):
             why = "; it is never scaled" if spec.scales == ("none",) else ""
             raise UsageError(f"estimator {self.estimator!r} takes no `{name}`{why}; drop `{name}`, or pass another `estimator`")
-        scale = self.scale if "scale" in given else spec.default_scale
+        scale = self.scale if "scale" in given or self.scale in spec.scales else spec.default_scale
         _choice("scale", scale, estimators.SCALES)
         if scale not in spec.scales:
             if spec.scales == ("none",):
                 raise UsageError(f"estimator {self.estimator!r} is never scaled; drop `scale` {scale!r}, or pass `estimator` 'grpo'")
             raise UsageError(f"estimator {self.estimator!r} takes `scale` {', '.join(spec.scales)} (found {scale!r})")
         _choice("std", self.std, tuple(STD_KINDS))
+        _choice("singleton", self.singleton, tuple(estimators.SINGLETONS))
+        if self.singleton == "unit-std" and scale == "batch" and "singleton" in given:
+            raise UsageError("`singleton` 'unit-std' gives a group of one std 1, which `scale` 'batch' does not use; "
+                             "pass `singleton` 'zero' or 'reward', or `scale` 'group' or 'none'")
         if not self.eps >= 0:
             raise UsageError(f"`eps` must be >= 0 (found {self.eps!r})")
         if scale == "none":
@@ -130,6 +144,7 @@ class ObjectiveConfig(_Options):
         ratio never overflows; clamped tokens are counted in the summary.
     """
 
+    preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).")
     loss: str = option("ppo", "The per-token objective.")
     epsilon: float = option(0.2, "Clip range: clip(rho, 1 - eps, 1 + eps).")
     epsilon_low: float = option(None, "Override the low side of the clip range.")
@@ -143,7 +158,7 @@ class ObjectiveConfig(_Options):
     logratio_clamp: float = option(20.0, "Clamp new - old to [-c, c] before exp (counted in the summary).")
 
     def __post_init__(self) -> None:
-        given = self._fill_defaults()
+        given = self._fill_defaults("objective")
         _choice("loss", self.loss, tuple(LOSSES))
         loss = LOSSES[self.loss]
         for name in sorted(given & (loss_params() - set(loss.params))):

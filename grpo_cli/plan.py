@@ -19,7 +19,7 @@ from .errors import ColumnNotFoundError, UsageError
 from .io import Source, output_targets
 from .token_columns import TokenColumns
 
-OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column: seed 002's baseline
+OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or a preset: r - group mean
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,8 @@ class ObjectivePlan:
         if self.estimator is None:
             return {"column": self.advantage or self.tokens.advantage, "per_token": self.per_token}
         e, scaled = self.estimator, self.estimator.scale != "none"
-        return {"estimator": e.estimator, "scale": e.scale, "std": e.std if scaled else None, "eps": e.eps if scaled else None}
+        return {"estimator": e.estimator, "scale": e.scale, "std": e.std if scaled else None, "eps": e.eps if scaled else None,
+                "singleton": e.singleton}
 
     @property
     def figures(self) -> dict:
@@ -178,20 +179,26 @@ def plan_advantages(
 
 
 def objective_estimator(estimator: str | None = None, scale: str | None = None, std: str | None = None,
-                        eps: float | None = None) -> AdvantageConfig | None:
+                        eps: float | None = None, singleton: str | None = None, preset: str | None = None) -> AdvantageConfig | None:
     """The estimator of `grpo objective` from its estimator options as given (``None``: not
     given): ``None`` when none is, so the advantages come from an advantage column, else
-    from estimator :data:`OBJECTIVE_ESTIMATOR`. Neither of those takes ``scale``, ``std`` or
-    ``eps``, so these need ``estimator``.
+    from estimator :data:`OBJECTIVE_ESTIMATOR` (or the preset's). These options need
+    ``estimator``, since an advantage column takes none of them.
     """
     if estimator is None:
-        for option, value in (("scale", scale), ("std", std), ("eps", eps)):
+        for option, value in (("scale", scale), ("std", std), ("eps", eps), ("singleton", singleton)):
             if value is not None:
                 raise UsageError(f"`{option}` applies to an estimator, and none is given: the advantages come from an "
                                  f"advantage column if there is one, else from estimator {OBJECTIVE_ESTIMATOR!r}, which takes "
                                  f"no `{option}`; pass `estimator` (e.g. 'grpo'), or drop `{option}`")
         return None
-    return AdvantageConfig(estimator=estimator, scale=scale, std=std, eps=eps)
+    return AdvantageConfig(preset=preset, estimator=estimator, scale=scale, std=std, eps=eps, singleton=singleton)
+
+
+def default_estimator(preset: str | None) -> AdvantageConfig:
+    """What `grpo objective` computes advantages with when no estimator is given and no column
+    holds them: the preset's estimator, else :data:`OBJECTIVE_ESTIMATOR`."""
+    return AdvantageConfig(preset=preset) if preset is not None else AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR)
 
 
 def plan_objective(
@@ -215,7 +222,7 @@ def plan_objective(
 
     Advantages: computed from the rewards with ``advantage_config`` if given; else read from
     ``advantage_col``, or an ``advantage`` column if the input has one; else computed with
-    estimator :data:`OBJECTIVE_ESTIMATOR`.
+    estimator :data:`OBJECTIVE_ESTIMATOR` (or ``config.preset``'s).
     """
     config = config or ObjectiveConfig()
     out = _output(source, output, output_dir, output_format)
@@ -236,7 +243,7 @@ def plan_objective(
     per_token = column is not None and schema.is_list(s.field(column).type)
     if column is not None and not per_token:
         schema.check_numeric(s.field(column), name, "advantage")
-    estimator = None if column is not None else advantage_config or AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR)
+    estimator = None if column is not None else advantage_config or default_estimator(config.preset)
     tokens = TokenColumns(
         new=schema.resolve_column(s, "new", logprobs_col, source=name),
         old=schema.resolve_column(s, "old", old_logprobs_col, source=name),

@@ -65,7 +65,8 @@ def _roles(columns: dict) -> str:
 def _advantages_from(source: dict) -> str:
     if "column" in source:
         return f"column {source['column']}" + (" (per token)" if source["per_token"] else "")
-    options = ", ".join(f"{k} {_fmt(v)}" for k, v in source.items() if k != "estimator" and v is not None)
+    shown = {k: v for k, v in source.items() if k != "estimator" and v is not None and (k, v) != ("singleton", "zero")}
+    options = ", ".join(f"{k} {_fmt(v)}" for k, v in shown.items())
     return f"estimator {source['estimator']}" + (f" ({options})" if options else "")
 
 
@@ -100,7 +101,10 @@ def render_advantages(figures: dict, console: Console) -> None:
     """The `grpo advantages` summary as a rich table plus a histogram."""
     t = _table("grpo advantages")
     cfg = figures["config"]
-    t.add_row("estimator", f"{cfg['estimator']} (scale {cfg['scale']}, std {cfg['std']}, eps {cfg['eps']:g})")
+    singleton = f", singleton {cfg['singleton']}" if cfg["singleton"] != "zero" else ""
+    t.add_row("estimator", f"{cfg['estimator']} (scale {cfg['scale']}, std {cfg['std']}, eps {cfg['eps']:g}{singleton})")
+    if cfg["preset"]:
+        t.add_row("preset", cfg["preset"])
     t.add_row("columns", _roles(figures["columns"]))
     t.add_row("rows", str(figures["rows"]))
     t.add_row("groups", f"{figures['groups']} ({figures['grouped_by']})" if figures["grouped_by"] else str(figures["groups"]))
@@ -119,6 +123,8 @@ def render_objective(figures: dict, console: Console) -> None:
     cfg = figures["config"]
     t = _table("grpo objective")
     t.add_row("objective", f"{figures['objective']:.8g}  ({cfg['agg']}; maximise)")
+    if cfg["preset"]:
+        t.add_row("preset", cfg["preset"])
     t.add_row("loss", f"{figures['loss']:.8g}")
     t.add_row("clip", _lines([f"eps_low {cfg['epsilon_low']:g}", f"eps_high {cfg['epsilon_high']:g}",
                               f"dual {cfg['dual_clip']}", f"ratio {cfg['ratio_level']}"]))
@@ -138,3 +144,20 @@ def render_objective(figures: dict, console: Console) -> None:
     if figures["clamped_tokens"]:
         t.add_row("clamped log-ratios", f"{figures['clamped_tokens']} tokens (|new - old| > {cfg['logratio_clamp']:g})")
     console.print(t)
+
+
+def render_presets(presets: dict, console: Console) -> None:
+    """What each preset sets: one row per option, one column per preset ("-": this tool's
+    default), then where each was read and what it does not model."""
+    t = Table(title="grpo presets", title_justify="left")
+    t.add_column("option", style="bold")
+    for name in presets:
+        t.add_column(name, overflow="fold")
+    for part in ("advantage", "objective"):
+        for option in dict.fromkeys(k for p in presets.values() for k in getattr(p, part)):
+            values = [getattr(p, part).get(option, "-") for p in presets.values()]
+            t.add_row(f"--{option.replace('_', '-')}", *("off" if v is None else _fmt(v) for v in values))
+    console.print(t)
+    for p in presets.values():
+        console.print(f"{p.name}: read from {p.source}." + (f" Not modelled: {p.differs}." if p.differs else ""),
+                      markup=False, highlight=False)

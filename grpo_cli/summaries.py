@@ -208,7 +208,8 @@ def advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Mome
         "zero_variance_groups": {"count": groups.zero_variance, "share": groups.zero_variance / groups.groups},
         "advantage": describe(*advantages),
         "advantage_histogram": histogram(*advantages),
-        "config": {"estimator": config.estimator, "scale": config.scale, "std": config.std, "eps": config.eps},
+        "config": {"preset": config.preset, "estimator": config.estimator, "scale": config.scale, "std": config.std,
+                   "eps": config.eps, "singleton": config.singleton},
     }
 
 
@@ -283,8 +284,9 @@ class ObjectiveSummary:
             "zero_advantage_rows": c["zero_advantage_rows"],
             "clamped_tokens": c["clamped"],
             "config": {
-                "loss": config.loss, "agg": config.agg, "epsilon_low": config.epsilon_low, "epsilon_high": config.epsilon_high,
+                "preset": config.preset, "loss": config.loss, "agg": config.agg, "epsilon_low": config.epsilon_low, "epsilon_high": config.epsilon_high,
                 "dual_clip": config.dual_clip, "ratio_level": config.ratio_level, "beta": config.beta,
-                "kl": config.kl, "max_length": config.max_length, "logratio_clamp": config.logratio_clamp,
+                "kl": config.kl, "max_length": config.max_length,
+                "logratio_clamp": config.logratio_clamp if np.isfinite(config.logratio_clamp) else None,
             },
         }

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import grpo, rloo, mean  # noqa: F401, I001  (each registers itself; this order is the listing order)
+from . import grpo, rloo, mean, passk, gpg  # noqa: F401, I001  (each registers itself; this order is the listing order)
 from ..errors import RowError
 from ..numerics import units
 from .groups import GroupIndex, Groups, group_index
 from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
 from .scale import SCALE_DIVISORS
+from .singleton import SINGLETONS
 
-__all__ = ["ESTIMATORS", "SCALES", "Estimator", "GroupIndex", "Groups", "advantage", "group_index", "lookup", "names"]
+__all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "advantage", "group_index", "lookup", "names"]
 
 
 def advantage(groups: Groups, config) -> np.ndarray:
@@ -24,7 +25,8 @@ def advantage(groups: Groups, config) -> np.ndarray:
     .. math:: A_i = (r_i - b_i) / s
 
     and exactly 0 in groups without signal (:attr:`Groups.informative`): never NaN, and never
-    the noise that ``r - mean`` leaves when the mean of equal floats is not exact.
+    the noise that ``r - mean`` leaves when the mean of equal floats is not exact. A group of
+    one row gets what ``config.singleton`` says (:data:`.singleton.SINGLETONS`; default 0).
     ``config`` is a resolved :class:`~grpo_cli.config.AdvantageConfig`.
 
     Rewards beyond 2^500 (or within 2^-500) of 0 are computed on ``r / U``, ``U`` a power of
@@ -42,6 +44,9 @@ def advantage(groups: Groups, config) -> np.ndarray:
         a = np.where(groups.per_row(groups.informative), a, 0.0)
         if config.scale == "none" and scaled is not groups:
             a *= groups.per_row(u) if len(u) > 1 else u[0]
+        if config.singleton != "zero":
+            alone = groups.per_row(groups.count == 1)
+            a = np.where(alone, SINGLETONS[config.singleton](groups.r, config.scale, config.eps), a)
     bad = np.flatnonzero(~np.isfinite(a))
     if bad.size:
         raise RowError(int(bad[0]), f"the advantage is beyond float64 (rewards up to {np.max(np.abs(groups.r)):.3g}); rescale the rewards")

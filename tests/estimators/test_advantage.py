@@ -32,6 +32,9 @@ def test_matches_slow_reference(name, rows, data):
 
 @given(grouped_rewards, advantage_configs())
 def test_advantages_sum_to_zero_within_each_group(rows, config):
+    """Every estimator with a baseline (passk credits the best row alone)."""
+    if config.estimator == "passk":
+        return
     groups, rewards = split(rows)
     adv = advantages(rewards, groups, config)
     assert np.isfinite(adv).all()

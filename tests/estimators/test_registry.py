@@ -7,9 +7,9 @@ from grpo_cli.estimators import ESTIMATORS, SCALES, lookup, names
 
 
 def test_names_and_aliases():
-    assert names() == ["grpo", "rloo", "mean", "drgrpo", "unbiased"]
+    assert names() == ["grpo", "rloo", "mean", "drgrpo", "unbiased", "passk", "gpg"]
     assert lookup("unbiased") is ESTIMATORS["mean"] and lookup("rloo").name == "rloo"
-    with pytest.raises(UsageError, match=r"unknown `estimator` 'gdpo' \(valid: grpo, rloo, mean, drgrpo, unbiased\)"):
+    with pytest.raises(UsageError, match=r"unknown `estimator` 'gdpo' \(valid: grpo, rloo, mean, drgrpo, unbiased, passk, gpg\)"):
         lookup("gdpo")
 
 
