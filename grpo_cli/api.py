@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from .config import AdvantageConfig, ObjectiveConfig
 from .errors import InputError, RowError, UsageError, check_keywords
-from .estimators import Groups, advantage, group_index
+from .estimators import Groups, advantage, group_index, whitened
 from .objective import row_terms
 from .plan import default_estimator
 from .summaries import ObjectiveSummary
@@ -31,7 +31,8 @@ def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np
     if not np.isfinite(r).all():
         raise InputError(f"reward {int(np.flatnonzero(~np.isfinite(r))[0])} is NaN or infinite")
     try:
-        return advantage(Groups(r, group_index(pa.array(groups))), config or AdvantageConfig())
+        config = config or AdvantageConfig()
+        return whitened(advantage(Groups(r, group_index(pa.array(groups))), config), config)
     except RowError as exc:
         raise InputError(f"reward {exc.row}: {exc.detail}") from None
 

@@ -31,7 +31,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import estimators
 from .allocator import keep_freed_memory
-from .config import STD_KINDS, AdvantageConfig, ObjectiveConfig
+from .config import STD_KINDS, AdvantageConfig, ObjectiveConfig, value_range
 from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, objective_file
 from .io import FORMATS
@@ -68,7 +68,7 @@ def _listing(entries: dict[str, str]) -> str:
 
 def _default(value) -> str:
     """``[default: value]``, escaped from rich markup."""
-    return escape(f"[default: {'off' if value is None else value}]")
+    return escape(f"[default: {'off' if value is None or value is False else value}]")
 
 
 def _config_help(cls, name: str, extra: str = "", default: str | None = None) -> str:
@@ -126,6 +126,9 @@ ScaleOpt = Annotated[Optional[Scale], _option(AdvantageConfig, "scale", ESTIMATO
     f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()))]
 StdOpt = Annotated[Optional[Std], _option(AdvantageConfig, "std", ESTIMATOR)]
 EpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "eps", ESTIMATOR, min=0.0)]
+RewardClipOpt = Annotated[Optional[str], _option(AdvantageConfig, "reward_clip", ESTIMATOR, metavar="LO,HI")]
+WhitenOpt = Annotated[bool, typer.Option("--whiten", help=_config_help(AdvantageConfig, "whiten"), show_default=False, rich_help_panel=ESTIMATOR)]
+WhitenEpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "whiten_eps", ESTIMATOR)]
 Singleton = _choices("Singleton", estimators.SINGLETONS)
 Preset = _choices("Preset", PRESETS)
 PresetOpt = Annotated[Optional[Preset], typer.Option(help=_config_help(AdvantageConfig, "preset"), show_default=False, rich_help_panel=INPUT)]
@@ -294,6 +297,9 @@ def advantages(
     std: StdOpt = None,
     eps: EpsOpt = None,
     singleton: SingletonOpt = None,
+    reward_clip: RewardClipOpt = None,
+    whiten: WhitenOpt = False,
+    whiten_eps: WhitenEpsOpt = None,
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
     round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).", rich_help_panel=OUTPUT)] = None,
@@ -311,7 +317,8 @@ def advantages(
     with reported_errors(ctx, debug):
         _check_stdout(output, summary_json)
         config = AdvantageConfig(preset=_value(preset), estimator=_value(estimator), scale=_value(scale), std=_value(std), eps=eps,
-                                 singleton=_value(singleton))
+                                 singleton=_value(singleton), reward_clip=value_range(reward_clip, "reward_clip"),
+                                 whiten=whiten or None, whiten_eps=whiten_eps)
         with progress_reporter(progress.value, quiet) as progress:
             figures = advantages_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
@@ -355,6 +362,9 @@ def objective(
     std: StdOpt = None,
     eps: EpsOpt = None,
     singleton: SingletonOpt = None,
+    reward_clip: RewardClipOpt = None,
+    whiten: WhitenOpt = False,
+    whiten_eps: WhitenEpsOpt = None,
     loss: Annotated[Optional[Loss], _option(ObjectiveConfig, "loss", CLIP, _listing({n: l.help for n, l in LOSSES.items()}))] = None,
     epsilon: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon", CLIP)] = None,
     epsilon_low: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_low", CLIP, default="--epsilon")] = None,
@@ -386,7 +396,9 @@ def objective(
             ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
             logratio_clamp=logratio_clamp,
         )
-        advantage_config = objective_estimator(_value(estimator), _value(scale), _value(std), eps, _value(singleton), _value(preset))
+        advantage_config = objective_estimator(
+            _value(estimator), _value(preset), scale=_value(scale), std=_value(std), eps=eps, singleton=_value(singleton),
+            reward_clip=value_range(reward_clip, "reward_clip"), whiten=whiten or None, whiten_eps=whiten_eps)
         with progress_reporter(progress.value, quiet) as progress:
             figures = objective_file(
                 input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,

@@ -25,6 +25,21 @@ def option(default: Any, help: str) -> Any:
     return field(default=None, metadata={"default": default, "help": help})
 
 
+def value_range(text: str | None, name: str) -> tuple[float, float] | None:
+    """``"LO,HI"`` as two floats (``None`` stays ``None``).
+
+    >>> value_range("-10,10", "reward_clip")
+    (-10.0, 10.0)
+    """
+    if text is None:
+        return None
+    try:
+        lo, hi = (float(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"`{name}` takes LO,HI (two numbers; found {text!r})") from None
+    return lo, hi
+
+
 def defaults(cls) -> dict[str, Any]:
     """Each option of a config class and its default."""
     return {f.name: f.metadata["default"] for f in fields(cls)}
@@ -75,6 +90,10 @@ class AdvantageConfig(_Options):
         verl, TRL and OpenRLHF); only for ``scale`` group or batch.
     eps
         Added to the std before dividing; only for ``scale`` group or batch.
+    reward_clip
+        ``(lo, hi)``: rewards are clipped to it before the baseline.
+    whiten, whiten_eps
+        Whiten the advantages over the whole input: ``(A - mean) / (std_sample + whiten_eps)``.
     singleton
         The advantage of a group of one row (see :data:`grpo_cli.estimators.SINGLETONS`).
     """
@@ -84,13 +103,17 @@ class AdvantageConfig(_Options):
     scale: str = option(None, "The divisor s: the group's reward std + eps, the std of all rewards + eps, or 1.")
     std: str = option("population", "population = ddof 0 (the worked examples of the original GRPO notes); sample = ddof 1 (ModelScope Twinkle, verl, TRL, OpenRLHF).")
     eps: float = option(0.0, "Added to the std before dividing.")
+    reward_clip: tuple = option(None, "Clip each reward to [LO, HI] before the baseline (as OpenRLHF's and TRL's RLOO reward clip).")
+    whiten: bool = option(False, "After the estimator, A = (A - mean) / (std + whiten_eps) over every row of the input, "
+                                 "sample std (TRL's normalize_advantages).")
+    whiten_eps: float = option(1e-8, "Added to the std of --whiten.")
     singleton: str = option("zero", "The advantage of a group of one row: " + "; ".join(
         f"{name}: {(fn.__doc__ or '').strip().rstrip('.')}" for name, fn in estimators.SINGLETONS.items()) + ".")
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("advantage")
         spec = estimators.lookup(self.estimator)
-        for name in sorted(given - {"estimator", "singleton"} - set(spec.params)):
+        for name in sorted(given - {"estimator", "singleton", "reward_clip", "whiten", "whiten_eps"} - set(spec.params)):
             why = "; it is never scaled" if spec.scales == ("none",) else ""
             raise UsageError(f"estimator {self.estimator!r} takes no `{name}`{why}; drop `{name}`, or pass another `estimator`")
         scale = self.scale if "scale" in given or self.scale in spec.scales else spec.default_scale
@@ -101,6 +124,15 @@ class AdvantageConfig(_Options):
             raise UsageError(f"estimator {self.estimator!r} takes `scale` {', '.join(spec.scales)} (found {scale!r})")
         _choice("std", self.std, tuple(STD_KINDS))
         _choice("singleton", self.singleton, tuple(estimators.SINGLETONS))
+        if self.reward_clip is not None:
+            lo, hi = self.reward_clip
+            if not lo < hi:
+                raise UsageError(f"`reward_clip` must be LO < HI (found {lo!r}, {hi!r})")
+            self._set(reward_clip=(float(lo), float(hi)))
+        if "whiten_eps" in given and not self.whiten:
+            raise UsageError("`whiten_eps` applies only with `whiten`; pass `whiten` too, or drop it")
+        if not self.whiten_eps >= 0:
+            raise UsageError(f"`whiten_eps` must be >= 0 (found {self.whiten_eps!r})")
         if self.singleton == "unit-std" and scale == "batch" and "singleton" in given:
             raise UsageError("`singleton` 'unit-std' gives a group of one std 1, which `scale` 'batch' does not use; "
                              "pass `singleton` 'zero' or 'reward', or `scale` 'group' or 'none'")

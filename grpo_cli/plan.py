@@ -106,7 +106,7 @@ class ObjectivePlan:
             return {"column": self.advantage or self.tokens.advantage, "per_token": self.per_token}
         e, scaled = self.estimator, self.estimator.scale != "none"
         return {"estimator": e.estimator, "scale": e.scale, "std": e.std if scaled else None, "eps": e.eps if scaled else None,
-                "singleton": e.singleton}
+                "singleton": e.singleton, "reward_clip": e.reward_clip, "whiten_eps": e.whiten_eps if e.whiten else None}
 
     @property
     def figures(self) -> dict:
@@ -178,21 +178,20 @@ def plan_advantages(
     return AdvantagesPlan(grouping, _reward(source, reward_col), config or AdvantageConfig(), out, round_digits)
 
 
-def objective_estimator(estimator: str | None = None, scale: str | None = None, std: str | None = None,
-                        eps: float | None = None, singleton: str | None = None, preset: str | None = None) -> AdvantageConfig | None:
+def objective_estimator(estimator: str | None = None, preset: str | None = None, **options) -> AdvantageConfig | None:
     """The estimator of `grpo objective` from its estimator options as given (``None``: not
     given): ``None`` when none is, so the advantages come from an advantage column, else
     from estimator :data:`OBJECTIVE_ESTIMATOR` (or the preset's). These options need
     ``estimator``, since an advantage column takes none of them.
     """
     if estimator is None:
-        for option, value in (("scale", scale), ("std", std), ("eps", eps), ("singleton", singleton)):
-            if value is not None:
+        for option, value in options.items():
+            if value is not None and value is not False:
                 raise UsageError(f"`{option}` applies to an estimator, and none is given: the advantages come from an "
                                  f"advantage column if there is one, else from estimator {OBJECTIVE_ESTIMATOR!r}, which takes "
                                  f"no `{option}`; pass `estimator` (e.g. 'grpo'), or drop `{option}`")
         return None
-    return AdvantageConfig(preset=preset, estimator=estimator, scale=scale, std=std, eps=eps, singleton=singleton)
+    return AdvantageConfig(preset=preset, estimator=estimator, **options)
 
 
 def default_estimator(preset: str | None) -> AdvantageConfig:

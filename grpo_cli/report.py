@@ -62,12 +62,20 @@ def _roles(columns: dict) -> str:
     return _lines(f"{role}={name}" for role, name in columns.items() if name is not None)
 
 
+def _options(cfg: dict) -> list[str]:
+    """An estimator's options as ``name value`` items: scale, std and eps where they apply,
+    the others where they are not at their defaults."""
+    shown = {"scale": cfg["scale"], "std": cfg["std"], "eps": cfg["eps"],
+             "singleton": cfg["singleton"] if cfg["singleton"] != "zero" else None,
+             "reward clip": cfg["reward_clip"] and "[{:g}, {:g}]".format(*cfg["reward_clip"]),
+             "whitened, eps": cfg["whiten_eps"]}
+    return [f"{k} {_fmt(v)}" for k, v in shown.items() if v is not None]
+
+
 def _advantages_from(source: dict) -> str:
     if "column" in source:
         return f"column {source['column']}" + (" (per token)" if source["per_token"] else "")
-    shown = {k: v for k, v in source.items() if k != "estimator" and v is not None and (k, v) != ("singleton", "zero")}
-    options = ", ".join(f"{k} {_fmt(v)}" for k, v in shown.items())
-    return f"estimator {source['estimator']}" + (f" ({options})" if options else "")
+    return _lines([f"estimator {source['estimator']}", *_options(source)])
 
 
 def _edge(x: float, width: float) -> str:
@@ -101,8 +109,7 @@ def render_advantages(figures: dict, console: Console) -> None:
     """The `grpo advantages` summary as a rich table plus a histogram."""
     t = _table("grpo advantages")
     cfg = figures["config"]
-    singleton = f", singleton {cfg['singleton']}" if cfg["singleton"] != "zero" else ""
-    t.add_row("estimator", f"{cfg['estimator']} (scale {cfg['scale']}, std {cfg['std']}, eps {cfg['eps']:g}{singleton})")
+    t.add_row("estimator", _lines([cfg["estimator"], *_options(cfg)]))
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
     t.add_row("columns", _roles(figures["columns"]))

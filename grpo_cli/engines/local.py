@@ -20,7 +20,7 @@ from . import Engine, kernels
 from .. import schema
 from ..config import AdvantageConfig
 from ..errors import InputError, RowError
-from ..estimators import Groups, lookup
+from ..estimators import Groups, lookup, whitened
 from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
 from ..plan import AdvantagesPlan, Grouping, ObjectivePlan, Output
@@ -91,7 +91,8 @@ class LocalEngine(Engine):
         """
         g, label = groups.index, row_labeller(source, grouping.prompt)
         if not g.contiguous or lookup(config.estimator).scope == "file" or config.scale == "batch":
-            return _labelled(label, kernels.advantage_window, groups.r, g, config)
+            out, summary = _labelled(label, kernels.advantage_window, groups.r, g, config)
+            return whitened(out, config), summary
         out = np.empty_like(groups.r)
 
         def fill(window: tuple[int, int]) -> GroupSummary:
@@ -99,7 +100,8 @@ class LocalEngine(Engine):
             out[rows], summary = _labelled(lambda row: label(rows.start + row), kernels.advantage_window, groups.r[rows], local, config)
             return summary
 
-        return out, reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), self.workers))
+        summary = reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), self.workers))
+        return whitened(out, config), summary
 
     def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool) -> Iterator:
         """``(part index, batch, kernel(read, first_row, *args))`` for every record batch, in

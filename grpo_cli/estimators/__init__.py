@@ -16,7 +16,8 @@ from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
 from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
 
-__all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "advantage", "group_index", "lookup", "names"]
+__all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "advantage", "group_index", "lookup", "names",
+           "whitened"]
 
 
 def advantage(groups: Groups, config) -> np.ndarray:
@@ -38,6 +39,8 @@ def advantage(groups: Groups, config) -> np.ndarray:
     >>> advantage(Groups(np.array([0.0, 1.0, 0.0, 1.0]), GroupIndex.whole(4)), AdvantageConfig()).tolist()
     [-1.0, 1.0, -1.0, 1.0]
     """
+    if config.reward_clip is not None:
+        groups = Groups(np.clip(groups.r, *config.reward_clip), groups.index)
     scaled, u = in_units(groups, file_wide=lookup(config.estimator).scope == "file" or config.scale == "batch")
     with np.errstate(all="ignore"):
         a = lookup(config.estimator).baseline_removed(scaled) / SCALE_DIVISORS[config.scale](scaled, config.ddof, config.eps / u)
@@ -51,6 +54,24 @@ def advantage(groups: Groups, config) -> np.ndarray:
     if bad.size:
         raise RowError(int(bad[0]), f"the advantage is beyond float64 (rewards up to {np.max(np.abs(groups.r)):.3g}); rescale the rewards")
     return a
+
+
+def whitened(a: np.ndarray, config) -> np.ndarray:
+    """With ``config.whiten``: the advantages of the whole input whitened (TRL's
+    ``normalize_advantages``), else ``a``. Fewer than two rows give 0.
+
+    .. math:: A'_i = (A_i - \\bar A) / (\\mathrm{std}_{ddof=1}(A) + \\epsilon_w)
+
+    >>> from grpo_cli import AdvantageConfig
+    >>> whitened(np.array([1.0, 2.0, 3.0]), AdvantageConfig(whiten=True, whiten_eps=0.0)).tolist()
+    [-1.0, 0.0, 1.0]
+    """
+    if not config.whiten:
+        return a
+    if len(a) < 2:
+        return np.zeros_like(a)
+    c = a - np.mean(a)
+    return c / (np.sqrt(np.sum(c * c) / (len(a) - 1)) + config.whiten_eps)
 
 
 def in_units(groups: Groups, file_wide: bool) -> tuple[Groups, np.ndarray]:
