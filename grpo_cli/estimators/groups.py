@@ -177,19 +177,20 @@ class Groups:
 
     @cached_property
     def min(self) -> np.ndarray:
-        return self._extreme(np.minimum)
+        return self.reduce(np.minimum, self.r)
 
     @cached_property
     def max(self) -> np.ndarray:
-        return self._extreme(np.maximum)
+        return self.reduce(np.maximum, self.r)
 
-    def _extreme(self, ufunc: np.ufunc) -> np.ndarray:
+    def reduce(self, ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
+        """Per group: ``ufunc`` (np.minimum, np.maximum) over the group's ``values``."""
         if self.index.count == 0:
-            return np.zeros(0)
+            return np.zeros(0, dtype=values.dtype)
         if self.index.contiguous:
-            return ufunc.reduceat(self.r, self.index.first)
-        out = self.r[self.index.first]  # a copy: fancy indexing
-        ufunc.at(out, self.index.codes, self.r)
+            return ufunc.reduceat(values, self.index.first)
+        out = values[self.index.first]  # a copy: fancy indexing
+        ufunc.at(out, self.index.codes, values)
         return out
 
     @property

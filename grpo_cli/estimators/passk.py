@@ -15,13 +15,11 @@ def passk(groups: Groups) -> np.ndarray:
 
     The best row is the first of the group's maxima (in row order); on a tie the margin is 0.
     """
-    codes, r = groups.index.codes, groups.r
+    r = groups.r
     rows = np.arange(len(r))
-    order = np.lexsort((rows, -r, codes))  # by group, best first, then row order
-    starts = np.concatenate([[0], np.cumsum(groups.count)[:-1]]).astype(np.int64)
-    best = order[starts]
-    second = order[np.minimum(starts + 1, len(r) - 1)]
-    margin = np.where(groups.count > 1, r[best] - r[second], 0.0)
+    best = groups.reduce(np.minimum, np.where(r == groups.per_row(groups.max), rows, len(r)))  # first of the maxima
+    others = r.copy()
+    others[best] = -np.inf
     out = np.zeros_like(r)
-    out[best] = margin
+    out[best] = np.where(groups.count > 1, r[best] - groups.reduce(np.maximum, others), 0.0)
     return out
