@@ -116,7 +116,8 @@ def test_verl_padded_with_rewards_and_grpo_estimator(tmp_path):
     terms = hand_terms(lengths, logp, lambda i, t: adv[i])
     assert figures["objective"] == pytest.approx(np.mean([sum(r) for r in terms]), rel=1e-12)  # seq-mean-token-sum
     assert figures["tokens"] == int(mask.sum())
-    assert figures["config"]["advantages"] == {"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-6}
+    assert figures["config"]["advantages"] == {"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-6,
+                                               "singleton": "zero", "reward_clip": None, "whiten_eps": None}
     assert figures["columns"]["reward"] == "score" and figures["unused_columns"] == []
     written = pq.read_table(out)
     np.testing.assert_allclose(written["advantage"].to_numpy(), adv, rtol=1e-12)
