@@ -228,13 +228,13 @@ def progress_lines(write: Callable[[str], None], every: float = PROGRESS_EVERY, 
     >>> lines
     ['grpo: 20/40 rows (50%), row group 1/4, 6 s']
     """
-    start = clock()
-    last = [start]
+    start = last = clock()
 
     def report(done: int, total: int, pieces: str) -> None:
+        nonlocal last
         now = clock()
-        if now - last[0] >= every:
-            last[0] = now
+        if now - last >= every:
+            last = now
             share = f" ({done / total:.0%})" if total else ""
             write(f"grpo: {done:,}/{total:,} rows{share}, {pieces}, {now - start:.0f} s")
     return report
@@ -257,6 +257,13 @@ def progress_reporter(mode: str, quiet: bool) -> Iterator[Optional[Callable[[int
     with Progress(*columns, console=stderr, transient=True) as bar:
         task = bar.add_task("rows", total=None, pieces="")
         yield lambda done, total, pieces: bar.update(task, completed=done, total=total, pieces=pieces)
+
+
+def _estimator_options(scale: Optional[Enum], std: Optional[Enum], eps: Optional[float], singleton: Optional[Enum],
+                       reward_clip: Optional[str], whiten: bool, whiten_eps: Optional[float]) -> dict:
+    """The estimator options of both commands as :class:`AdvantageConfig` takes them (``None``: not given)."""
+    return {"scale": _value(scale), "std": _value(std), "eps": eps, "singleton": _value(singleton),
+            "reward_clip": value_range(reward_clip, "reward_clip"), "whiten": whiten or None, "whiten_eps": whiten_eps}
 
 
 def _check_stdout(output: Optional[str], summary_json: Optional[str]) -> None:
@@ -316,9 +323,8 @@ def advantages(
     """
     with reported_errors(ctx, debug):
         _check_stdout(output, summary_json)
-        config = AdvantageConfig(preset=_value(preset), estimator=_value(estimator), scale=_value(scale), std=_value(std), eps=eps,
-                                 singleton=_value(singleton), reward_clip=value_range(reward_clip, "reward_clip"),
-                                 whiten=whiten or None, whiten_eps=whiten_eps)
+        config = AdvantageConfig(preset=_value(preset), estimator=_value(estimator),
+                                 **_estimator_options(scale, std, eps, singleton, reward_clip, whiten, whiten_eps))
         with progress_reporter(progress.value, quiet) as progress:
             figures = advantages_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
@@ -397,8 +403,7 @@ def objective(
             logratio_clamp=logratio_clamp,
         )
         advantage_config = objective_estimator(
-            _value(estimator), _value(preset), scale=_value(scale), std=_value(std), eps=eps, singleton=_value(singleton),
-            reward_clip=value_range(reward_clip, "reward_clip"), whiten=whiten or None, whiten_eps=whiten_eps)
+            _value(estimator), _value(preset), **_estimator_options(scale, std, eps, singleton, reward_clip, whiten, whiten_eps))
         with progress_reporter(progress.value, quiet) as progress:
             figures = objective_file(
                 input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,

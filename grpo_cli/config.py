@@ -148,6 +148,12 @@ class AdvantageConfig(_Options):
     def ddof(self) -> int:
         return STD_KINDS[self.std]
 
+    @property
+    def figures(self) -> dict:
+        """The resolved options as summaries record them (``whiten_eps``: ``None`` without ``whiten``)."""
+        return {"preset": self.preset, "estimator": self.estimator, "scale": self.scale, "std": self.std, "eps": self.eps,
+                "singleton": self.singleton, "reward_clip": self.reward_clip, "whiten_eps": self.whiten_eps if self.whiten else None}
+
 
 @dataclass(frozen=True)
 class ObjectiveConfig(_Options):

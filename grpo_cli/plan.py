@@ -104,9 +104,10 @@ class ObjectivePlan:
         and its options."""
         if self.estimator is None:
             return {"column": self.advantage or self.tokens.advantage, "per_token": self.per_token}
-        e, scaled = self.estimator, self.estimator.scale != "none"
-        return {"estimator": e.estimator, "scale": e.scale, "std": e.std if scaled else None, "eps": e.eps if scaled else None,
-                "singleton": e.singleton, "reward_clip": e.reward_clip, "whiten_eps": e.whiten_eps if e.whiten else None}
+        figures = {k: v for k, v in self.estimator.figures.items() if k != "preset"}  # the objective's config has it
+        if self.estimator.scale == "none":
+            figures.update(std=None, eps=None)
+        return figures
 
     @property
     def figures(self) -> dict:

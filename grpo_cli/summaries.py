@@ -208,9 +208,7 @@ def advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Mome
         "zero_variance_groups": {"count": groups.zero_variance, "share": groups.zero_variance / groups.groups},
         "advantage": describe(*advantages),
         "advantage_histogram": histogram(*advantages),
-        "config": {"preset": config.preset, "estimator": config.estimator, "scale": config.scale, "std": config.std,
-                   "eps": config.eps, "singleton": config.singleton, "reward_clip": config.reward_clip,
-                   "whiten_eps": config.whiten_eps if config.whiten else None},
+        "config": config.figures,
     }
 
 

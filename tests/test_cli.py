@@ -70,15 +70,7 @@ def test_progress_bar_goes_to_a_terminal_stderr_only(sample_parquet):
         stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "COLUMNS": "100", "TERM": "xterm"}, timeout=120,
     )
     os.close(follower)
-    drawn = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        drawn += chunk
+    drawn = read_terminal(leader)
     os.close(leader)
     assert proc.returncode == 0
     assert pq.read_table(io.BytesIO(proc.stdout)).num_rows == 320
