@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from .config import AdvantageConfig, ObjectiveConfig
 from .errors import InputError, RowError, UsageError, check_keywords
-from .estimators import Groups, advantage, group_index, whitened
+from .estimators import group_index, lookup, row_advantages, row_inputs, whitened_rows
 from .objective import row_terms
 from .plan import default_estimator
 from .summaries import ObjectiveSummary
@@ -19,20 +19,38 @@ from .token_columns import TokenColumns, read_tokens
 TWINKLE_SCALED = {"std": "sample", "eps": 1e-8}  # Twinkle's numerics where advantages are scaled
 
 
-def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np.ndarray, config: AdvantageConfig | None = None) -> np.ndarray:
+def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np.ndarray, config: AdvantageConfig | None = None,
+               *, lengths: Sequence[int] | None = None, baseline: Sequence[float] | None = None) -> np.ndarray:
     """Advantages (float64) of ``rewards`` grouped by the keys in ``groups`` (any order).
+
+    ``rewards``: one per row, or rows x reward functions (2-d); NaN is a null reward.
+    ``lengths`` (valid tokens per row) and ``baseline`` (a baseline reward per row) are for
+    the estimators that read them (opo, reinforce-baseline; remax).
 
     >>> advantages([0.0, 1.0, 5.0, 5.0], ["a", "a", "b", "b"], AdvantageConfig()).tolist()
     [-1.0, 1.0, 0.0, 0.0]
+    >>> advantages([1.0, 0.0], ["a", "b"], AdvantageConfig(estimator="remax"), baseline=[0.5, 0.5]).tolist()
+    [0.5, -0.5]
     """
+    config = config or AdvantageConfig()
     r = np.asarray(_untensored(rewards), dtype=np.float64)
-    if r.ndim != 1 or len(groups) != r.shape[0]:
-        raise InputError(f"rewards and groups must be 1-d of equal length (found {r.shape} and {len(groups)})")
-    if not np.isfinite(r).all():
-        raise InputError(f"reward {int(np.flatnonzero(~np.isfinite(r))[0])} is NaN or infinite")
+    values = r[:, None] if r.ndim == 1 else r
+    if values.ndim != 2 or len(groups) != values.shape[0]:
+        raise InputError(f"rewards and groups must have one entry per row (found {r.shape} and {len(groups)})")
+    if np.isinf(values).any():
+        raise InputError(f"reward {int(np.argwhere(np.isinf(values))[0][0])} is infinite")
+    spec = lookup(config.estimator)
+    if spec.level == "token":
+        raise UsageError(f"estimator {config.estimator!r} gives per-token advantages; run it on a file with `advantages_file`")
+    extras = {"lengths": lengths, "baseline": baseline}
+    for name, needed in (("lengths", "length"), ("baseline", "baseline")):
+        if (extras[name] is None) == (needed in spec.needs):
+            raise UsageError(f"estimator {config.estimator!r} {'needs' if needed in spec.needs else 'takes no'} `{name}`")
+    length, base = (None if x is None else np.asarray(x, dtype=np.float64) for x in (lengths, baseline))
     try:
-        config = config or AdvantageConfig()
-        return whitened(advantage(Groups(r, group_index(pa.array(groups))), config), config)
+        names = [f"reward {k}" for k in range(values.shape[1])]
+        inputs = row_inputs(values, names, config, length=length, baseline=base)
+        return whitened_rows(row_advantages(inputs, group_index(pa.array(groups)), config)[0], inputs, config)
     except RowError as exc:
         raise InputError(f"reward {exc.row}: {exc.detail}") from None
 

@@ -31,7 +31,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import estimators
 from .allocator import keep_freed_memory
-from .config import STD_KINDS, AdvantageConfig, ObjectiveConfig, value_range
+from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageConfig, ObjectiveConfig, numbers, value_range
 from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, objective_file
 from .io import FORMATS
@@ -120,15 +120,29 @@ InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format whe
 HiveOpt = Annotated[bool, typer.Option("--hive", help="Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.", rich_help_panel=INPUT)]
 OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).", rich_help_panel=OUTPUT)]
 PromptColOpt = Annotated[Optional[str], _column_option("prompt", "Prompt id column.")]
-RewardColOpt = Annotated[Optional[str], _column_option("reward", "Reward column (a struct field as rewards.accuracy).")]
+RewardColOpt = Annotated[Optional[list[str]], _column_option("reward", "Reward column (a struct field as rewards.accuracy); repeat it for several reward functions.")]
+BaselineColOpt = Annotated[Optional[str], _column_option("baseline", "Baseline reward per row (the greedy response's reward), read by --estimator remax.")]
+MaskColOpt = Annotated[Optional[str], _column_option("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token).")]
+RefColOpt = Annotated[Optional[str], _column_option("ref", "Reference log-probs (a list per row; optional; none: do without).")]
+OldColOpt = Annotated[Optional[str], _column_option("old", "Old-policy log-probs (a list per row).")]
+NewColOpt = Annotated[Optional[str], _column_option("new", "New-policy log-probs (a list per row).")]
 NumGenOpt = Annotated[Optional[int], typer.Option(min=1, help="Group size. Without an id column, consecutive blocks of N rows form the groups; with one, every group must have N rows.", rich_help_panel=COLUMNS)]
 ScaleOpt = Annotated[Optional[Scale], _option(AdvantageConfig, "scale", ESTIMATOR, default="the estimator's: " + ", ".join(
     f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()))]
 StdOpt = Annotated[Optional[Std], _option(AdvantageConfig, "std", ESTIMATOR)]
 EpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "eps", ESTIMATOR, min=0.0)]
 RewardClipOpt = Annotated[Optional[str], _option(AdvantageConfig, "reward_clip", ESTIMATOR, metavar="LO,HI")]
-WhitenOpt = Annotated[bool, typer.Option("--whiten", help=_config_help(AdvantageConfig, "whiten"), show_default=False, rich_help_panel=ESTIMATOR)]
+WhitenOpt = Annotated[bool, typer.Option("--whiten", help=_config_help(AdvantageConfig, "whiten", "Always on for reinforce, "
+                                          "reinforce-baseline, gae and normalize-then-sum."), show_default=False, rich_help_panel=ESTIMATOR)]
 WhitenEpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "whiten_eps", ESTIMATOR)]
+WhitenStdOpt = Annotated[Optional[_choices("WhitenStd", STD_KINDS)], _option(AdvantageConfig, "whiten_std", ESTIMATOR)]
+WhitenEpsAtOpt = Annotated[Optional[_choices("WhitenEpsAt", WHITEN_EPS_AT)], _option(AdvantageConfig, "whiten_eps_at", ESTIMATOR)]
+RewardWeightsOpt = Annotated[Optional[str], _option(AdvantageConfig, "reward_weights", ESTIMATOR, metavar="W1,W2,...")]
+MultiRewardOpt = Annotated[Optional[_choices("MultiReward", MULTI_REWARD)], _option(AdvantageConfig, "multi_reward", ESTIMATOR)]
+OnNullOpt = Annotated[Optional[_choices("OnNull", ON_NULL)], _option(AdvantageConfig, "on_null", ESTIMATOR)]
+KlInRewardOpt = Annotated[Optional[float], _option(AdvantageConfig, "kl_in_reward", ESTIMATOR, metavar="BETA")]
+GammaOpt = Annotated[Optional[float], _option(AdvantageConfig, "gamma", ESTIMATOR)]
+LamOpt = Annotated[Optional[float], _option(AdvantageConfig, "lam", ESTIMATOR)]
 Singleton = _choices("Singleton", estimators.SINGLETONS)
 Preset = _choices("Preset", PRESETS)
 PresetOpt = Annotated[Optional[Preset], typer.Option(help=_config_help(AdvantageConfig, "preset"), show_default=False, rich_help_panel=INPUT)]
@@ -259,11 +273,16 @@ def progress_reporter(mode: str, quiet: bool) -> Iterator[Optional[Callable[[int
         yield lambda done, total, pieces: bar.update(task, completed=done, total=total, pieces=pieces)
 
 
-def _estimator_options(scale: Optional[Enum], std: Optional[Enum], eps: Optional[float], singleton: Optional[Enum],
-                       reward_clip: Optional[str], whiten: bool, whiten_eps: Optional[float]) -> dict:
+def _estimator_options(*, reward_clip: Optional[str], reward_weights: Optional[str], whiten: bool, **options) -> dict:
     """The estimator options of both commands as :class:`AdvantageConfig` takes them (``None``: not given)."""
-    return {"scale": _value(scale), "std": _value(std), "eps": eps, "singleton": _value(singleton),
-            "reward_clip": value_range(reward_clip, "reward_clip"), "whiten": whiten or None, "whiten_eps": whiten_eps}
+    return {**{k: _value(v) if isinstance(v, Enum) else v for k, v in options.items()},
+            "reward_clip": value_range(reward_clip, "reward_clip"), "reward_weights": numbers(reward_weights, "reward_weights"),
+            "whiten": whiten or None}
+
+
+def _one(values: Optional[list[str]]) -> str | list[str] | None:
+    """A repeatable option as the library takes it: one value, a list of several, or ``None``."""
+    return values[0] if values and len(values) == 1 else (values or None)
 
 
 def _check_stdout(output: Optional[str], summary_json: Optional[str]) -> None:
@@ -299,13 +318,28 @@ def advantages(
     prompt_col: PromptColOpt = None,
     reward_col: RewardColOpt = None,
     num_generations: NumGenOpt = None,
+    baseline_col: BaselineColOpt = None,
+    mask_col: MaskColOpt = None,
+    logprobs_col: NewColOpt = None,
+    old_logprobs_col: OldColOpt = None,
+    ref_logprobs_col: RefColOpt = None,
+    values_col: Annotated[Optional[str], _column_option("values", "Per-token critic values (a list per row), read by --estimator gae.")] = None,
     estimator: Annotated[Optional[Estimator], _option(AdvantageConfig, "estimator", ESTIMATOR, ESTIMATOR_LIST)] = None,
     scale: ScaleOpt = None,
     std: StdOpt = None,
     eps: EpsOpt = None,
     singleton: SingletonOpt = None,
+    gamma: GammaOpt = None,
+    lam: LamOpt = None,
+    reward_weights: RewardWeightsOpt = None,
+    multi_reward: MultiRewardOpt = None,
+    on_null: OnNullOpt = None,
     reward_clip: RewardClipOpt = None,
+    kl_in_reward: KlInRewardOpt = None,
+    kl: Annotated[Optional[KL], _option(AdvantageConfig, "kl", ESTIMATOR, _listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}))] = None,
     whiten: WhitenOpt = False,
+    whiten_std: WhitenStdOpt = None,
+    whiten_eps_at: WhitenEpsAtOpt = None,
     whiten_eps: WhitenEpsOpt = None,
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
@@ -323,12 +357,15 @@ def advantages(
     """
     with reported_errors(ctx, debug):
         _check_stdout(output, summary_json)
-        config = AdvantageConfig(preset=_value(preset), estimator=_value(estimator),
-                                 **_estimator_options(scale, std, eps, singleton, reward_clip, whiten, whiten_eps))
+        config = AdvantageConfig(preset=_value(preset), estimator=_value(estimator), **_estimator_options(
+            scale=scale, std=std, eps=eps, singleton=singleton, gamma=gamma, lam=lam, reward_weights=reward_weights,
+            multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip, kl_in_reward=kl_in_reward, kl=kl,
+            whiten=whiten, whiten_std=whiten_std, whiten_eps_at=whiten_eps_at, whiten_eps=whiten_eps))
         with progress_reporter(progress.value, quiet) as progress:
             figures = advantages_file(
-                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
-                num_generations=num_generations, round_digits=round_digits,
+                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=_one(reward_col),
+                baseline_col=baseline_col, num_generations=num_generations, mask_col=mask_col, logprobs_col=logprobs_col,
+                old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col, values_col=values_col, round_digits=round_digits,
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format),
                 threads=threads, progress=progress,
             )
@@ -356,10 +393,11 @@ def objective(
     prompt_col: PromptColOpt = None,
     reward_col: RewardColOpt = None,
     num_generations: NumGenOpt = None,
-    logprobs_col: Annotated[Optional[str], _column_option("new", "New-policy log-probs (a list per row).")] = None,
-    old_logprobs_col: Annotated[Optional[str], _column_option("old", "Old-policy log-probs (a list per row).")] = None,
-    ref_logprobs_col: Annotated[Optional[str], _column_option("ref", "Reference log-probs (a list per row; optional; none: do without).")] = None,
-    mask_col: Annotated[Optional[str], _column_option("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token).")] = None,
+    baseline_col: BaselineColOpt = None,
+    logprobs_col: NewColOpt = None,
+    old_logprobs_col: OldColOpt = None,
+    ref_logprobs_col: RefColOpt = None,
+    mask_col: MaskColOpt = None,
     advantage_col: Annotated[Optional[str], _column_option("advantage", "Advantages: a number per row, or a list per row (one per token).")] = None,
     estimator: Annotated[Optional[Estimator], _option(
         AdvantageConfig, "estimator", ESTIMATOR, f"Computes the advantages from the rewards: {ESTIMATOR_LIST}",
@@ -368,8 +406,14 @@ def objective(
     std: StdOpt = None,
     eps: EpsOpt = None,
     singleton: SingletonOpt = None,
+    reward_weights: RewardWeightsOpt = None,
+    multi_reward: MultiRewardOpt = None,
+    on_null: OnNullOpt = None,
     reward_clip: RewardClipOpt = None,
+    kl_in_reward: Annotated[Optional[float], _option(AdvantageConfig, "kl_in_reward", ESTIMATOR, "Its KL estimator is --kl.", metavar="BETA")] = None,
     whiten: WhitenOpt = False,
+    whiten_std: WhitenStdOpt = None,
+    whiten_eps_at: WhitenEpsAtOpt = None,
     whiten_eps: WhitenEpsOpt = None,
     loss: Annotated[Optional[Loss], _option(ObjectiveConfig, "loss", CLIP, _listing({n: l.help for n, l in LOSSES.items()}))] = None,
     epsilon: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon", CLIP)] = None,
@@ -402,12 +446,14 @@ def objective(
             ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
             logratio_clamp=logratio_clamp,
         )
-        advantage_config = objective_estimator(
-            _value(estimator), _value(preset), **_estimator_options(scale, std, eps, singleton, reward_clip, whiten, whiten_eps))
+        advantage_config = objective_estimator(_value(estimator), _value(preset), **_estimator_options(
+            scale=scale, std=std, eps=eps, singleton=singleton, reward_weights=reward_weights, multi_reward=multi_reward,
+            on_null=on_null, reward_clip=reward_clip, kl_in_reward=kl_in_reward, kl=kl if kl_in_reward is not None else None,
+            whiten=whiten, whiten_std=whiten_std, whiten_eps_at=whiten_eps_at, whiten_eps=whiten_eps))
         with progress_reporter(progress.value, quiet) as progress:
             figures = objective_file(
                 input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,
-                advantage_col=advantage_col, prompt_col=prompt_col, reward_col=reward_col,
+                advantage_col=advantage_col, prompt_col=prompt_col, reward_col=_one(reward_col), baseline_col=baseline_col,
                 num_generations=num_generations, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
                 ref_logprobs_col=ref_logprobs_col, mask_col=mask_col, input_format=_value(input_format), hive=hive,
                 output_format=_value(output_format), threads=threads, progress=progress,

@@ -12,12 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 from . import estimators
 from .errors import UsageError
 from .objective import AGGREGATIONS, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .presets import PRESETS, preset_values
 
 STD_KINDS = {"population": 0, "sample": 1}
+WHITEN_EPS_AT = ("std", "var", "var-floor")
+ESTIMATOR_PARAMS = {"scale", "std", "eps", "gamma", "lam"}  # the options some estimators take and others refuse
+MULTI_REWARD = ("sum-then-normalize", "normalize-then-sum")
+ON_NULL = ("unscorable", "error")
 
 
 def option(default: Any, help: str) -> Any:
@@ -38,6 +44,20 @@ def value_range(text: str | None, name: str) -> tuple[float, float] | None:
     except ValueError:
         raise UsageError(f"`{name}` takes LO,HI (two numbers; found {text!r})") from None
     return lo, hi
+
+
+def numbers(text: str | None, name: str) -> tuple[float, ...] | None:
+    """``"1,0.5"`` as floats (``None`` stays ``None``).
+
+    >>> numbers("1,0.5", "reward_weights")
+    (1.0, 0.5)
+    """
+    if text is None:
+        return None
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"`{name}` takes numbers separated by commas (found {text!r})") from None
 
 
 def defaults(cls) -> dict[str, Any]:
@@ -90,10 +110,23 @@ class AdvantageConfig(_Options):
         verl, TRL and OpenRLHF); only for ``scale`` group or batch.
     eps
         Added to the std before dividing; only for ``scale`` group or batch.
+    reward_weights, multi_reward
+        Several reward columns: their weights, and whether the weighted sum is estimated
+        (``sum-then-normalize``) or each column is and the advantages are summed, then
+        whitened (``normalize-then-sum``, GDPO).
+    on_null
+        A row whose every reward is null: ``unscorable`` (left out of its group, advantage
+        0) or ``error``.
     reward_clip
         ``(lo, hi)``: rewards are clipped to it before the baseline.
-    whiten, whiten_eps
-        Whiten the advantages over the whole input: ``(A - mean) / (std_sample + whiten_eps)``.
+    kl_in_reward, kl
+        ``r - kl_in_reward * sum_t KL_t`` (old vs reference log-probs, estimator ``kl``)
+        before the baseline; token-level estimators subtract it per token.
+    whiten, whiten_std, whiten_eps_at, whiten_eps
+        Whiten the advantages over the whole input: ``(A - mean) / s`` with the std of
+        ``whiten_std`` and ``whiten_eps`` added where ``whiten_eps_at`` says.
+    gamma, lam
+        Discount and GAE lambda of the token-level estimators.
     singleton
         The advantage of a group of one row (see :data:`grpo_cli.estimators.SINGLETONS`).
     """
@@ -103,17 +136,30 @@ class AdvantageConfig(_Options):
     scale: str = option(None, "The divisor s: the group's reward std + eps, the std of all rewards + eps, or 1.")
     std: str = option("population", "population = ddof 0 (the worked examples of the original GRPO notes); sample = ddof 1 (ModelScope Twinkle, verl, TRL, OpenRLHF).")
     eps: float = option(0.0, "Added to the std before dividing.")
+    reward_weights: tuple = option(None, "Weights of the reward columns, in order (default: 1 each).")
+    multi_reward: str = option("sum-then-normalize", "Several reward columns: estimate their weighted sum (TRL's default), "
+                                                     "or estimate each and whiten the weighted sum of the advantages (GDPO).")
+    on_null: str = option("unscorable", "A row whose every reward is null: unscorable = left out of its group's statistics, "
+                                        "advantage 0 (TRL); error = refuse. A null among several rewards counts as 0.")
     reward_clip: tuple = option(None, "Clip each reward to [LO, HI] before the baseline (as OpenRLHF's and TRL's RLOO reward clip).")
-    whiten: bool = option(False, "After the estimator, A = (A - mean) / (std + whiten_eps) over every row of the input, "
-                                 "sample std (TRL's normalize_advantages).")
-    whiten_eps: float = option(1e-8, "Added to the std of --whiten.")
+    kl_in_reward: float = option(None, "r - BETA * sum of the row's KL (old vs reference log-probs) before the baseline; "
+                                       "token-level estimators subtract BETA * KL_t at each token.")
+    kl: str = option("k1", "KL estimator of --kl-in-reward, with d = old - ref.")
+    gamma: float = option(1.0, "Discount of the token-level returns.")
+    lam: float = option(1.0, "GAE lambda.")
+    whiten: bool = option(False, "After the estimator, A = (A - mean) / s over the whole input (rows, or valid tokens "
+                                 "for token-level estimators), as TRL's normalize_advantages.")
+    whiten_std: str = option("sample", "The std of --whiten.")
+    whiten_eps_at: str = option("std", "Where --whiten-eps goes: std = (A - mean) / (std + eps) (TRL); var = / sqrt(var + eps) "
+                                       "(verl); var-floor = / sqrt(max(var, eps)) (OpenRLHF).")
+    whiten_eps: float = option(1e-8, "The epsilon of --whiten.")
     singleton: str = option("zero", "The advantage of a group of one row: " + "; ".join(
         f"{name}: {(fn.__doc__ or '').strip().rstrip('.')}" for name, fn in estimators.SINGLETONS.items()) + ".")
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("advantage")
         spec = estimators.lookup(self.estimator)
-        for name in sorted(given - {"estimator", "singleton", "reward_clip", "whiten", "whiten_eps"} - set(spec.params)):
+        for name in sorted(given & ESTIMATOR_PARAMS - set(spec.params)):
             why = "; it is never scaled" if spec.scales == ("none",) else ""
             raise UsageError(f"estimator {self.estimator!r} takes no `{name}`{why}; drop `{name}`, or pass another `estimator`")
         scale = self.scale if "scale" in given or self.scale in spec.scales else spec.default_scale
@@ -129,8 +175,31 @@ class AdvantageConfig(_Options):
             if not lo < hi:
                 raise UsageError(f"`reward_clip` must be LO < HI (found {lo!r}, {hi!r})")
             self._set(reward_clip=(float(lo), float(hi)))
-        if "whiten_eps" in given and not self.whiten:
-            raise UsageError("`whiten_eps` applies only with `whiten`; pass `whiten` too, or drop it")
+        _choice("multi_reward", self.multi_reward, MULTI_REWARD)
+        _choice("on_null", self.on_null, ON_NULL)
+        if self.reward_weights is not None:
+            self._set(reward_weights=tuple(float(w) for w in self.reward_weights))
+            if not all(np.isfinite(self.reward_weights)):
+                raise UsageError(f"`reward_weights` must be finite (found {self.reward_weights!r})")
+        if self.kl_in_reward is None:
+            if "kl" in given:
+                raise UsageError("`kl` is the estimator of `kl_in_reward`; pass `kl_in_reward` BETA too, or drop `kl`")
+        elif not self.kl_in_reward >= 0:
+            raise UsageError(f"`kl_in_reward` must be >= 0 (found {self.kl_in_reward!r})")
+        elif self.multi_reward == "normalize-then-sum":
+            raise UsageError("`kl_in_reward` subtracts from one reward, and `multi_reward` 'normalize-then-sum' estimates each "
+                             "column apart; pass `multi_reward` 'sum-then-normalize', or drop `kl_in_reward`")
+        _choice("kl", self.kl, tuple(KL_ESTIMATORS))
+        for name in ("gamma", "lam"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise UsageError(f"`{name}` must be in [0, 1] (found {getattr(self, name)!r})")
+        if spec.whitens or self.multi_reward == "normalize-then-sum":
+            self._set(whiten=True)  # part of the estimator (REINFORCE++, GAE) or of the aggregation (GDPO)
+        for name in sorted(given & {"whiten_std", "whiten_eps_at", "whiten_eps"}):
+            if not self.whiten:
+                raise UsageError(f"`{name}` applies only with `whiten`; pass `whiten` too, or drop it")
+        _choice("whiten_std", self.whiten_std, tuple(STD_KINDS))
+        _choice("whiten_eps_at", self.whiten_eps_at, WHITEN_EPS_AT)
         if not self.whiten_eps >= 0:
             raise UsageError(f"`whiten_eps` must be >= 0 (found {self.whiten_eps!r})")
         if self.singleton == "unit-std" and scale == "batch" and "singleton" in given:
@@ -150,9 +219,14 @@ class AdvantageConfig(_Options):
 
     @property
     def figures(self) -> dict:
-        """The resolved options as summaries record them (``whiten_eps``: ``None`` without ``whiten``)."""
+        """The resolved options as summaries record them (``None``: an option that does not apply)."""
+        spec = estimators.lookup(self.estimator)
+        whiten = {k: getattr(self, k) if self.whiten else None for k in ("whiten_std", "whiten_eps_at", "whiten_eps")}
         return {"preset": self.preset, "estimator": self.estimator, "scale": self.scale, "std": self.std, "eps": self.eps,
-                "singleton": self.singleton, "reward_clip": self.reward_clip, "whiten_eps": self.whiten_eps if self.whiten else None}
+                "singleton": self.singleton, "reward_weights": self.reward_weights, "multi_reward": self.multi_reward,
+                "on_null": self.on_null, "reward_clip": self.reward_clip, "kl_in_reward": self.kl_in_reward,
+                "kl": self.kl if self.kl_in_reward is not None else None,
+                **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")}, **whiten}
 
 
 @dataclass(frozen=True)

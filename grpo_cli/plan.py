@@ -16,8 +16,9 @@ import pyarrow as pa
 from . import schema
 from .config import AdvantageConfig, ObjectiveConfig
 from .errors import ColumnNotFoundError, UsageError
+from .estimators import lookup
 from .io import Source, output_targets
-from .token_columns import TokenColumns
+from .token_columns import StepColumns, TokenColumns
 
 OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or a preset: r - group mean
 
@@ -52,20 +53,43 @@ class Output:
 
 
 @dataclass(frozen=True)
+class Inputs:
+    """What the estimator reads besides the grouping: the ``rewards`` columns, a
+    ``baseline`` reward column, and token columns (``steps``)."""
+
+    rewards: tuple[str, ...]
+    baseline: str | None = None
+    steps: StepColumns | None = None
+
+    @property
+    def roles(self) -> dict:
+        """Which column plays which role (``reward``: a list when there are several)."""
+        s = self.steps or StepColumns("")
+        return {"reward": self.rewards[0] if len(self.rewards) == 1 else list(self.rewards), "baseline": self.baseline,
+                "tokens": s.count if s.count and s.count != s.mask else None, "mask": s.mask, "kl_logprobs": s.policy,
+                "ref_logprobs": s.ref, "values": s.values}
+
+
+@dataclass(frozen=True)
 class AdvantagesPlan:
-    """`grpo advantages`: read ``reward`` grouped by ``grouping``, compute with ``estimator``,
-    write ``advantage`` (rounded to ``round_digits`` if given)."""
+    """`grpo advantages`: read ``inputs`` grouped by ``grouping``, compute with ``estimator``,
+    write ``advantage`` (rounded to ``round_digits`` if given), or for a token-level
+    estimator the list columns ``token_advantage`` and ``token_return``."""
 
     grouping: Grouping
-    reward: str
+    inputs: Inputs
     estimator: AdvantageConfig
     output: Output
     round_digits: int | None = None
 
     @property
+    def token_level(self) -> bool:
+        return lookup(self.estimator.estimator).level == "token"
+
+    @property
     def roles(self) -> dict[str, str | None]:
         """Which column plays which role (``None``: no column does)."""
-        return {"prompt": self.grouping.prompt, "reward": self.reward}
+        return {"prompt": self.grouping.prompt, **self.inputs.roles}
 
     @property
     def figures(self) -> dict:
@@ -86,7 +110,7 @@ class ObjectivePlan:
     tokens: TokenColumns
     grouping: Grouping
     advantage: str | None
-    reward: str | None
+    inputs: Inputs | None
     estimator: AdvantageConfig | None
     output: Output
     unused: tuple[str, ...] = ()
@@ -95,8 +119,10 @@ class ObjectivePlan:
     def roles(self) -> dict[str, str | None]:
         """Which column plays which role (``None``: no column does)."""
         t = self.tokens
-        return {"prompt": self.grouping.prompt, "reward": self.reward, "advantage": self.advantage or t.advantage,
-                "logprobs": t.new, "old_logprobs": t.old, "ref_logprobs": t.ref, "mask": t.mask}
+        i = self.inputs.roles if self.inputs else {}
+        return {"prompt": self.grouping.prompt, "reward": i.get("reward"), "baseline": i.get("baseline"),
+                "advantage": self.advantage or t.advantage, "logprobs": t.new, "old_logprobs": t.old, "ref_logprobs": t.ref,
+                "mask": t.mask}
 
     @property
     def advantages_from(self) -> dict:
@@ -141,12 +167,74 @@ def _grouping(source: Source, prompt_col: str | None, num_generations: int | Non
     return Grouping(prompt, num_generations)
 
 
-def _reward(source: Source, reward_col: str | None) -> str:
-    """The reward column, or struct field ``column.field`` (one reward function of several)."""
-    reward = schema.resolve_column(source.schema, "reward", reward_col, source=source.name)
-    field = pa.field(reward, schema.field_type(source.schema, schema.field_path(source.schema, reward)))
-    schema.check_numeric(field, source.name, "reward")
-    return reward
+def _rewards(source: Source, reward_col: str | list[str] | tuple[str, ...] | None, config: AdvantageConfig) -> tuple[str, ...]:
+    """The reward columns (one, or several: one per reward function), each a column or a
+    struct field ``column.field``; as many as ``config.reward_weights``."""
+    given = [reward_col] if reward_col is None or isinstance(reward_col, str) else list(reward_col)
+    if len(set(given)) < len(given):
+        raise UsageError(f"`reward_col` names a column twice ({', '.join(given)})")
+    rewards = tuple(schema.resolve_column(source.schema, "reward", name, source=source.name) for name in given)
+    for reward in rewards:
+        field = pa.field(reward, schema.field_type(source.schema, schema.field_path(source.schema, reward)))
+        schema.check_numeric(field, source.name, "reward")
+    if config.reward_weights is not None and len(config.reward_weights) != len(rewards):
+        raise UsageError(f"`reward_weights` has {len(config.reward_weights)} weights for {len(rewards)} reward columns "
+                         f"({', '.join(rewards)}); give one weight per `reward_col`")
+    return rewards
+
+
+def _inputs(source: Source, config: AdvantageConfig, reward_col, baseline_col: str | None, steps: StepColumns | None) -> Inputs:
+    """The rewards, and the baseline column if the estimator reads one."""
+    spec = lookup(config.estimator)
+    baseline = None
+    if "baseline" in spec.needs:
+        baseline = schema.resolve_column(source.schema, "baseline", baseline_col, source=source.name)
+        schema.check_numeric(source.schema.field(baseline), source.name, "baseline")
+    elif baseline_col is not None:
+        raise UsageError(f"`baseline_col` is read only by estimator 'remax' (found {config.estimator!r}); drop it, or pass `estimator` 'remax'")
+    return Inputs(_rewards(source, reward_col, config), baseline, steps)
+
+
+def reads_tokens(config: AdvantageConfig) -> bool:
+    """Whether the estimator reads token columns: token-level, a row's length, or the KL in the reward."""
+    spec = lookup(config.estimator)
+    return spec.level == "token" or "length" in spec.needs or config.kl_in_reward is not None
+
+
+def _steps(source: Source, config: AdvantageConfig, **columns: str | None) -> StepColumns | None:
+    """The token columns the estimator of `grpo advantages` reads (``None``: none). The row's
+    tokens are counted in the mask, else in the log-probs; a column option given where no
+    token column is read is refused."""
+    if not reads_tokens(config):
+        for option, value in columns.items():
+            if value is not None:
+                raise UsageError(f"`{option}` is not read: estimator {config.estimator!r} reads no token column "
+                                 f"(without `kl_in_reward`); drop `{option}`")
+        return None
+    s, name = source.schema, source.name
+    mask = schema.resolve_column(s, "mask", columns["mask_col"], required=False, source=name)
+    old = schema.resolve_column(s, "old", columns["old_logprobs_col"], required=False, source=name)
+    new = schema.resolve_column(s, "new", columns["logprobs_col"], required=False, source=name)
+    ref = policy = None
+    if config.kl_in_reward is not None:
+        ref = schema.resolve_column(s, "ref", columns["ref_logprobs_col"], source=name)
+        policy = old or new
+        if policy is None:
+            raise ColumnNotFoundError(f"{name}: `kl_in_reward` needs the rollout policy's log-probs (looked for "
+                                      f"{', '.join(schema.ROLES['old'].candidates + schema.ROLES['new'].candidates)}); pass `old_logprobs_col`")
+    elif columns["ref_logprobs_col"] is not None:
+        raise UsageError("`ref_logprobs_col` is read only by `kl_in_reward`; pass `kl_in_reward` BETA, or drop it")
+    count = mask or old or new
+    if count is None:
+        raise ColumnNotFoundError(f"{name}: estimator {config.estimator!r} needs each row's tokens: no mask or log-probs column "
+                                  f"(looked for {', '.join(schema.ROLES['mask'].candidates + schema.ROLES['old'].candidates)}); "
+                                  "pass `mask_col` or `logprobs_col`")
+    values = None
+    if "values" in lookup(config.estimator).needs:
+        values = schema.resolve_column(s, "values", columns["values_col"], source=name)
+    elif columns["values_col"] is not None:
+        raise UsageError(f"`values_col` is read only by estimator 'gae' (found {config.estimator!r}); drop it, or pass `estimator` 'gae'")
+    return StepColumns(count, mask, policy, ref, values)
 
 
 def _output(source: Source, output: str | None, output_dir: str | None, output_format: str | None) -> Output:
@@ -161,22 +249,33 @@ def plan_advantages(
     *,
     config: AdvantageConfig | None = None,
     prompt_col: str | None = None,
-    reward_col: str | None = None,
+    reward_col: str | list[str] | None = None,
+    baseline_col: str | None = None,
     num_generations: int | None = None,
+    mask_col: str | None = None,
+    logprobs_col: str | None = None,
+    old_logprobs_col: str | None = None,
+    ref_logprobs_col: str | None = None,
+    values_col: str | None = None,
     round_digits: int | None = None,
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
 ) -> AdvantagesPlan:
     """The plan of `grpo advantages` on ``source`` (see :func:`grpo_cli.advantages_file`)."""
+    config = config or AdvantageConfig()
+    if round_digits is not None and lookup(config.estimator).level == "token":
+        raise UsageError(f"`round_digits` rounds the per-row advantage column, and estimator {config.estimator!r} writes per-token lists; drop it")
     if round_digits is not None:
         if round_digits < 0:
             raise UsageError(f"`round_digits` must be >= 0 (found {round_digits!r})")
         if output is None and output_dir is None:
             raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
     out = _output(source, output, output_dir, output_format)
-    grouping = _grouping(source, prompt_col, num_generations, required=True)
-    return AdvantagesPlan(grouping, _reward(source, reward_col), config or AdvantageConfig(), out, round_digits)
+    grouping = _grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped)
+    steps = _steps(source, config, mask_col=mask_col, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
+                   ref_logprobs_col=ref_logprobs_col, values_col=values_col)
+    return AdvantagesPlan(grouping, _inputs(source, config, reward_col, baseline_col, steps), config, out, round_digits)
 
 
 def objective_estimator(estimator: str | None = None, preset: str | None = None, **options) -> AdvantageConfig | None:
@@ -208,7 +307,8 @@ def plan_objective(
     advantage_config: AdvantageConfig | None = None,
     advantage_col: str | None = None,
     prompt_col: str | None = None,
-    reward_col: str | None = None,
+    reward_col: str | list[str] | None = None,
+    baseline_col: str | None = None,
     num_generations: int | None = None,
     logprobs_col: str | None = None,
     old_logprobs_col: str | None = None,
@@ -237,9 +337,10 @@ def plan_objective(
     column = None
     if advantage_config is None:
         column = schema.resolve_column(s, "advantage", advantage_col, required=advantage_col is not None, source=name)
-    if column is not None and reward_col is not None:
-        raise UsageError(f"`reward_col` is not read: the advantages come from column {column!r}; "
-                         "drop `reward_col`, or pass `estimator` to compute them from the rewards")
+    for option, value in (("reward_col", reward_col), ("baseline_col", baseline_col)):
+        if column is not None and value is not None:
+            raise UsageError(f"`{option}` is not read: the advantages come from column {column!r}; "
+                             f"drop `{option}`, or pass `estimator` to compute them from the rewards")
     per_token = column is not None and schema.is_list(s.field(column).type)
     if column is not None and not per_token:
         schema.check_numeric(s.field(column), name, "advantage")
@@ -252,8 +353,16 @@ def plan_objective(
         advantage=column if per_token else None,
     )
     grouping = _grouping(source, prompt_col, num_generations, required=False)
-    reward = _reward(source, reward_col) if estimator is not None else None
-    plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, reward, estimator, out)
+    inputs = None
+    if estimator is not None:
+        if lookup(estimator.estimator).level == "token":
+            raise UsageError(f"estimator {estimator.estimator!r} gives per-token advantages: write them with "
+                             f"`grpo advantages --estimator {estimator.estimator} -o FILE`, then pass that file here")
+        if estimator.kl_in_reward is not None and tokens.ref is None:
+            raise UsageError(f"`kl_in_reward` needs reference log-probs: pass `ref_logprobs_col` (looked for {', '.join(schema.ROLES['ref'].candidates)})")
+        steps = StepColumns(tokens.mask or tokens.new, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
+        inputs = _inputs(source, estimator, reward_col, baseline_col, steps)
+    plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, inputs, estimator, out)
     used = tuple(plan.roles.values())
     return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
 

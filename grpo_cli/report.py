@@ -65,11 +65,18 @@ def _roles(columns: dict) -> str:
 def _options(cfg: dict) -> list[str]:
     """An estimator's options as ``name value`` items: scale, std and eps where they apply,
     the others where they are not at their defaults."""
-    shown = {"scale": cfg["scale"], "std": cfg["std"], "eps": cfg["eps"],
+    scaled = cfg["scale"] != "none"
+    whiten = cfg["whiten_eps"] is not None
+    shown = {"scale": cfg["scale"], "std": cfg["std"] if scaled else None, "eps": cfg["eps"] if scaled else None,
+             "gamma": cfg["gamma"], "lambda": cfg["lam"],
              "singleton": cfg["singleton"] if cfg["singleton"] != "zero" else None,
+             "reward weights": cfg["reward_weights"] and ",".join(f"{w:g}" for w in cfg["reward_weights"]),
+             "multi-reward": cfg["multi_reward"] if cfg["reward_weights"] or cfg["multi_reward"] != "sum-then-normalize" else None,
+             "nulls": "error" if cfg["on_null"] == "error" else None,
              "reward clip": cfg["reward_clip"] and "[{:g}, {:g}]".format(*cfg["reward_clip"]),
-             "whitened, eps": cfg["whiten_eps"]}
-    return [f"{k} {_fmt(v)}" for k, v in shown.items() if v is not None]
+             "kl in reward": cfg["kl_in_reward"] is not None and f"{cfg['kl_in_reward']:g} ({cfg['kl']})",
+             "whitened": whiten and f"{cfg['whiten_std']} std, eps {cfg['whiten_eps']:g} at {cfg['whiten_eps_at']}"}
+    return [f"{k} {_fmt(v)}" for k, v in shown.items() if v is not None and v is not False]
 
 
 def _advantages_from(source: dict) -> str:
@@ -114,15 +121,20 @@ def render_advantages(figures: dict, console: Console) -> None:
         t.add_row("preset", cfg["preset"])
     t.add_row("columns", _roles(figures["columns"]))
     t.add_row("rows", str(figures["rows"]))
+    if figures["unscorable_rows"]:
+        t.add_row("unscorable rows", f"{figures['unscorable_rows']} (every reward null: advantage 0)")
     t.add_row("groups", f"{figures['groups']} ({figures['grouped_by']})" if figures["grouped_by"] else str(figures["groups"]))
     t.add_row("group sizes", ", ".join(f"{s}: {c}" for s, c in figures["group_sizes"].items()))
     _stats_row(t, "reward", figures["reward"])
     zv = figures["zero_variance_groups"]
     t.add_row("zero-variance groups", f"{zv['count']} ({zv['share']:.1%}, no learning signal)")
-    _stats_row(t, "advantage", figures["advantage"])
+    if "tokens" in figures:
+        t.add_row("tokens", str(figures["tokens"]))
+    _stats_row(t, "advantage" if "tokens" not in figures else "token advantage", figures["advantage"])
     console.print(t)
-    console.print("advantage histogram")
-    console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)
+    if figures["advantage_histogram"] is not None:
+        console.print("advantage histogram")
+        console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)
 
 
 def render_objective(figures: dict, console: Console) -> None:

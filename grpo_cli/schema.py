@@ -36,6 +36,8 @@ ROLES = {
     "ref": Role("reference log-probs", "ref_logprobs_col",
                 ("ref_logprobs", "ref_log_probs", "ref_log_prob", "ref_per_token_logps", "base_action_log_probs"), lookalike="ref"),
     "mask": Role("token mask", "mask_col", ("response_mask", "loss_mask", "completion_mask", "action_mask", "mask"), lookalike="mask"),
+    "baseline": Role("baseline reward", "baseline_col", ("reward_baseline", "reward_baselines", "baseline_reward", "greedy_reward")),
+    "values": Role("values", "values_col", ("values", "value", "critic_values")),
 }
 NO_COLUMN = "none"  # an optional role's option set to this: no column plays it
 

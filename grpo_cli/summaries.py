@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .estimators import Groups
+from .estimators import Groups, pooled
 from .numerics import unit
 from .objective import LOSSES, Totals, aggregate
 
@@ -197,18 +197,40 @@ class GroupSummary:
 
 
 def advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread],
-                      advantages: tuple[Moments, Spread], config) -> dict:
-    """The figures of `grpo advantages` (``config``: the resolved :class:`AdvantageConfig`)."""
+                      advantages: tuple[Moments, Spread], config, rows: int) -> dict:
+    """The figures of `grpo advantages` (``config``: the resolved :class:`AdvantageConfig`);
+    ``rewards`` describes the scored rows of the ``rows``."""
     return {
-        "rows": rewards[0].n,
+        **_reward_figures(groups, grouped_by, rewards, rows),
+        "advantage": describe(*advantages),
+        "advantage_histogram": histogram(*advantages),
+        "config": config.figures,
+    }
+
+
+def token_advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int,
+                            moments: dict[str, np.ndarray], mu: float, scale: float, config) -> dict:
+    """The figures of `grpo advantages` with a token-level estimator: ``advantage`` describes
+    the written ``(A - mu) / scale`` over every valid token (``tokens``), from each row's
+    ``count``, ``mean``, ``m2``, ``min`` and ``max`` of its raw token advantages; no histogram."""
+    n, mean, m2 = pooled(moments["count"], moments["mean"], moments["m2"])
+    has = moments["count"] > 0
+    figures = {"mean": (mean - mu) / scale, "std": float(np.sqrt(m2 / n)) / scale,
+               "min": (float(moments["min"][has].min()) - mu) / scale, "max": (float(moments["max"][has].max()) - mu) / scale} \
+        if n else {"mean": None, "std": None, "min": None, "max": None}
+    return {**_reward_figures(groups, grouped_by, rewards, rows), "tokens": int(n), "advantage": figures,
+            "advantage_histogram": None, "config": config.figures}
+
+
+def _reward_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int) -> dict:
+    return {
+        "rows": rows,
+        "unscorable_rows": rows - rewards[0].n,
         "groups": groups.groups,
         "grouped_by": grouped_by,
         "group_sizes": {str(s): c for s, c in sorted(groups.sizes.items())},
         "reward": describe(*rewards),
-        "zero_variance_groups": {"count": groups.zero_variance, "share": groups.zero_variance / groups.groups},
-        "advantage": describe(*advantages),
-        "advantage_histogram": histogram(*advantages),
-        "config": config.figures,
+        "zero_variance_groups": {"count": groups.zero_variance, "share": groups.zero_variance / groups.groups if groups.groups else 0.0},
     }
 
 

@@ -114,3 +114,55 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
         if not finite.all():
             raise RowError(_first_row_of_token(lengths, ~finite), f"column {columns.advantage!r} has a NaN or infinite advantage")
     return Tokens(lengths, new, old, ref, mask, advantage)
+
+
+@dataclass(frozen=True)
+class StepColumns:
+    """The token columns an estimator reads: ``count`` (a list column with one entry per
+    token), the ``mask``, the ``policy`` and ``ref`` log-probs of a KL in the reward, and
+    per-token ``values``."""
+
+    count: str
+    mask: str | None = None
+    policy: str | None = None
+    ref: str | None = None
+    values: str | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return list(dict.fromkeys(c for c in (self.count, self.mask, self.policy, self.ref, self.values) if c is not None))
+
+
+@dataclass(frozen=True)
+class StepData:
+    """One batch's token data for an estimator: ``lengths`` (entries per row), ``valid`` (a
+    bool per entry), and on valid tokens only: ``kl_d`` (policy - ref) and ``values``."""
+
+    lengths: np.ndarray
+    valid: np.ndarray
+    kl_d: np.ndarray | None
+    values: np.ndarray | None
+
+    @property
+    def valid_lengths(self) -> np.ndarray:
+        """Each row's valid tokens."""
+        counted = np.concatenate([[0], np.cumsum(self.valid, dtype=np.int64)])
+        ends = np.cumsum(self.lengths)
+        return counted[ends] - counted[ends - self.lengths]
+
+
+def read_steps(batch: pa.RecordBatch, columns: StepColumns) -> StepData:
+    """Validated :class:`StepData` of one record batch (errors name rows of the batch)."""
+    lengths = _list_column(batch, columns.count)[0]
+    mask = _mask(batch, columns.mask, lengths) if columns.mask else np.ones(int(lengths.sum()), dtype=bool)
+    kl_d = values = None
+    if columns.ref is not None:
+        policy = _logprobs(batch, columns.policy, lengths, mask)[1][mask]
+        kl_d = policy.astype(np.float64) - _logprobs(batch, columns.ref, lengths, mask)[1][mask]
+    if columns.values is not None:
+        values = _numbers(batch, columns.values, lengths, mask)[1][mask].astype(np.float64)
+        finite = np.isfinite(values)
+        if not finite.all():
+            raise RowError(_first_row_of_token(lengths, np.isin(np.arange(len(mask)), np.flatnonzero(mask)[~finite])),
+                           f"column {columns.values!r} has a NaN or infinite value")
+    return StepData(lengths, mask, kl_d, values)

@@ -13,11 +13,11 @@ import pyarrow.compute as pc
 
 from .. import schema
 from ..errors import InputError, RowError
-from ..estimators import GroupIndex, Groups, advantage, group_index
-from ..objective import LOSSES, row_terms
-from ..plan import Grouping, ObjectivePlan
+from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
+from ..objective import KL_ESTIMATORS, LOSSES, row_terms
+from ..plan import AdvantagesPlan, Grouping, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
-from ..token_columns import read_tokens
+from ..token_columns import StepColumns, StepData, read_steps, read_tokens
 
 
 def float64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -35,6 +35,17 @@ def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     """A reward or advantage column as float64; null, NaN or infinite values are refused."""
     values = float64(column)
     schema.check_finite_scalars(values, name)
+    return values
+
+
+def reward_values(table: pa.Table, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
+    """The reward columns as float64 (rows x columns), null or NaN as NaN; an infinite reward
+    is refused."""
+    values = np.column_stack([float64(field(table, path)) for path in paths]) if paths else np.zeros((table.num_rows, 0))
+    infinite = np.isinf(values)
+    if infinite.any():
+        row, k = np.argwhere(infinite)[0]
+        raise RowError(int(row), f"column {names[k]!r} is infinite")
     return values
 
 
@@ -57,10 +68,87 @@ def index(keys: pa.ChunkedArray | None, grouping: Grouping, rows: int, source: s
     return GroupIndex.whole(rows)
 
 
-def advantage_window(r: np.ndarray, index: GroupIndex, config) -> tuple[np.ndarray, GroupSummary]:
-    """Advantages of whole groups (``config``: a resolved AdvantageConfig), and their group figures."""
-    groups = Groups(r, index)
-    return advantage(groups, config), GroupSummary.of(groups)
+def advantage_window(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.ndarray, GroupSummary]:
+    """Advantages of whole groups (``config``: a resolved AdvantageConfig), before any
+    whitening, and the group figures of their scored rows."""
+    a, scored = row_advantages(inputs, index, config)
+    return a, GroupSummary.of(scored)
+
+
+def row_steps(batch: pa.RecordBatch, first_row: int, columns: StepColumns, config) -> dict[str, np.ndarray]:
+    """Per row of the batch: ``length``, its valid tokens, and ``kl``, the sum of its KL
+    (policy vs reference, estimator ``config.kl``) when the reward takes it."""
+    data = read_steps(batch, columns)
+    out = {"length": data.valid_lengths}
+    if data.kl_d is not None:
+        out["kl"] = _row_sums(KL_ESTIMATORS[config.kl](data.kl_d), out["length"])
+    return out
+
+
+def _row_sums(x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per row: the float64 sum of its ``lengths[i]`` consecutive values (0 for none)."""
+    ends = np.cumsum(lengths)
+    nonempty = lengths > 0
+    out = np.zeros(len(lengths))
+    out[nonempty] = np.add.reduceat(x, (ends - lengths)[nonempty]) if len(x) else 0.0
+    return out
+
+
+def steps(data: StepData, r: np.ndarray, config) -> tuple[Steps, np.ndarray]:
+    """A batch's :class:`Steps` for a token-level estimator (unscorable rows, NaN ``r``, have
+    none) and where they sit among the batch's list entries (a bool per entry).
+
+    .. math:: r_t = [t = L - 1] \\, r - \\beta \\, \\mathrm{KL}_t
+    """
+    scored = ~np.isnan(r)
+    valid = data.valid & np.repeat(scored, data.lengths)
+    lengths = np.where(scored, data.valid_lengths, 0)
+    kept = valid[data.valid]  # valid entries of scored rows, among all valid entries
+    rewards = np.zeros(int(lengths.sum()))
+    last = np.cumsum(lengths)[lengths > 0] - 1
+    rewards[last] = r[lengths > 0]
+    if data.kl_d is not None:
+        rewards -= config.kl_in_reward * KL_ESTIMATORS[config.kl](data.kl_d[kept])
+    values = None if data.values is None else data.values[kept]
+    return Steps(lengths, rewards, values), valid
+
+
+def token_estimates(batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray) -> tuple[Steps, np.ndarray, np.ndarray, np.ndarray]:
+    """Steps, where they sit, and the estimator's raw per-step advantages and returns."""
+    config = plan.estimator
+    s, valid = steps(read_steps(batch, plan.inputs.steps), r, config)
+    a, returns = lookup(config.estimator).compute(s, config.gamma, config.lam)
+    return s, valid, a, returns
+
+
+def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray) -> dict[str, np.ndarray]:
+    """Per row of the batch, of its raw token advantages: ``count``, ``mean``, ``m2`` (sum of
+    squared deviations from the row's mean), ``min``, ``max`` (NaN for rows without steps)."""
+    s, _, a, _ = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
+    n = s.lengths
+    mean = _row_sums(a, n) / np.where(n > 0, n, 1)
+    d = a - np.repeat(mean, n)
+    nonempty, starts = n > 0, (np.cumsum(n) - n)[n > 0]
+    extremes = {k: np.full(len(n), np.nan) for k in ("min", "max")}
+    if len(a):
+        extremes["min"][nonempty] = np.minimum.reduceat(a, starts)
+        extremes["max"][nonempty] = np.maximum.reduceat(a, starts)
+    return {"count": n, "mean": mean, "m2": _row_sums(d * d, n), **extremes}
+
+
+def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, mu: float, scale: float) -> dict[str, pa.Array]:
+    """The ``token_advantage`` (whitened, ``(A - mu) / scale``) and ``token_return`` list
+    columns of a batch: one entry per list entry, 0 where masked or unscorable."""
+    s, valid, a, returns = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
+    entries = pc.list_value_length(batch.column(plan.inputs.steps.count)).to_numpy().astype(np.int64)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(entries)]).astype(np.int32))
+    out = {}
+    for name, values in (("token_advantage", (a - mu) / scale), ("token_return", returns)):
+        flat = np.zeros(len(valid))
+        flat[valid] = values
+        out[name] = pa.ListArray.from_arrays(offsets, pa.array(flat))
+    return out
+
 
 
 def advantage_columns(batch: pa.RecordBatch, first_row: int, written: np.ndarray) -> dict[str, pa.Array]:

@@ -20,11 +20,11 @@ from . import Engine, kernels
 from .. import schema
 from ..config import AdvantageConfig
 from ..errors import InputError, RowError
-from ..estimators import Groups, lookup, whitened
+from ..estimators import GroupIndex, Groups, RowInputs, lookup, row_inputs, whitened_rows, whitening
 from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
-from ..plan import AdvantagesPlan, Grouping, ObjectivePlan, Output
-from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described
+from ..plan import AdvantagesPlan, Grouping, Inputs, ObjectivePlan, Output
+from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
 
 WINDOW_ROWS = 1 << 16
 
@@ -37,11 +37,14 @@ class LocalEngine(Engine):
         return self.threads or default_threads()
 
     def advantages(self, source: Source, plan: AdvantagesPlan) -> dict:
-        groups = self._first_pass(source, plan.grouping, plan.reward)
-        adv, group_summary = self._advantages(source, plan.grouping, groups, plan.estimator)
+        index, inputs = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
+        if plan.token_level:
+            return self._token_advantages(source, plan, index, inputs)
+        adv, group_summary = self._advantages(source, plan.grouping, index, inputs, plan.estimator)
         with ThreadPoolExecutor(1) as pool:  # the summary is computed while the rows are written
             figures = pool.submit(lambda: advantage_figures(
-                group_summary, plan.grouping.described, described(groups.r), described(adv, histogram=True), plan.estimator))
+                group_summary, plan.grouping.described, described(_scored(inputs)), described(adv, histogram=True), plan.estimator,
+                len(adv)))
             if plan.output.targets:
                 written = adv if plan.round_digits is None else np.round(adv, plan.round_digits)
                 batches = self._batches(source, plan.grouping, kernels.advantage_columns, written, columns=[], carry=True)
@@ -51,9 +54,9 @@ class LocalEngine(Engine):
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
         computed = None
         if plan.first_pass:
-            groups = self._first_pass(source, plan.grouping, plan.reward)
+            index, inputs = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
             if plan.estimator is not None:
-                computed = self._advantages(source, plan.grouping, groups, plan.estimator)[0]
+                computed = self._advantages(source, plan.grouping, index, inputs, plan.estimator)[0]
         summary = ObjectiveSummary()
         batches = self._batches(source, plan.grouping, kernels.objective_batch, plan, computed,
                                 columns=plan.columns, carry=bool(plan.output.targets))
@@ -71,17 +74,34 @@ class LocalEngine(Engine):
                 pass
         return summary.figures(plan.config)
 
-    def _first_pass(self, source: Source, grouping: Grouping, reward: str | None) -> Groups:
-        """Each row's group (and reward, if ``reward`` names a column), in input order."""
-        path = schema.field_path(source.schema, reward) if reward is not None else None
-        table = source.read_columns([c for c in (grouping.prompt, path and path[0]) if c is not None])
+    def _first_pass(self, source: Source, grouping: Grouping, inputs: Inputs | None,
+                    config: AdvantageConfig | None) -> tuple[GroupIndex, RowInputs | None]:
+        """Each row's group and (if ``inputs``) what the estimator reads of it, in input order:
+        the ids and rewards, and a pass over the token columns the estimator needs."""
+        paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
+        names = [grouping.prompt, *(p[0] for p in paths), inputs and inputs.baseline]
+        table = source.read_columns(list(dict.fromkeys(c for c in names if c is not None)))
         keys = table.column(grouping.prompt) if grouping.prompt is not None else None
         label = row_labeller(source, grouping.prompt)
         index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
-        r = _labelled(label, kernels.scalars, kernels.field(table, path), reward) if reward is not None else None
-        return Groups(r, index)
+        if inputs is None:
+            return index, None
+        values = _labelled(label, kernels.reward_values, table, paths, inputs.rewards)
+        baseline = _labelled(label, kernels.scalars, table.column(inputs.baseline), inputs.baseline) if inputs.baseline else None
+        per_row = self._row_steps(source, grouping, inputs, config) if inputs.steps is not None else {}
+        rows = _labelled(label, lambda: row_inputs(values, list(inputs.rewards), config, baseline=baseline, **per_row))
+        if len(rows.r) and not rows.scored.any():
+            raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
+        return index, rows
 
-    def _advantages(self, source: Source, grouping: Grouping, groups: Groups, config: AdvantageConfig) -> tuple[np.ndarray, GroupSummary]:
+    def _row_steps(self, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> dict[str, np.ndarray]:
+        """Per row, from a pass over the token columns: ``length`` (valid tokens) and ``kl``."""
+        parts = [part for _, _, part in self._batches(source, grouping, kernels.row_steps, inputs.steps, config,
+                                                       columns=inputs.steps.names, carry=False)]
+        return _joined(parts, ("length", "kl") if config.kl_in_reward is not None else ("length",))
+
+    def _advantages(self, source: Source, grouping: Grouping, g: GroupIndex, inputs: RowInputs,
+                    config: AdvantageConfig) -> tuple[np.ndarray, GroupSummary]:
         """Each row's advantage (float64) and the group figures; an error names its row.
 
         Contiguous groups of a group-local estimator are computed a window of whole groups
@@ -89,19 +109,35 @@ class LocalEngine(Engine):
         cache, and its sums are the same as over the whole input, so the result is
         bit-identical. File-wide statistics (``scale='batch'``) need every reward at once.
         """
-        g, label = groups.index, row_labeller(source, grouping.prompt)
+        label = row_labeller(source, grouping.prompt)
         if not g.contiguous or lookup(config.estimator).scope == "file" or config.scale == "batch":
-            out, summary = _labelled(label, kernels.advantage_window, groups.r, g, config)
-            return whitened(out, config), summary
-        out = np.empty_like(groups.r)
+            out, summary = _labelled(label, kernels.advantage_window, inputs, g, config)
+            return whitened_rows(out, inputs, config), summary
+        out = np.empty_like(inputs.r)
 
         def fill(window: tuple[int, int]) -> GroupSummary:
             rows, local = g.window(*window)
-            out[rows], summary = _labelled(lambda row: label(rows.start + row), kernels.advantage_window, groups.r[rows], local, config)
+            out[rows], summary = _labelled(lambda row: label(rows.start + row), kernels.advantage_window, inputs.rows(rows), local, config)
             return summary
 
-        summary = reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), self.workers))
-        return whitened(out, config), summary
+        summary = reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), self.workers), GroupSummary())
+        return whitened_rows(out, inputs, config), summary
+
+    def _token_advantages(self, source: Source, plan: AdvantagesPlan, index: GroupIndex, inputs: RowInputs) -> dict:
+        """A token-level estimator: one pass for each row's moments of its raw token
+        advantages (the whitening needs the whole input's), one to write the columns."""
+        config, columns = plan.estimator, plan.inputs.steps.names
+        parts = [part for _, _, part in self._batches(source, plan.grouping, kernels.token_moments, plan, inputs.r,
+                                                       columns=columns, carry=False)]
+        moments = _joined(parts, ("count", "mean", "m2", "min", "max"))
+        mu, scale = whitening(moments["count"], moments["mean"], moments["m2"], config)
+        groups = Groups(inputs.r, index)
+        figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(_scored(inputs)), len(inputs.r),
+                                          moments, mu, scale, config)
+        if plan.output.targets:
+            batches = self._batches(source, plan.grouping, kernels.token_columns, plan, inputs.r, mu, scale, columns=columns, carry=True)
+            self._write(source, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")], batches)
+        return figures
 
     def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool) -> Iterator:
         """``(part index, batch, kernel(read, first_row, *args))`` for every record batch, in
@@ -162,6 +198,16 @@ class LocalEngine(Engine):
             sink(len(targets) - 1)
             for s in sinks:
                 s.commit()
+
+
+def _scored(inputs: RowInputs) -> np.ndarray:
+    """The rewards of the scored rows."""
+    return inputs.r if inputs.scored.all() else inputs.r[inputs.scored]
+
+
+def _joined(parts: list[dict[str, np.ndarray]], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Per-batch arrays of each key joined in row order."""
+    return {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in keys}
 
 
 def row_labeller(source: Source, prompt: str | None) -> Callable[[int], str]:

@@ -8,16 +8,55 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import grpo, rloo, mean, passk, gpg  # noqa: F401, I001  (each registers itself; this order is the listing order)
+from . import grpo, rloo, mean, passk, gpg, opo, remax, reinforce_baseline, returns  # noqa: F401, I001  (each registers itself; this order is the listing order)
 from ..errors import RowError
 from ..numerics import units
 from .groups import GroupIndex, Groups, group_index
 from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
+from .returns import Steps
+from .rewards import RowInputs, row_inputs
 from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
+from .whiten import pooled, whitened, whitening
 
-__all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "advantage", "group_index", "lookup", "names",
-           "whitened"]
+__all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "RowInputs", "Steps", "advantage",
+           "group_index", "lookup", "names", "pooled", "row_advantages", "row_inputs",
+           "whitened", "whitened_rows", "whitening"]
+
+
+def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.ndarray, Groups]:
+    """Each row's advantage before any whitening (0 for unscorable rows), and the scored rows
+    in their groups (what the summary describes).
+
+    With ``multi_reward`` 'normalize-then-sum' each reward column is estimated over the rows
+    where it is not null, and the advantages are summed with the reward weights:
+    :math:`A_i = \\sum_k w_k A^{(k)}_i`.
+    """
+    groups = Groups(inputs.r, index, length=inputs.length, baseline=inputs.baseline)
+    if inputs.columns is None:
+        a = _scored(groups, config)
+    else:
+        w = np.ones(inputs.columns.shape[1]) if config.reward_weights is None else config.reward_weights
+        a = sum(w[k] * _scored(groups.with_rewards(inputs.columns[:, k]), config) for k in range(len(w)))
+    scored = inputs.scored
+    return a, groups if scored.all() else groups.subset(scored)
+
+
+def whitened_rows(a: np.ndarray, inputs: RowInputs, config) -> np.ndarray:
+    """``a`` whitened as ``config`` says (:func:`.whiten.whitened`) over the scored rows, each
+    counted once, or once per valid token for an estimator that whitens over tokens."""
+    per_row = inputs.length if lookup(config.estimator).whitens == "tokens" else 1
+    return whitened(a, config, np.where(inputs.scored, per_row, 0))
+
+
+def _scored(groups: Groups, config) -> np.ndarray:
+    """:func:`advantage` over the rows whose reward is not NaN; the others get 0."""
+    scored = ~np.isnan(groups.r)
+    if scored.all():
+        return advantage(groups, config)
+    a = np.zeros(len(groups.r))
+    a[scored] = advantage(groups.subset(scored), config)
+    return a
 
 
 def advantage(groups: Groups, config) -> np.ndarray:
@@ -39,39 +78,21 @@ def advantage(groups: Groups, config) -> np.ndarray:
     >>> advantage(Groups(np.array([0.0, 1.0, 0.0, 1.0]), GroupIndex.whole(4)), AdvantageConfig()).tolist()
     [-1.0, 1.0, -1.0, 1.0]
     """
-    if config.reward_clip is not None:
-        groups = Groups(np.clip(groups.r, *config.reward_clip), groups.index)
-    scaled, u = in_units(groups, file_wide=lookup(config.estimator).scope == "file" or config.scale == "batch")
+    spec = lookup(config.estimator)
+    scaled, u = in_units(groups, file_wide=spec.scope == "file" or config.scale == "batch" or not spec.grouped)
     with np.errstate(all="ignore"):
-        a = lookup(config.estimator).baseline_removed(scaled) / SCALE_DIVISORS[config.scale](scaled, config.ddof, config.eps / u)
-        a = np.where(groups.per_row(groups.informative), a, 0.0)
+        a = spec.compute(scaled) / SCALE_DIVISORS[config.scale](scaled, config.ddof, config.eps / u)
+        if spec.grouped:
+            a = np.where(groups.per_row(groups.informative), a, 0.0)
         if config.scale == "none" and scaled is not groups:
             a *= groups.per_row(u) if len(u) > 1 else u[0]
-        if config.singleton != "zero":
+        if config.singleton != "zero" and spec.grouped:
             alone = groups.per_row(groups.count == 1)
             a = np.where(alone, SINGLETONS[config.singleton](groups.r, config.scale, config.eps), a)
     bad = np.flatnonzero(~np.isfinite(a))
     if bad.size:
         raise RowError(int(bad[0]), f"the advantage is beyond float64 (rewards up to {np.max(np.abs(groups.r)):.3g}); rescale the rewards")
     return a
-
-
-def whitened(a: np.ndarray, config) -> np.ndarray:
-    """With ``config.whiten``: the advantages of the whole input whitened (TRL's
-    ``normalize_advantages``), else ``a``. Fewer than two rows give 0.
-
-    .. math:: A'_i = (A_i - \\bar A) / (\\mathrm{std}_{ddof=1}(A) + \\epsilon_w)
-
-    >>> from grpo_cli import AdvantageConfig
-    >>> whitened(np.array([1.0, 2.0, 3.0]), AdvantageConfig(whiten=True, whiten_eps=0.0)).tolist()
-    [-1.0, 0.0, 1.0]
-    """
-    if not config.whiten:
-        return a
-    if len(a) < 2:
-        return np.zeros_like(a)
-    c = a - np.mean(a)
-    return c / (np.sqrt(np.sum(c * c) / (len(a) - 1)) + config.whiten_eps)
 
 
 def in_units(groups: Groups, file_wide: bool) -> tuple[Groups, np.ndarray]:
@@ -82,4 +103,4 @@ def in_units(groups: Groups, file_wide: bool) -> tuple[Groups, np.ndarray]:
     u = units(peak.max(initial=0.0, keepdims=True) if file_wide else peak)
     if (u == 1.0).all():
         return groups, np.ones(1)
-    return Groups(groups.r / (u[0] if file_wide else groups.per_row(u)), groups.index), u
+    return groups.divided(u[0] if file_wide else groups.per_row(u)), u

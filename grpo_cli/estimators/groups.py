@@ -75,6 +75,19 @@ class GroupIndex:
         start, stop = int(self.first[lo]), int(self.first[hi]) if hi < self.count else self.rows
         return slice(start, stop), GroupIndex(self.first[lo:hi] - start, stop - start)
 
+    def subset(self, keep: np.ndarray) -> "GroupIndex":
+        """The index of the rows where ``keep`` (a bool per row); groups left empty vanish.
+
+        >>> GroupIndex.blocks(6, 2).subset(np.array([1, 1, 0, 0, 0, 1], bool)).codes.tolist()
+        [0, 0, 1]
+        """
+        codes = self.codes[keep]
+        rows = len(codes)
+        if self.contiguous:
+            return GroupIndex(np.flatnonzero(np.diff(codes, prepend=-1) != 0), rows)
+        _, first, renumbered = np.unique(codes, return_index=True, return_inverse=True)
+        return GroupIndex(first.astype(np.int64), rows, renumbered.astype(np.int64))
+
     def windows(self, rows: int) -> list[tuple[int, int]]:
         """Consecutive ranges of whole groups ``(lo, hi)`` of about ``rows`` rows each
         (more if one group is larger); contiguous indexes only."""
@@ -137,9 +150,24 @@ class Groups:
     ([0.5, 5.0], [0.5, 0.0], [True, False])
     """
 
-    def __init__(self, r: np.ndarray, index: GroupIndex):
+    def __init__(self, r: np.ndarray, index: GroupIndex, *, length: np.ndarray | None = None, baseline: np.ndarray | None = None):
         self.r = r
         self.index = index
+        self.length = length  # each row's valid tokens (estimators that need it)
+        self.baseline = baseline  # each row's baseline reward (estimators that need it)
+
+    def with_rewards(self, r: np.ndarray) -> "Groups":
+        """The same rows with rewards ``r``."""
+        return Groups(r, self.index, length=self.length, baseline=self.baseline)
+
+    def divided(self, unit: np.ndarray | float) -> "Groups":
+        """The same rows with rewards (and baseline rewards) divided by ``unit``."""
+        return Groups(self.r / unit, self.index, length=self.length, baseline=None if self.baseline is None else self.baseline / unit)
+
+    def subset(self, keep: np.ndarray) -> "Groups":
+        """The rows where ``keep`` (a bool per row), in their groups (groups left empty vanish)."""
+        pick = lambda x: None if x is None else x[keep]  # noqa: E731
+        return Groups(self.r[keep], self.index.subset(keep), length=pick(self.length), baseline=pick(self.baseline))
 
     def per_row(self, group_values: np.ndarray) -> np.ndarray:
         """Each row gets its group's value."""

@@ -1,9 +1,11 @@
 """The estimator registry: each estimator is one function and a spec of what it needs.
 
-An estimator function takes the rewards in their groups (:class:`~.groups.Groups`) and
+A row-level estimator takes the rewards in their groups (:class:`~.groups.Groups`) and
 returns ``r - b``, the reward minus its baseline; the scale (``group``, ``batch`` or
-``none``, see :mod:`.scale`) divides it afterwards. Its docstring's first line is its help in
-``--help`` and the README; the rest states the formula.
+``none``, see :mod:`.scale`) divides it afterwards. A token-level estimator takes each row's
+steps (:class:`~.returns.Steps`: per-token rewards, and values) and returns per-token
+advantages and returns. Its docstring's first line is its help in ``--help`` and the README;
+the rest states the formula.
 """
 
 from __future__ import annotations
@@ -11,10 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from ..errors import UsageError
-from .groups import Groups
 
 SCALES = ("group", "batch", "none")
 
@@ -27,15 +26,23 @@ class Estimator:
     ----------
     name, aliases
         What ``estimator`` accepts.
-    baseline_removed
-        ``Groups -> r - b``, one float64 per row.
+    compute
+        Row level: ``Groups -> r - b``, one float64 per row. Token level:
+        ``Steps -> (advantages, returns)``, one float64 per valid token each.
     needs
-        Column roles read in the first pass besides the grouping (see :data:`grpo_cli.schema.ROLES`).
+        What it reads besides the rewards and the grouping: ``length`` (each row's valid
+        tokens), ``baseline`` (a baseline reward column), ``values`` (per-token values).
     scope
         ``group``: a group's rows are all it needs, so groups may be computed a window at a
         time; ``file``: it needs statistics of the whole input.
     level
         ``row`` (one advantage per row) or ``token`` (one per token).
+    grouped
+        Its baseline comes from the group, so groups without signal (one row, equal
+        rewards) get 0; ``False``: every row stands alone.
+    whitens
+        ``tokens``: its advantages are always whitened over the valid tokens of the input
+        (a row counts once per token); ``None``: only with ``whiten``, over rows.
     params
         The options of :class:`~grpo_cli.config.AdvantageConfig` it reads besides
         ``estimator``; any other option given with it is an error.
@@ -44,11 +51,13 @@ class Estimator:
     """
 
     name: str
-    baseline_removed: Callable[[Groups], np.ndarray]
+    compute: Callable
     aliases: tuple[str, ...] = ()
-    needs: tuple[str, ...] = ("reward",)
+    needs: tuple[str, ...] = ()
     scope: str = "group"
     level: str = "row"
+    grouped: bool = True
+    whitens: str | None = None
     params: tuple[str, ...] = ("scale", "std", "eps")
     scales: tuple[str, ...] = SCALES
     default_scale: str = "group"
@@ -56,7 +65,7 @@ class Estimator:
     @property
     def help(self) -> str:
         """The first line of the function's docstring."""
-        return (self.baseline_removed.__doc__ or "").strip().splitlines()[0]
+        return (self.compute.__doc__ or "").strip().splitlines()[0]
 
 
 ESTIMATORS: dict[str, Estimator] = {}
@@ -65,7 +74,7 @@ ESTIMATORS: dict[str, Estimator] = {}
 def estimator(name: str, **spec) -> Callable:
     """Register the decorated function as estimator ``name`` (``spec``: see :class:`Estimator`)."""
 
-    def register(fn: Callable[[Groups], np.ndarray]) -> Callable[[Groups], np.ndarray]:
+    def register(fn: Callable) -> Callable:
         ESTIMATORS[name] = Estimator(name, fn, **spec)
         return fn
 

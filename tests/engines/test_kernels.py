@@ -9,7 +9,7 @@ import pytest
 from grpo_cli import AdvantageConfig
 from grpo_cli.engines import kernels
 from grpo_cli.errors import InputError, RowError
-from grpo_cli.estimators import GroupIndex
+from grpo_cli.estimators import GroupIndex, RowInputs
 from grpo_cli.io import open_source
 from grpo_cli.plan import Grouping, plan_objective
 
@@ -47,5 +47,5 @@ def test_group_index_kernel():
 
 
 def test_advantage_window():
-    adv, summary = kernels.advantage_window(np.array([0.0, 1.0, 3.0, 3.0]), GroupIndex.blocks(4, 2), AdvantageConfig())
+    adv, summary = kernels.advantage_window(RowInputs(np.array([0.0, 1.0, 3.0, 3.0])), GroupIndex.blocks(4, 2), AdvantageConfig())
     assert adv.tolist() == [-1.0, 1.0, 0.0, 0.0] and summary.groups == 2 and summary.zero_variance == 1

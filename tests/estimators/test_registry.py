@@ -7,19 +7,21 @@ from grpo_cli.estimators import ESTIMATORS, SCALES, lookup, names
 
 
 def test_names_and_aliases():
-    assert names() == ["grpo", "rloo", "mean", "drgrpo", "unbiased", "passk", "gpg"]
+    valid = ["grpo", "rloo", "mean", "drgrpo", "unbiased", "passk", "gpg", "opo", "remax", "reinforce-baseline", "reinforce", "gae"]
+    assert names() == valid
     assert lookup("unbiased") is ESTIMATORS["mean"] and lookup("rloo").name == "rloo"
-    with pytest.raises(UsageError, match=r"unknown `estimator` 'gdpo' \(valid: grpo, rloo, mean, drgrpo, unbiased, passk, gpg\)"):
+    with pytest.raises(UsageError, match=r"unknown `estimator` 'gdpo' \(valid: " + ", ".join(valid) + r"\)"):
         lookup("gdpo")
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_every_spec_is_complete(name):
     spec = ESTIMATORS[name]
-    assert spec.help and "math::" in spec.baseline_removed.__doc__  # a help line and the formula
+    assert spec.help and "math::" in spec.compute.__doc__  # a help line and the formula
     assert spec.default_scale in spec.scales and set(spec.scales) <= set(SCALES)
     assert spec.scope in ("group", "file") and spec.level in ("row", "token")
-    assert set(spec.params) <= {"scale", "std", "eps"} and "reward" in spec.needs
+    assert set(spec.params) <= {"scale", "std", "eps", "gamma", "lam"} and set(spec.needs) <= {"length", "baseline", "values"}
+    assert spec.whitens in (None, "tokens") and (spec.level == "row" or spec.whitens == "tokens")
 
 
 def test_the_mean_baseline_is_never_scaled():

@@ -1,0 +1,70 @@
+"""From reward columns to the reward an estimator sees.
+
+Several reward columns (one per reward function) combine as TRL combines them: the weighted
+sum, where a null counts as 0, and a row whose every reward is null is *unscorable* (NaN
+here): left out of its group's statistics, advantage 0. With ``multi_reward``
+``normalize-then-sum`` each column is estimated on its own and the advantages are summed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import RowError
+
+
+@dataclass(frozen=True)
+class RowInputs:
+    """What a row-level estimator reads of each row: ``r``, the reward it sees (NaN:
+    unscorable); for ``normalize-then-sum``, ``columns``, each column's reward (rows x
+    columns, NaN where null); and ``length`` (valid tokens) and ``baseline`` where an
+    estimator needs them."""
+
+    r: np.ndarray  # normalize-then-sum: the weighted sum of the columns, for the summary
+    columns: np.ndarray | None = None
+    length: np.ndarray | None = None
+    baseline: np.ndarray | None = None
+
+    def rows(self, rows: slice) -> "RowInputs":
+        cut = lambda x: None if x is None else x[rows]  # noqa: E731
+        return RowInputs(self.r[rows], cut(self.columns), cut(self.length), cut(self.baseline))
+
+    @property
+    def scored(self) -> np.ndarray:
+        return ~np.isnan(self.r)
+
+
+def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, baseline=None, kl=None) -> RowInputs:
+    """The :class:`RowInputs` of reward ``values`` (rows x columns ``names``, NaN where null).
+
+    .. math:: r_i = \\mathrm{clip}\\left(\\sum_k w_k R_{ik}\\right) - \\beta \\sum_t \\mathrm{KL}_{it}
+
+    (``config.reward_weights`` w, default 1; a null ``R_ik`` counts 0; ``config.reward_clip``;
+    ``config.kl_in_reward`` beta with ``kl``, each row's summed KL). With ``on_null``
+    'error', a null reward raises :class:`RowError` at its row.
+
+    >>> from grpo_cli import AdvantageConfig
+    >>> row_inputs(np.array([[1.0, np.nan], [np.nan, np.nan]]), ["a", "b"], AdvantageConfig()).r.tolist()
+    [1.0, nan]
+    """
+    null = np.isnan(values)
+    if config.on_null == "error" and null.any():
+        row, k = np.argwhere(null)[0]
+        raise RowError(int(row), f"column {names[k]!r} (reward) is null or NaN; drop `on_null` 'error' to leave such rows unscored")
+    w = np.ones(values.shape[1]) if config.reward_weights is None else np.asarray(config.reward_weights)
+    unscorable = null.all(axis=1)
+    clip = (lambda x: np.clip(x, *config.reward_clip)) if config.reward_clip is not None else (lambda x: x)
+    def summed(x: np.ndarray) -> np.ndarray:
+        return sum(w[k] * (x[:, k] if x.shape[1] == 1 else np.where(null[:, k], 0.0, x[:, k])) for k in range(x.shape[1]))
+
+    if config.multi_reward == "normalize-then-sum":  # r: only what the summary describes
+        columns = clip(values)
+        return RowInputs(np.where(unscorable, np.nan, summed(columns)), columns, length, baseline)
+    r = clip(summed(values))
+    if kl is not None:
+        r = r - config.kl_in_reward * kl
+    if unscorable.any():
+        r = np.where(unscorable, np.nan, r)
+    return RowInputs(r, None, length, baseline)
