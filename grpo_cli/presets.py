@@ -27,23 +27,27 @@ class Preset:
 PRESETS = {p.name: p for p in (
     Preset(
         "verl", "verl 0.7.0 (b178a3cd): trainer/ppo/core_algos.py, examples/grpo_trainer",
-        advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-6, "singleton": "unit-std"},
+        advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-6, "singleton": "unit-std",
+                   "whiten_std": "sample", "whiten_eps_at": "var", "whiten_eps": 1e-8},
         objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": 3.0, "agg": "token-mean", "logratio_clamp": 20.0},
         differs="token-mean is per micro-batch in verl (one micro-batch here); the KL loss is logged apart "
                 "(actor/kl_loss), so beta stays 0",
     ),
     Preset(
         "trl", "TRL 1.9.0 (f2cd5771): trainer/grpo_trainer.py, grpo_config.py",
-        advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-4, "singleton": "zero"},
+        advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-4, "singleton": "zero",
+                   "whiten_std": "sample", "whiten_eps_at": "std", "whiten_eps": 1e-4},
         objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": math.inf},
         differs="loss_type 'dapo' normalises by the generation batch's tokens (the whole file here)",
     ),
     Preset(
         "openrlhf", "OpenRLHF 0.11.0 (3c3be623): trainer/ppo_utils/experience_maker.py, models/loss.py",
-        advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-9, "singleton": "zero"},
+        advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-9, "singleton": "zero",
+                   "whiten_std": "population", "whiten_eps_at": "var-floor", "whiten_eps": 1e-8},
         objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": 20.0},
         differs="its reward clip to [-10, 10], applied after the baseline (group_norm), is not "
-                "(|A| < 10 anyway in groups of fewer than 100 rows)",
+                "(|A| < 10 anyway in groups of fewer than 100 rows); nor its KL in the reward (init_kl_coef 0.01 by "
+                "default, each token's KL clamped to +-10): pass --kl-in-reward to add one",
     ),
     Preset(
         "twinkle", "ModelScope Twinkle 0.1 (1a1d8845): advantage/grpo.py, loss/grpo.py",

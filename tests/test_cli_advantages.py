@@ -2,6 +2,7 @@
 
 import hashlib
 import io
+import json
 
 import numpy as np
 import polars as pl
@@ -93,13 +94,27 @@ def test_missing_reward_column_suggests_names(tmp_path):
     assert not (tmp_path / "o.jsonl").exists()
 
 
-def test_nan_reward_names_row_and_prompt(tmp_path):
+def test_nan_reward_names_row_and_prompt_with_on_null_error(tmp_path):
     src = tmp_path / "nan.jsonl"
     src.write_text('{"uid": "p1", "reward": 1.0}\n{"uid": "p1", "reward": NaN}\n')
-    proc = run_grpo("advantages", str(src), check=False)
+    proc = run_grpo("advantages", str(src), "--on-null", "error", check=False)
     assert proc.returncode == 1
     assert "row 1 (prompt id 'p1'): column 'reward' is null or NaN" in proc.stderr.decode()
     assert "Traceback" not in proc.stderr.decode()
+
+
+def test_null_rewards_are_unscorable_by_default(tmp_path):
+    """TRL's rule: a row whose every reward is null is left out of its group (which keeps
+    rows 0 and 2: mean 0.5, population std 0.5) and gets advantage 0."""
+    src = tmp_path / "nulls.jsonl"
+    src.write_text('{"uid": "p", "reward": 1.0}\n{"uid": "p", "reward": null}\n{"uid": "p", "reward": 0.0}\n'
+                   '{"uid": "q", "reward": null}\n')
+    out = tmp_path / "a.jsonl"
+    proc = run_grpo("advantages", str(src), "-o", str(out), "--summary-json", str(tmp_path / "s.json"))
+    assert [json.loads(line)["advantage"] for line in out.read_text().splitlines()] == [1.0, 0.0, -1.0, 0.0]
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["unscorable_rows"] == 2 and summary["groups"] == 1 and summary["reward"]["mean"] == 0.5
+    assert "unscorable rows" in proc.stderr.decode()
 
 
 def test_group_size_disagrees_with_num_generations(sample_parquet):

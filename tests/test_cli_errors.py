@@ -82,8 +82,8 @@ DATA_CASES = [
     ("ambiguous prompt id", ("parquet", "jsonl"), lambda: [{**r, "uid": r["prompt_id"]} for r in base_rows()], BOTH, [], 2, "columns 'prompt_id', 'uid' could each be the prompt id; pick one with --prompt-col"),
     ("duplicate column names", ("parquet",), lambda: pa.Table.from_arrays([pa.array(["p0"]), pa.array([1.0]), pa.array([0.0])], names=["prompt_id", "reward", "reward"]), BOTH, [], 1, "duplicate column name 'reward'"),
     ("duplicate keys", ("jsonl",), lambda: b'{"prompt_id": "p0", "reward": 1, "reward": 2}\n', BOTH, [], 1, "line 1: not valid JSON (duplicate column name 'reward')"),
-    ("null reward", ("parquet", "jsonl"), edit(3, reward=None), BOTH, [], 1, "row 3 (prompt id 'p1'): column 'reward' is null or NaN"),
-    ("NaN reward", ("parquet", "jsonl"), edit(1, reward=float("nan")), BOTH, [], 1, "row 1 (prompt id 'p0'): column 'reward' is null or NaN"),
+    ("null reward", ("parquet", "jsonl"), edit(3, reward=None), BOTH, ["--estimator", "mean", "--on-null", "error"], 1, "row 3 (prompt id 'p1'): column 'reward' is null or NaN (--on-null 'error'"),
+    ("NaN reward", ("parquet", "jsonl"), edit(1, reward=float("nan")), BOTH, ["--estimator", "mean", "--on-null", "error"], 1, "row 1 (prompt id 'p0'): column 'reward' is null or NaN"),
     ("infinite reward", ("parquet", "jsonl"), edit(2, reward=float("inf")), BOTH, [], 1, "row 2 (prompt id 'p1'): column 'reward' is infinite"),
     ("token lengths differ", ("parquet", "jsonl"), edit(2, old_logprobs=[-0.1]), TOKENS, [], 1, "row 2 (prompt id 'p1'): column 'old_logprobs' has 1 tokens but 2 in the log-probs column"),
     ("null token list", ("parquet", "jsonl"), edit(1, logprobs=None), TOKENS, [], 1, "row 1 (prompt id 'p0'): column 'logprobs' is null"),
@@ -164,7 +164,7 @@ def test_overflowing_log_ratio_is_clamped_and_counted(tmp_path):
 
 
 def test_debug_shows_the_traceback(tmp_path):
-    src = write_input(tmp_path, "parquet", edit(1, reward=None))
+    src = write_input(tmp_path, "parquet", edit(1, reward=float("inf")))
     proc = run_grpo("advantages", str(src), "--debug", check=False)
     assert proc.returncode != 0 and "Traceback" in proc.stderr.decode()
 

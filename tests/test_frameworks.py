@@ -91,7 +91,7 @@ def test_verl_padded_with_response_mask_and_per_token_advantages(tmp_path):
     assert figures["objective"] == pytest.approx(sum(map(sum, terms)) / mask.sum(), rel=1e-12)
     assert figures["kl_ref"] == pytest.approx(sum(hand_k3(lengths, logp)) / mask.sum(), rel=1e-12)
     assert figures["columns"] == {"prompt": "uid", "reward": None, "advantage": "advantages", "logprobs": "log_probs",
-                                  "old_logprobs": "old_log_probs", "ref_logprobs": "ref_log_prob", "mask": "response_mask"}
+                                  "old_logprobs": "old_log_probs", "ref_logprobs": "ref_log_prob", "mask": "response_mask", "baseline": None}
     assert figures["unused_columns"] == ["attention_mask"]
     assert figures["config"]["advantages"] == {"column": "advantages", "per_token": True}
 
@@ -116,8 +116,10 @@ def test_verl_padded_with_rewards_and_grpo_estimator(tmp_path):
     terms = hand_terms(lengths, logp, lambda i, t: adv[i])
     assert figures["objective"] == pytest.approx(np.mean([sum(r) for r in terms]), rel=1e-12)  # seq-mean-token-sum
     assert figures["tokens"] == int(mask.sum())
-    assert figures["config"]["advantages"] == {"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-6,
-                                               "singleton": "zero", "reward_clip": None, "whiten_eps": None}
+    assert figures["config"]["advantages"] == {
+        "estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-6, "singleton": "zero", "reward_weights": None,
+        "multi_reward": "sum-then-normalize", "on_null": "unscorable", "reward_clip": None, "kl_in_reward": None, "kl": None,
+        "gamma": None, "lam": None, "whiten_std": None, "whiten_eps_at": None, "whiten_eps": None}
     assert figures["columns"]["reward"] == "score" and figures["unused_columns"] == []
     written = pq.read_table(out)
     np.testing.assert_allclose(written["advantage"].to_numpy(), adv, rtol=1e-12)
@@ -178,7 +180,7 @@ def test_openrlhf_action_tensors_and_info_reward(tmp_path):
     assert figures["objective"] == pytest.approx((sum(map(sum, terms)) - 0.05 * sum(kl)) / n, rel=1e-12)
     assert figures["kl_ref"] == pytest.approx(sum(kl) / n, rel=1e-12)
     assert figures["columns"] == {"prompt": "index", "reward": "info.reward", "advantage": None, "logprobs": "log_probs",
-                                  "old_logprobs": "action_log_probs", "ref_logprobs": "base_action_log_probs", "mask": "action_mask"}
+                                  "old_logprobs": "action_log_probs", "ref_logprobs": "base_action_log_probs", "mask": "action_mask", "baseline": None}
     assert figures["unused_columns"] == ["attention_mask"]
 
 

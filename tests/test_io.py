@@ -57,7 +57,7 @@ def test_error_rows_name_the_file_they_are_in(steps):
     rewards = table["reward"].to_numpy().copy()
     rewards[5] = np.nan
     pq.write_table(table.set_column(table.schema.get_field_index("reward"), "reward", pa.array(rewards)), steps / "step_2.parquet")
-    proc = run_grpo("advantages", str(steps), check=False)
+    proc = run_grpo("advantages", str(steps), "--on-null", "error", check=False)
     assert f"{steps / 'step_2.parquet'}: row 5 (prompt id 'gsm8k-0020'): column 'reward' is null or NaN" in proc.stderr.decode()
 
 

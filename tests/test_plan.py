@@ -24,7 +24,7 @@ def source_of(tmp_path, **columns):
 def test_advantages_plan(tmp_path, sample_parquet):
     with open_source(str(sample_parquet)) as source:
         plan = plan_advantages(source, output=str(tmp_path / "o.jsonl"), round_digits=3)
-    assert plan.grouping.prompt == "prompt_id" and plan.reward == "reward" and plan.estimator == AdvantageConfig()
+    assert plan.grouping.prompt == "prompt_id" and plan.inputs.rewards == ("reward",) and plan.estimator == AdvantageConfig()
     assert plan.output.targets == (str(tmp_path / "o.jsonl"),) and plan.output.format == "jsonl"
     assert pickle.loads(pickle.dumps(plan)) == plan  # names and numbers only: an engine can ship it
 
@@ -32,13 +32,13 @@ def test_advantages_plan(tmp_path, sample_parquet):
 def test_objective_plan_advantage_sources(tmp_path):
     with source_of(tmp_path) as source:
         computed = plan_objective(source)
-        assert computed.estimator == AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR) and computed.reward == "reward"
+        assert computed.estimator == AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR) and computed.inputs.rewards == ("reward",)
         assert computed.first_pass and computed.advantage is None
         grpo = plan_objective(source, advantage_config=AdvantageConfig(std="sample"))
         assert grpo.estimator.estimator == "grpo" and grpo.estimator.std == "sample"
     with source_of(tmp_path, advantage=[0.5, -0.5]) as source:
         read = plan_objective(source)
-        assert read.advantage == "advantage" and read.estimator is None and read.reward is None and not read.first_pass
+        assert read.advantage == "advantage" and read.estimator is None and read.inputs is None and not read.first_pass
         assert read.columns == ["logprobs", "old_logprobs", "advantage"]
         assert plan_objective(source, advantage_config=AdvantageConfig(estimator="rloo")).estimator.estimator == "rloo"
     with source_of(tmp_path, token_advantage=[[0.5], [-0.5]]) as source:

@@ -95,3 +95,17 @@ def test_presets_command_lists_every_preset_and_value():
         assert preset.name in shown and preset.source.split(":")[0] in shown.replace("\n", " ")
         for value in preset.advantage.values():
             assert (f"{value:g}" if isinstance(value, float) else str(value)) in shown
+
+
+@pytest.mark.parametrize("preset, ddof, form, eps", [("verl", 1, "var", 1e-8), ("openrlhf", 0, "var-floor", 1e-8), ("trl", 1, "std", 1e-4)])
+def test_presets_whiten_as_their_framework(preset, ddof, form, eps):
+    """verl masked_whiten: (x - mu) * rsqrt(var_unbiased + 1e-8); OpenRLHF: (x - mu) *
+    rsqrt(clamp(var_biased, min=1e-8)); TRL: (x - mu) / (std_unbiased + 1e-4). Over tokens for
+    REINFORCE++-baseline: r - group mean = (0.5, -0.5, 0.25, -0.25) on (2, 1, 1, 3) tokens."""
+    centered = np.array([0.5, -0.5, 0.25, -0.25])
+    tokens = np.repeat(centered, [2, 1, 1, 3])
+    var = tokens.var(ddof=ddof)
+    s = {"var": np.sqrt(var + eps), "var-floor": np.sqrt(max(var, eps)), "std": np.sqrt(var) + eps}[form]
+    config = AdvantageConfig(preset=preset, estimator="reinforce-baseline")
+    got = advantages([1.0, 0.0, 0.5, 0.0], list("aabb"), config, lengths=[2, 1, 1, 3])
+    np.testing.assert_allclose(got, (centered - tokens.mean()) / s, rtol=1e-14)

@@ -88,7 +88,8 @@ class LocalEngine(Engine):
             return index, None
         values = _labelled(label, kernels.reward_values, table, paths, inputs.rewards)
         baseline = _labelled(label, kernels.scalars, table.column(inputs.baseline), inputs.baseline) if inputs.baseline else None
-        per_row = self._row_steps(source, grouping, inputs, config) if inputs.steps is not None else {}
+        row_level = inputs.steps is not None and lookup(config.estimator).level == "row"  # token level: in its own passes
+        per_row = self._row_steps(source, grouping, inputs, config) if row_level else {}
         rows = _labelled(label, lambda: row_inputs(values, list(inputs.rewards), config, baseline=baseline, **per_row))
         if len(rows.r) and not rows.scored.any():
             raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")

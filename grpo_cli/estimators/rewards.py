@@ -52,7 +52,8 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
     null = np.isnan(values)
     if config.on_null == "error" and null.any():
         row, k = np.argwhere(null)[0]
-        raise RowError(int(row), f"column {names[k]!r} (reward) is null or NaN; drop `on_null` 'error' to leave such rows unscored")
+        raise RowError(int(row), f"column {names[k]!r} is null or NaN (`on_null` 'error'; without it, a row whose every reward "
+                                 "is null is left unscored)")
     w = np.ones(values.shape[1]) if config.reward_weights is None else np.asarray(config.reward_weights)
     unscorable = null.all(axis=1)
     clip = (lambda x: np.clip(x, *config.reward_clip)) if config.reward_clip is not None else (lambda x: x)
