@@ -137,7 +137,7 @@ WhitenOpt = Annotated[bool, typer.Option("--whiten", help=_config_help(Advantage
 WhitenEpsOpt = Annotated[Optional[float], _option(AdvantageConfig, "whiten_eps", ESTIMATOR)]
 WhitenStdOpt = Annotated[Optional[_choices("WhitenStd", STD_KINDS)], _option(AdvantageConfig, "whiten_std", ESTIMATOR)]
 WhitenEpsAtOpt = Annotated[Optional[_choices("WhitenEpsAt", WHITEN_EPS_AT)], _option(AdvantageConfig, "whiten_eps_at", ESTIMATOR)]
-RewardWeightsOpt = Annotated[Optional[str], _option(AdvantageConfig, "reward_weights", ESTIMATOR, metavar="W1,W2,...")]
+RewardWeightsOpt = Annotated[Optional[str], _option(AdvantageConfig, "reward_weights", ESTIMATOR, default="1 each", metavar="W1,W2,...")]
 MultiRewardOpt = Annotated[Optional[_choices("MultiReward", MULTI_REWARD)], _option(AdvantageConfig, "multi_reward", ESTIMATOR)]
 OnNullOpt = Annotated[Optional[_choices("OnNull", ON_NULL)], _option(AdvantageConfig, "on_null", ESTIMATOR)]
 KlInRewardOpt = Annotated[Optional[float], _option(AdvantageConfig, "kl_in_reward", ESTIMATOR, metavar="BETA")]
