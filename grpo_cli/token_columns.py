@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from .errors import RowError
 from .schema import is_list
-from .objective import Tokens
+from .objective import Tokens, reduce_rows
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,16 @@ def _logprobs(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None, 
     return lengths, flat
 
 
+def _finite(batch: pa.RecordBatch, name: str, lengths: np.ndarray, mask: np.ndarray | None, what: str) -> np.ndarray:
+    """A numeric list column as flat float64, as long as ``lengths``; NaN or infinite values
+    of counted tokens are refused (masked tokens read as 0)."""
+    values = _numbers(batch, name, lengths, mask)[1].astype(np.float64, copy=False)
+    finite = np.isfinite(values)
+    if not finite.all():
+        raise RowError(_first_row_of_token(lengths, ~finite), f"column {name!r} has a NaN or infinite {what}")
+    return values
+
+
 def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     """Validated :class:`Tokens` of one record batch (errors name rows of the batch). With a
     mask, only counted tokens are checked; masked ones (padding) read as 0."""
@@ -108,11 +118,7 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     ref = _logprobs(batch, columns.ref, lengths, mask)[1] if columns.ref else None
     advantage = None
     if columns.advantage:
-        _, values = _numbers(batch, columns.advantage, lengths, mask)
-        advantage = values.astype(np.float64, copy=False)
-        finite = np.isfinite(advantage)
-        if not finite.all():
-            raise RowError(_first_row_of_token(lengths, ~finite), f"column {columns.advantage!r} has a NaN or infinite advantage")
+        advantage = _finite(batch, columns.advantage, lengths, mask, "advantage")
     return Tokens(lengths, new, old, ref, mask, advantage)
 
 
@@ -146,9 +152,7 @@ class StepData:
     @property
     def valid_lengths(self) -> np.ndarray:
         """Each row's valid tokens."""
-        counted = np.concatenate([[0], np.cumsum(self.valid, dtype=np.int64)])
-        ends = np.cumsum(self.lengths)
-        return counted[ends] - counted[ends - self.lengths]
+        return reduce_rows(self.valid, self.lengths, empty=0, dtype=np.int64)
 
 
 def read_steps(batch: pa.RecordBatch, columns: StepColumns) -> StepData:
@@ -160,9 +164,5 @@ def read_steps(batch: pa.RecordBatch, columns: StepColumns) -> StepData:
         policy = _logprobs(batch, columns.policy, lengths, mask)[1][mask]
         kl_d = policy.astype(np.float64) - _logprobs(batch, columns.ref, lengths, mask)[1][mask]
     if columns.values is not None:
-        values = _numbers(batch, columns.values, lengths, mask)[1][mask].astype(np.float64)
-        finite = np.isfinite(values)
-        if not finite.all():
-            raise RowError(_first_row_of_token(lengths, np.isin(np.arange(len(mask)), np.flatnonzero(mask)[~finite])),
-                           f"column {columns.values!r} has a NaN or infinite value")
+        values = _finite(batch, columns.values, lengths, mask, "value")[mask]
     return StepData(lengths, mask, kl_d, values)

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from .. import schema
 from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
-from ..objective import KL_ESTIMATORS, LOSSES, row_terms
+from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..plan import AdvantagesPlan, Grouping, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
 from ..token_columns import StepColumns, StepData, read_steps, read_tokens
@@ -81,16 +81,7 @@ def row_steps(batch: pa.RecordBatch, first_row: int, columns: StepColumns, confi
     data = read_steps(batch, columns)
     out = {"length": data.valid_lengths}
     if data.kl_d is not None:
-        out["kl"] = _row_sums(KL_ESTIMATORS[config.kl](data.kl_d), out["length"])
-    return out
-
-
-def _row_sums(x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Per row: the float64 sum of its ``lengths[i]`` consecutive values (0 for none)."""
-    ends = np.cumsum(lengths)
-    nonempty = lengths > 0
-    out = np.zeros(len(lengths))
-    out[nonempty] = np.add.reduceat(x, (ends - lengths)[nonempty]) if len(x) else 0.0
+        out["kl"] = reduce_rows(KL_ESTIMATORS[config.kl](data.kl_d), out["length"], dtype=np.float64)
     return out
 
 
@@ -113,35 +104,32 @@ def steps(data: StepData, r: np.ndarray, config) -> tuple[Steps, np.ndarray]:
     return Steps(lengths, rewards, values), valid
 
 
-def token_estimates(batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray) -> tuple[Steps, np.ndarray, np.ndarray, np.ndarray]:
-    """Steps, where they sit, and the estimator's raw per-step advantages and returns."""
+def token_estimates(batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray) -> tuple[StepData, Steps, np.ndarray, np.ndarray, np.ndarray]:
+    """The batch's token data, its steps and where they sit, and the estimator's raw
+    per-step advantages and returns."""
     config = plan.estimator
-    s, valid = steps(read_steps(batch, plan.inputs.steps), r, config)
+    data = read_steps(batch, plan.inputs.steps)
+    s, valid = steps(data, r, config)
     a, returns = lookup(config.estimator).compute(s, config.gamma, config.lam)
-    return s, valid, a, returns
+    return data, s, valid, a, returns
 
 
 def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray) -> dict[str, np.ndarray]:
     """Per row of the batch, of its raw token advantages: ``count``, ``mean``, ``m2`` (sum of
     squared deviations from the row's mean), ``min``, ``max`` (NaN for rows without steps)."""
-    s, _, a, _ = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
+    _, s, _, a, _ = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
     n = s.lengths
-    mean = _row_sums(a, n) / np.where(n > 0, n, 1)
+    mean = reduce_rows(a, n) / np.where(n > 0, n, 1)
     d = a - np.repeat(mean, n)
-    nonempty, starts = n > 0, (np.cumsum(n) - n)[n > 0]
-    extremes = {k: np.full(len(n), np.nan) for k in ("min", "max")}
-    if len(a):
-        extremes["min"][nonempty] = np.minimum.reduceat(a, starts)
-        extremes["max"][nonempty] = np.maximum.reduceat(a, starts)
-    return {"count": n, "mean": mean, "m2": _row_sums(d * d, n), **extremes}
+    return {"count": n, "mean": mean, "m2": reduce_rows(d * d, n),
+            "min": reduce_rows(a, n, np.minimum, np.nan), "max": reduce_rows(a, n, np.maximum, np.nan)}
 
 
 def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, mu: float, scale: float) -> dict[str, pa.Array]:
     """The ``token_advantage`` (whitened, ``(A - mu) / scale``) and ``token_return`` list
     columns of a batch: one entry per list entry, 0 where masked or unscorable."""
-    s, valid, a, returns = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
-    entries = pc.list_value_length(batch.column(plan.inputs.steps.count)).to_numpy().astype(np.int64)
-    offsets = pa.array(np.concatenate([[0], np.cumsum(entries)]).astype(np.int32))
+    data, _, valid, a, returns = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
+    offsets = pa.array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
     out = {}
     for name, values in (("token_advantage", (a - mu) / scale), ("token_return", returns)):
         flat = np.zeros(len(valid))

@@ -14,7 +14,7 @@ from ..numerics import units
 from .groups import GroupIndex, Groups, group_index
 from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
 from .returns import Steps
-from .rewards import RowInputs, row_inputs
+from .rewards import RowInputs, row_inputs, weights
 from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
 from .whiten import pooled, whitened, whitening
@@ -36,7 +36,7 @@ def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.nda
     if inputs.columns is None:
         a = _scored(groups, config)
     else:
-        w = np.ones(inputs.columns.shape[1]) if config.reward_weights is None else config.reward_weights
+        w = weights(config, inputs.columns.shape[1])
         a = sum(w[k] * _scored(groups.with_rewards(inputs.columns[:, k]), config) for k in range(len(w)))
     scored = inputs.scored
     return a, groups if scored.all() else groups.subset(scored)

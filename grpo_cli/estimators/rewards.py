@@ -54,11 +54,11 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
         row, k = np.argwhere(null)[0]
         raise RowError(int(row), f"column {names[k]!r} is null or NaN (`on_null` 'error'; without it, a row whose every reward "
                                  "is null is left unscored)")
-    w = np.ones(values.shape[1]) if config.reward_weights is None else np.asarray(config.reward_weights)
+    w = weights(config, values.shape[1])
     unscorable = null.all(axis=1)
     clip = (lambda x: np.clip(x, *config.reward_clip)) if config.reward_clip is not None else (lambda x: x)
-    def summed(x: np.ndarray) -> np.ndarray:
-        return sum(w[k] * (x[:, k] if x.shape[1] == 1 else np.where(null[:, k], 0.0, x[:, k])) for k in range(x.shape[1]))
+    def summed(x: np.ndarray) -> np.ndarray:  # a null counts 0; unscorable rows become NaN below
+        return sum(w[k] * np.where(null[:, k], 0.0, x[:, k]) for k in range(x.shape[1]))
 
     if config.multi_reward == "normalize-then-sum":  # r: only what the summary describes
         columns = clip(values)
@@ -69,3 +69,8 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
     if unscorable.any():
         r = np.where(unscorable, np.nan, r)
     return RowInputs(r, None, length, baseline)
+
+
+def weights(config, columns: int) -> np.ndarray:
+    """The weights of ``columns`` reward columns: ``config.reward_weights``, else 1 each."""
+    return np.ones(columns) if config.reward_weights is None else np.asarray(config.reward_weights, dtype=np.float64)

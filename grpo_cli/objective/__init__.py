@@ -14,9 +14,9 @@ from .kl import KL_ESTIMATORS
 from .losses import LOSSES, Flag, Loss, SignedFactors
 from .ratio import RATIO_LEVELS
 from .terms import block_terms, row_terms
-from .tokens import BLOCK_TOKENS, Tokens
+from .tokens import BLOCK_TOKENS, Tokens, reduce_rows
 
 __all__ = [
     "AGGREGATIONS", "BLOCK_TOKENS", "KL_ESTIMATORS", "LOSSES", "RATIO_LEVELS", "Flag", "Loss", "SignedFactors",
-    "Tokens", "Totals", "aggregate", "block_terms", "row_terms",
+    "Tokens", "Totals", "aggregate", "reduce_rows", "block_terms", "row_terms",
 ]

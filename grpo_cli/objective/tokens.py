@@ -84,10 +84,21 @@ def row_reduce(values: np.ndarray, tokens: Tokens, ufunc: np.ufunc = np.add, emp
     dtype = dtype or np.result_type(values.dtype, type(empty))
     if tokens.all_nonempty:
         return ufunc.reduceat(values, tokens.starts, dtype=dtype)
-    out = np.full(tokens.rows, empty, dtype=dtype)
-    nonempty = tokens.lengths > 0
+    return reduce_rows(values, tokens.lengths, ufunc, empty, dtype)
+
+
+def reduce_rows(values: np.ndarray, lengths: np.ndarray, ufunc: np.ufunc = np.add, empty=0.0, dtype=None) -> np.ndarray:
+    """``ufunc.reduce`` over each row's ``lengths[i]`` consecutive values (rows without
+    values get ``empty``).
+
+    >>> reduce_rows(np.array([1.0, 2.0, 5.0]), np.array([2, 0, 1])).tolist()
+    [3.0, 0.0, 5.0]
+    """
+    dtype = dtype or np.result_type(values.dtype, type(empty))
+    out = np.full(len(lengths), empty, dtype=dtype)
+    nonempty = lengths > 0
     if nonempty.any():
-        out[nonempty] = ufunc.reduceat(values, tokens.starts[nonempty], dtype=dtype)
+        out[nonempty] = ufunc.reduceat(values, (np.cumsum(lengths) - lengths)[nonempty], dtype=dtype)
     return out
 
 
