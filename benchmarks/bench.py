@@ -1,6 +1,7 @@
 """Benchmark `grpo` against the I/O floor and a naive per-sample loop, as whole processes.
 
     python benchmarks/bench.py --rows 1000000 --group-size 8 --mean-tokens 64 --runs 3
+    python benchmarks/bench.py --rows 10000000 --mean-tokens 0 --estimators grpo,remax,opo,gpg,passk
 
 Generates synthetic rollouts (prompt_id, reward, logprobs, old_logprobs as ragged float32
 lists), then times each command over --runs runs and prints a markdown table of median wall
@@ -10,6 +11,9 @@ time, ratio to the floor, and peak resident memory (ru_maxrss of the process, vi
 - floor (objective): the same with the 8 per-row columns `grpo objective` adds, no math.
 - read floor (summary-only objective): pyarrow streaming the same input, writing nothing.
 - naive loop: a plain Python dict of lists keyed by prompt id, float by float.
+- ``--estimators``: `grpo advantages -o` once per estimator, on one file that holds what each
+  needs (a ``reward_baseline`` column; without log-prob columns, a ``response_mask`` of 1-7
+  tokens per row for the lengths), so their times compare side by side.
 This is a benchmark, not a test: nothing here asserts a time.
 """
 
@@ -28,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from grpo_cli.estimators import lookup
 
 CHUNK_ROWS = 65_536
 
@@ -78,11 +84,14 @@ writer.close()
 """
 
 
-def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int, scattered: bool = False) -> int:
+def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int, scattered: bool = False,
+             needs: frozenset[str] = frozenset()) -> int:
     """Write synthetic rollouts chunk by chunk (bounded memory); return the token count.
     ``mean_tokens=0`` writes only prompt_id and reward (for the advantages-only benchmark);
     ``scattered`` shuffles the ids within each chunk of 65,536 rows, so no group's rows
-    are contiguous (as after a trainer's batch balancing)."""
+    are contiguous (as after a trainer's batch balancing). ``needs`` (of the estimators run)
+    adds a ``reward_baseline`` column for ``baseline``, and for ``length`` without log-prob
+    columns a ``response_mask`` of 1-7 tokens per row."""
     rng = np.random.default_rng(seed)
     writer, tokens = None, 0
     for start in range(0, rows, CHUNK_ROWS):
@@ -98,6 +107,12 @@ def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int
             new = np.minimum(old + rng.normal(0, 0.1, size=old.size).astype(np.float32), 0).astype(np.float32)
             columns["logprobs"] = pa.ListArray.from_arrays(offsets, pa.array(new))
             columns["old_logprobs"] = pa.ListArray.from_arrays(offsets, pa.array(old))
+        if "baseline" in needs:
+            columns["reward_baseline"] = rng.uniform(size=n)
+        if "length" in needs and not mean_tokens:
+            lengths = rng.integers(1, 8, size=n)
+            offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+            columns["response_mask"] = pa.ListArray.from_arrays(offsets, pa.array(np.ones(int(lengths.sum()), np.int8)))
         table = pa.table(columns)
         writer = writer or pq.ParquetWriter(path, table.schema)
         writer.write_table(table, row_group_size=CHUNK_ROWS)
@@ -133,16 +148,20 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="where the data goes (default: a temp dir)")
     parser.add_argument("--skip-naive", action="store_true")
     parser.add_argument("--scattered", action="store_true", help="shuffle ids within each chunk: no group is contiguous")
+    parser.add_argument("--estimators", default="grpo", help="comma-separated: time `grpo advantages -o` with each")
     args = parser.parse_args()
+    estimators = args.estimators.split(",")
+    needs = frozenset(n for e in estimators for n in lookup(e).needs)
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="grpo-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     data, out = workdir / "rollouts.parquet", workdir / "out.parquet"
-    tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed, args.scattered)
+    tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed, args.scattered, needs)
     py = sys.executable
     cases = [
         ("advantages", "floor (pyarrow read + write, 1 column)", [py, "-c", FLOOR, str(data), str(out), "1"]),
-        ("advantages", "grpo advantages -o", [*grpo(), "advantages", str(data), "-o", str(out), "-q"]),
+        *(("advantages", "grpo advantages -o" + (f" --estimator {e}" if e != "grpo" else ""),
+           [*grpo(), "advantages", str(data), "--estimator", e, "-o", str(out), "-q"]) for e in estimators),
         ("advantages", "naive per-sample Python loop", [py, "-c", NAIVE, str(data), str(out)]),
         ("objective", "floor (pyarrow read + write, 8 columns)", [py, "-c", FLOOR, str(data), str(out), "8"]),
         ("objective", "grpo objective -o", [*grpo(), "objective", str(data), "-o", str(out), "-q"]),
