@@ -35,7 +35,7 @@ from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageCo
 from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, objective_file
 from .io import FORMATS
-from .objective import AGGREGATIONS, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
+from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
 from .report import render_advantages, render_objective, render_presets, write_json
@@ -104,7 +104,7 @@ Estimator = _choices("Estimator", estimators.names())
 Scale = _choices("Scale", estimators.SCALES)
 Std = _choices("Std", STD_KINDS)
 Loss = _choices("Loss", LOSSES)
-Aggregation = _choices("Aggregation", AGGREGATIONS)
+Aggregation = _choices("Aggregation", {**AGGREGATIONS, **ALIASES})
 KL = _choices("KL", KL_ESTIMATORS)
 RatioLevel = _choices("RatioLevel", RATIO_LEVELS)
 Format = _choices("Format", FORMATS)
@@ -420,6 +420,9 @@ def objective(
     epsilon_low: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_low", CLIP, default="--epsilon")] = None,
     epsilon_high: Annotated[Optional[float], _option(ObjectiveConfig, "epsilon_high", CLIP, default="--epsilon")] = None,
     dual_clip: Annotated[Optional[float], _option(ObjectiveConfig, "dual_clip", CLIP)] = None,
+    delta: Annotated[Optional[float], _option(ObjectiveConfig, "delta", CLIP)] = None,
+    tau_pos: Annotated[Optional[float], _option(ObjectiveConfig, "tau_pos", CLIP)] = None,
+    tau_neg: Annotated[Optional[float], _option(ObjectiveConfig, "tau_neg", CLIP)] = None,
     ratio_level: Annotated[Optional[RatioLevel], _option(ObjectiveConfig, "ratio_level", CLIP)] = None,
     agg: Annotated[Optional[Aggregation], _option(ObjectiveConfig, "agg", CLIP, _listing({n: a.help for n, a in AGGREGATIONS.items()}))] = None,
     max_length: Annotated[Optional[int], _option(ObjectiveConfig, "max_length", CLIP)] = None,
@@ -443,7 +446,7 @@ def objective(
         _check_stdout(output, summary_json)
         config = ObjectiveConfig(
             preset=_value(preset), loss=_value(loss), epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
-            ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
+            delta=delta, tau_pos=tau_pos, tau_neg=tau_neg, ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
             logratio_clamp=logratio_clamp,
         )
         advantage_config = objective_estimator(_value(estimator), _value(preset), **_estimator_options(

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import estimators
 from .errors import UsageError
-from .objective import AGGREGATIONS, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
+from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .presets import PRESETS, preset_values
 
 STD_KINDS = {"population": 0, "sample": 1}
@@ -236,17 +236,25 @@ class ObjectiveConfig(_Options):
     Attributes
     ----------
     loss
-        The per-token objective (see :data:`grpo_cli.objective.LOSSES`).
+        The per-token objective (see :data:`grpo_cli.objective.LOSSES`). Each loss takes
+        some of the options below (the others are refused, and a preset's are dropped) and
+        may be defined with values of others (GSPO: sequence ratio, per-sequence mean),
+        which apply unless given.
     epsilon
         Clip range for both sides: ``clip(rho, 1 - epsilon_low, 1 + epsilon_high)``.
     epsilon_low, epsilon_high
-        Override one side (DAPO's clip-higher); not given: ``epsilon``.
-    dual_clip
-        ``C > 1``: for ``A < 0`` the token term becomes ``max(surrogate, C * A)``.
+        Override one side (DAPO's clip-higher); not given: ``epsilon``. ``epsilon_low`` 1:
+        no lower bound.
+    dual_clip, delta
+        ``C > 1``: for ``A < 0`` the token term becomes ``max(surrogate, C * A)`` (verl);
+        ``delta``: the unclipped ratio is capped at ``delta`` (TRL).
+    tau_pos, tau_neg
+        SAPO's gate temperatures where ``A > 0`` and ``A < 0``.
     ratio_level
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
-        How token terms become one number (see :data:`grpo_cli.objective.AGGREGATIONS`).
+        How token terms become one number (see :data:`grpo_cli.objective.AGGREGATIONS`;
+        TRL's loss_type names are accepted, :data:`grpo_cli.objective.ALIASES`).
     max_length
         The constant of ``seq-mean-token-sum-norm`` (required by it, refused by the others).
     beta, kl
@@ -262,8 +270,12 @@ class ObjectiveConfig(_Options):
     epsilon_low: float = option(None, "Override the low side of the clip range.")
     epsilon_high: float = option(None, "Override the high side of the clip range (DAPO clip-higher).")
     dual_clip: float = option(None, "C > 1: for A < 0 the token term is max(surrogate, C*A).")
+    delta: float = option(None, "TRL's two-sided clipping: the unclipped ratio is also capped at DELTA > 1.")
+    tau_pos: float = option(1.0, "SAPO's gate temperature where A > 0.")
+    tau_neg: float = option(1.05, "SAPO's gate temperature where A < 0.")
     ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).")
-    agg: str = option("seq-mean-token-sum", "How token terms become one number.")
+    agg: str = option("seq-mean-token-sum", "How token terms become one number (or TRL's loss_type: "
+                      + ", ".join(f"{k} = {v}" for k, v in ALIASES.items()) + ").")
     max_length: int = option(None, "The constant of seq-mean-token-sum-norm (required by it).")
     beta: float = option(0.0, "KL penalty weight against reference log-probs: L - beta*KL.")
     kl: str = option("k3", "KL estimator with d = new - ref.")
@@ -275,7 +287,21 @@ class ObjectiveConfig(_Options):
         loss = LOSSES[self.loss]
         for name in sorted(given & (loss_params() - set(loss.params))):
             taken = ", ".join(f"`{p}`" for p in loss.params) or "none of them"
-            raise UsageError(f"loss {self.loss!r} takes no `{name}` (of the loss options it takes {taken})")
+            fixed = dict(loss.defaults)
+            why = f" (it is defined with `{name}` {fixed[name]!r})" if name in fixed else ""
+            raise UsageError(f"loss {self.loss!r} takes no `{name}`{why}; of the loss options it takes {taken}")
+        base = defaults(ObjectiveConfig)
+        self._set(**{name: base[name] for name in loss_params() - set(loss.params)}  # a preset's, for another loss
+                  | {name: value for name, value in loss.defaults if name not in given})
+        if self.delta is not None:
+            if "dual_clip" in given:
+                raise UsageError("`dual_clip` and `delta` both cap the ratio where A < 0 (verl's and TRL's name); pass one")
+            if not self.delta > 1:
+                raise UsageError(f"`delta` must be > 1 (found {self.delta!r})")
+            self._set(dual_clip=None)  # a preset's dual clip gives way to the delta given
+        for name in ("tau_pos", "tau_neg"):
+            if not getattr(self, name) > 0:
+                raise UsageError(f"`{name}` must be > 0 (found {getattr(self, name)!r})")
         if {"epsilon", "epsilon_low", "epsilon_high"} <= given:
             raise UsageError("`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three")
         self._set(
@@ -287,12 +313,14 @@ class ObjectiveConfig(_Options):
             value = getattr(self, name)
             if not value > 0:
                 raise UsageError(f"`{name}` must be > 0 (found {value!r})")
-        if not self.epsilon_low < 1:
-            raise UsageError(f"`epsilon_low` must be < 1 so that 1 - epsilon_low > 0 (found {self.epsilon_low!r})")
+        if not self.epsilon_low <= 1:
+            raise UsageError(f"`epsilon_low` must be <= 1 (1 - epsilon_low is the lower bound of the ratio; 1: none) "
+                             f"(found {self.epsilon_low!r})")
         if self.dual_clip is not None and not self.dual_clip > 1:
             raise UsageError(f"`dual_clip` must be > 1 (found {self.dual_clip!r})")
         _choice("ratio_level", self.ratio_level, tuple(RATIO_LEVELS))
-        _choice("agg", self.agg, tuple(AGGREGATIONS))
+        _choice("agg", self.agg, (*AGGREGATIONS, *ALIASES))
+        self._set(agg=ALIASES.get(self.agg, self.agg))
         if AGGREGATIONS[self.agg].needs_max_length:
             if self.max_length is None or self.max_length < 1:
                 raise UsageError(f"`agg` {self.agg!r} needs `max_length` >= 1 (found {self.max_length!r})")
@@ -304,6 +332,17 @@ class ObjectiveConfig(_Options):
         _choice("kl", self.kl, tuple(KL_ESTIMATORS))
         if not self.logratio_clamp > 0:
             raise UsageError(f"`logratio_clamp` must be > 0 (found {self.logratio_clamp!r})")
+
+
+    @property
+    def figures(self) -> dict:
+        """The resolved options as summaries record them (``None``: an option the loss does not take)."""
+        taken = LOSSES[self.loss].params
+        loss_options = {k: getattr(self, k) if k in taken else None
+                        for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")}
+        return {"preset": self.preset, "loss": self.loss, "agg": self.agg, **loss_options, "ratio_level": self.ratio_level,
+                "beta": self.beta, "kl": self.kl, "max_length": self.max_length,
+                "logratio_clamp": self.logratio_clamp if np.isfinite(self.logratio_clamp) else None}
 
 
 def loss_params() -> set[str]:

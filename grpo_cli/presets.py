@@ -38,7 +38,8 @@ PRESETS = {p.name: p for p in (
         advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-4, "singleton": "zero",
                    "whiten_std": "sample", "whiten_eps_at": "std", "whiten_eps": 1e-4},
         objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": math.inf},
-        differs="loss_type 'dapo' normalises by the generation batch's tokens (the whole file here)",
+        differs="loss_type 'dapo' normalises by the generation batch's tokens (the whole file here); its CISPO caps the "
+                "ratio at epsilon_high itself, from above only (pass --epsilon-low 1 --epsilon-high C-1)",
     ),
     Preset(
         "openrlhf", "OpenRLHF 0.11.0 (3c3be623): trainer/ppo_utils/experience_maker.py, models/loss.py",
@@ -52,8 +53,10 @@ PRESETS = {p.name: p for p in (
     Preset(
         "twinkle", "ModelScope Twinkle 0.1 (1a1d8845): advantage/grpo.py, loss/grpo.py",
         advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-8, "singleton": "reward"},
-        objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "seq-mean-token-mean", "logratio_clamp": 20.0},
-        differs="its seq-mean-token-mean also counts rows without tokens (as 0)",
+        objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "seq-mean-token-mean", "logratio_clamp": 20.0,
+                   "tau_neg": 1.0},
+        differs="its seq-mean-token-mean also counts rows without tokens (as 0); its CISPO caps the ratio at 1 + epsilon "
+                "from above only (pass --epsilon-low 1)",
     ),
 )}
 

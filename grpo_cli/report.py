@@ -144,10 +144,12 @@ def render_objective(figures: dict, console: Console) -> None:
     t.add_row("objective", f"{figures['objective']:.8g}  ({cfg['agg']}; maximise)")
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
-    t.add_row("loss", f"{figures['loss']:.8g}")
-    t.add_row("clip", _lines([f"eps_low {cfg['epsilon_low']:g}", f"eps_high {cfg['epsilon_high']:g}",
-                              f"dual {cfg['dual_clip']}", f"ratio {cfg['ratio_level']}"]))
-    t.add_row("clip fraction", _lines(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
+    t.add_row("loss", f"{figures['loss']:.8g}  ({cfg['loss']})")
+    options = {"eps_low": cfg["epsilon_low"], "eps_high": cfg["epsilon_high"], "dual": cfg["dual_clip"], "delta": cfg["delta"],
+               "tau_pos": cfg["tau_pos"], "tau_neg": cfg["tau_neg"], "ratio": cfg["ratio_level"]}
+    t.add_row("loss options", _lines(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items() if v is not None))
+    if figures["clip_frac"]:
+        t.add_row("clip fraction", _lines(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
     _stats_row(t, "ratio", figures["ratio"])
     kl = [f"old (k3) {figures['kl_old']:.6g}"]
     if figures["kl_ref"] is not None:

@@ -304,10 +304,5 @@ class ObjectiveSummary:
             "rows": c["rows"],
             "zero_advantage_rows": c["zero_advantage_rows"],
             "clamped_tokens": c["clamped"],
-            "config": {
-                "preset": config.preset, "loss": config.loss, "agg": config.agg, "epsilon_low": config.epsilon_low, "epsilon_high": config.epsilon_high,
-                "dual_clip": config.dual_clip, "ratio_level": config.ratio_level, "beta": config.beta,
-                "kl": config.kl, "max_length": config.max_length,
-                "logratio_clamp": config.logratio_clamp if np.isfinite(config.logratio_clamp) else None,
-            },
+            "config": config.figures,
         }

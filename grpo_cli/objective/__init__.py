@@ -8,15 +8,15 @@ registered function, plus its import below and its slow reference in
 ``tests/objective/references.py``.
 """
 
-from . import ppo  # noqa: F401  (each loss registers itself)
-from .aggregation import AGGREGATIONS, Totals, aggregate
+from . import ppo, sapo, cispo, gmpo, gpg  # noqa: F401, I001  (each loss registers itself; this order is the listing order)
+from .aggregation import AGGREGATIONS, ALIASES, Totals, aggregate
 from .kl import KL_ESTIMATORS
-from .losses import LOSSES, Flag, Loss, SignedFactors
+from .losses import LOSSES, Flag, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
 from .terms import block_terms, row_terms
 from .tokens import BLOCK_TOKENS, Tokens, reduce_rows
 
 __all__ = [
-    "AGGREGATIONS", "BLOCK_TOKENS", "KL_ESTIMATORS", "LOSSES", "RATIO_LEVELS", "Flag", "Loss", "SignedFactors",
+    "AGGREGATIONS", "ALIASES", "BLOCK_TOKENS", "KL_ESTIMATORS", "LOSSES", "RATIO_LEVELS", "Flag", "Loss", "LossInputs", "SignedFactors",
     "Tokens", "Totals", "aggregate", "reduce_rows", "block_terms", "row_terms",
 ]

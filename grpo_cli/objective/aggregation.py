@@ -54,7 +54,7 @@ def token_sum(t: Totals) -> float:
 
 
 def seq_mean_token_sum_norm(t: Totals) -> float:
-    """sum_i sum_t L_it / (rows * max_length) (Dr.GRPO in TRL / verl)"""
+    """sum_i sum_t L_it / (rows * max_length) (Dr.GRPO, as TRL's dr_grpo)"""
     return t.sum_s / (t.rows * t.max_length)
 
 
@@ -65,6 +65,10 @@ AGGREGATIONS = {
     "token-sum": Aggregation(token_sum),
     "seq-mean-token-sum-norm": Aggregation(seq_mean_token_sum_norm, needs_max_length=True),
 }
+
+
+# TRL's loss_type names (a generation batch is the whole input here)
+ALIASES = {"grpo": "seq-mean-token-mean", "bnpo": "token-mean", "dapo": "token-mean", "dr_grpo": "seq-mean-token-sum-norm"}
 
 
 def aggregate(agg: str, totals: Totals) -> float:

@@ -20,11 +20,11 @@ def token_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tuple
 def sequence_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray]:
     """sequence (GSPO): log rho_it = mean over row i's counted tokens of (new - old).
 
-    The row mean is clamped to [-clamp, clamp]; also returns where the clamp bit."""
+    The row mean is clamped at ``clamp`` from above only, as verl's GSPO (exp of a very
+    negative mean is 0, not an overflow); also returns where the clamp bit."""
     counted = tokens.n_counted
     mean = np.divide(row_sum(logratio, tokens), counted, out=np.zeros(tokens.rows), where=counted > 0)
-    clamped_mean = np.clip(mean, -clamp, clamp)
-    return np.repeat(clamped_mean, tokens.lengths), np.repeat(np.abs(mean) > clamp, tokens.lengths)
+    return np.repeat(np.minimum(mean, clamp), tokens.lengths), np.repeat(mean > clamp, tokens.lengths)
 
 
 RATIO_LEVELS = {"token": token_log_ratio, "sequence": sequence_log_ratio}

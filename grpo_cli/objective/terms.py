@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kl import KL_ESTIMATORS, k3
-from .losses import LOSSES, Loss, SignedFactors
+from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
 from .tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
 
@@ -44,7 +44,7 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[s
     else:
         kl_old = k3(new_minus_old)
     loss = LOSSES[config.loss]
-    out = surrogate(loss, loss.factors(ratio, config), advantages, tokens)
+    out = surrogate(loss, loss.factors(LossInputs(ratio, logratio, tokens), config), advantages, tokens)
     out.update(
         n_tokens=tokens.n_counted,
         ratio_sum=row_sum(ratio, tokens),
@@ -91,6 +91,6 @@ def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, token
     out = {"surrogate_sum": surrogate_sum, "zero_advantage": zero_advantage}
     for flag in loss.flags:
         set_on = f.flags[flag.name]
-        on = positive if flag.sign > 0 else negative
+        on = positive if flag.sign > 0 else negative if flag.sign < 0 else positive | negative
         out[f"flag_{flag.name}"] = np.zeros(tokens.rows, dtype=np.int64) if set_on is None else count(set_on, on)
     return out

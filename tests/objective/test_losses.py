@@ -13,13 +13,17 @@ from ..strategies import logprob_rollout, unpack
 from .references import REFERENCES, reference_row_objective
 
 # values to try for each loss option
-OPTION_VALUES = {"epsilon": [0.1, 0.2, 0.28], "epsilon_high": [None, 0.28], "dual_clip": [None, 2.0, 3.0]}
+OPTION_VALUES = {"epsilon": [0.1, 0.2, 0.28], "epsilon_high": [None, 0.28], "dual_clip": [None, 2.0, 3.0],
+                 "delta": [None, 1.1, 4.0], "tau_pos": [0.5, 1.0], "tau_neg": [1.05, 3.0], "ratio_level": ["token", "sequence"]}
 
 
 @st.composite
 def loss_configs(draw, loss: str) -> ObjectiveConfig:
     params = [p for p in LOSSES[loss].params if p in OPTION_VALUES]
-    return ObjectiveConfig(loss=loss, agg="token-sum", **{p: draw(st.sampled_from(OPTION_VALUES[p])) for p in params})
+    options = {p: draw(st.sampled_from(OPTION_VALUES[p])) for p in params}
+    if options.get("dual_clip") is not None:
+        options["delta"] = None  # the same cap under two names: one at a time
+    return ObjectiveConfig(loss=loss, agg="token-sum", **options)
 
 
 @pytest.mark.parametrize("name", LOSSES)
@@ -55,4 +59,4 @@ def test_per_token_advantages_match_slow_reference(name, rows, data):
 def test_every_loss_declares_its_options_and_flags(name):
     loss = LOSSES[name]
     assert loss.help and set(loss.params) <= set(ObjectiveConfig.__dataclass_fields__)
-    assert all(flag.sign in (-1, 1) for flag in loss.flags)
+    assert all(flag.sign in (-1, 0, 1) for flag in loss.flags)
