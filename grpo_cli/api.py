@@ -175,6 +175,7 @@ def policy_objective(
     groups: Sequence[Any] | None = None,
     advantage_config: AdvantageConfig | None = None,
     ref_log_probs=None,
+    rollout_log_probs=None,
     mask=None,
     details: bool = False,
     **options: Any,
@@ -182,7 +183,7 @@ def policy_objective(
     """Seed 002's objective, and every option of `grpo objective` as a keyword
     (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``beta``, ``kl`` ...).
 
-    Per-token inputs (log-probs, ``ref_log_probs``, ``mask``, per-token advantages) are
+    Per-token inputs (log-probs, ``ref_log_probs``, ``rollout_log_probs``, ``mask``, per-token advantages) are
     ragged lists, Arrow list arrays, or 2-D arrays or tensors padded to one width with a
     ``mask`` (0/1 or bool; padding may hold anything). Advantages are ``advantage_values`` if given (one per row, or one list per row: one per
     token), else computed from ``rewards`` with ``advantage_config`` (default: the mean
@@ -196,7 +197,7 @@ def policy_objective(
     check_keywords(options, [f for f in ObjectiveConfig.__dataclass_fields__ if f != "epsilon"], "policy_objective()")
     config = ObjectiveConfig(epsilon=epsilon, **options)
     arrays = {"new": _list_array(log_probs_new), "old": _list_array(log_probs_old)}
-    for name, values in (("ref", ref_log_probs), ("mask", mask)):
+    for name, values in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs)):
         if values is not None:
             arrays[name] = _list_array(values)
     per_token = advantage_values is not None and _per_token(advantage_values)
@@ -217,7 +218,9 @@ def policy_objective(
         raise InputError(f"{adv.shape[0]} advantages for {n_rows} rows of log-probs")
     if ref_log_probs is None and (config.beta > 0 or "kl" in config.given):
         raise UsageError(f"{'`beta` > 0' if config.beta > 0 else '`kl`'} needs `ref_log_probs`")
-    columns = TokenColumns(*(name if name in arrays else None for name in ("new", "old", "ref", "mask", "advantage")))
+    if rollout_log_probs is None and (config.is_level is not None or config.reject is not None):
+        raise UsageError(f"`{'is_level' if config.is_level is not None else 'reject'}` needs `rollout_log_probs`")
+    columns = TokenColumns(*(name if name in arrays else None for name in ("new", "old", "ref", "mask", "advantage", "rollout")))
     try:
         tokens = read_tokens(batch, columns)
     except RowError as exc:

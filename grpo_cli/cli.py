@@ -36,6 +36,7 @@ from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, objective_file
 from .io import FORMATS
 from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
+from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
 from .report import render_advantages, render_objective, render_presets, write_json
@@ -89,11 +90,12 @@ def _column_help(role: str, text: str) -> str:
 
 
 INPUT, COLUMNS, ESTIMATOR, CLIP, KL_PANEL, OUTPUT = "Input", "Columns", "Advantages", "Clip and aggregation", "KL", "Output and run"
+ROLLOUT = "Rollout correction"
 
 
-def _option(cls, name: str, panel: str, extra: str = "", default: str | None = None, **typer_options) -> typer.models.OptionInfo:
-    """An option for a config field, its help and default from the field."""
-    return typer.Option(help=_config_help(cls, name, extra, default), show_default=False, rich_help_panel=panel, **typer_options)
+def _option(cls, name: str, panel: str, extra: str = "", default: str | None = None, *decls: str, **typer_options) -> typer.models.OptionInfo:
+    """An option for a config field (flag: ``decls``, else the field's name), its help and default from the field."""
+    return typer.Option(*decls, help=_config_help(cls, name, extra, default), show_default=False, rich_help_panel=panel, **typer_options)
 
 
 def _column_option(role: str, text: str) -> typer.models.OptionInfo:
@@ -107,6 +109,7 @@ Loss = _choices("Loss", LOSSES)
 Aggregation = _choices("Aggregation", {**AGGREGATIONS, **ALIASES})
 KL = _choices("KL", KL_ESTIMATORS)
 RatioLevel = _choices("RatioLevel", RATIO_LEVELS)
+RejectLevel = _choices("RejectLevel", REJECT_LEVELS)
 Format = _choices("Format", FORMATS)
 
 ESTIMATOR_LIST = _listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
@@ -124,6 +127,7 @@ RewardColOpt = Annotated[Optional[list[str]], _column_option("reward", "Reward c
 BaselineColOpt = Annotated[Optional[str], _column_option("baseline", "Baseline reward per row (the greedy response's reward), read by --estimator remax.")]
 MaskColOpt = Annotated[Optional[str], _column_option("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token).")]
 RefColOpt = Annotated[Optional[str], _column_option("ref", "Reference log-probs (a list per row; optional; none: do without).")]
+RolloutColOpt = Annotated[Optional[str], _column_option("rollout", "The rollout sampler's log-probs (vLLM, SGLang; a list per row; optional; none: do without).")]
 OldColOpt = Annotated[Optional[str], _column_option("old", "Old-policy log-probs (a list per row).")]
 NewColOpt = Annotated[Optional[str], _column_option("new", "New-policy log-probs (a list per row).")]
 NumGenOpt = Annotated[Optional[int], typer.Option(min=1, help="Group size. Without an id column, consecutive blocks of N rows form the groups; with one, every group must have N rows.", rich_help_panel=COLUMNS)]
@@ -397,6 +401,7 @@ def objective(
     logprobs_col: NewColOpt = None,
     old_logprobs_col: OldColOpt = None,
     ref_logprobs_col: RefColOpt = None,
+    rollout_logprobs_col: RolloutColOpt = None,
     mask_col: MaskColOpt = None,
     advantage_col: Annotated[Optional[str], _column_option("advantage", "Advantages: a number per row, or a list per row (one per token).")] = None,
     estimator: Annotated[Optional[Estimator], _option(
@@ -427,6 +432,12 @@ def objective(
     agg: Annotated[Optional[Aggregation], _option(ObjectiveConfig, "agg", CLIP, _listing({n: a.help for n, a in AGGREGATIONS.items()}))] = None,
     max_length: Annotated[Optional[int], _option(ObjectiveConfig, "max_length", CLIP)] = None,
     logratio_clamp: Annotated[Optional[float], _option(ObjectiveConfig, "logratio_clamp", CLIP)] = None,
+    is_level: Annotated[Optional[str], _option(ObjectiveConfig, "is_level", ROLLOUT, "", None, "--is", metavar="LEVEL")] = None,
+    is_cap: Annotated[Optional[float], _option(ObjectiveConfig, "is_cap", ROLLOUT, metavar="C")] = None,
+    is_mask: Annotated[Optional[str], _option(ObjectiveConfig, "is_mask", ROLLOUT, metavar="LO,HI")] = None,
+    reject: Annotated[Optional[str], _option(ObjectiveConfig, "reject", ROLLOUT, metavar="KL")] = None,
+    reject_level: Annotated[Optional[RejectLevel], _option(ObjectiveConfig, "reject_level", ROLLOUT)] = None,
+    reject_threshold: Annotated[Optional[str], _option(ObjectiveConfig, "reject_threshold", ROLLOUT, metavar="BOUNDS")] = None,
     beta: Annotated[Optional[float], _option(ObjectiveConfig, "beta", KL_PANEL)] = None,
     kl: Annotated[Optional[KL], _option(ObjectiveConfig, "kl", KL_PANEL, _listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}))] = None,
     output: OutputOpt = None,
@@ -446,7 +457,9 @@ def objective(
         _check_stdout(output, summary_json)
         config = ObjectiveConfig(
             preset=_value(preset), loss=_value(loss), epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
-            delta=delta, tau_pos=tau_pos, tau_neg=tau_neg, ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
+            delta=delta, tau_pos=tau_pos, tau_neg=tau_neg, is_level=is_level, is_cap=is_cap,
+            is_mask=value_range(is_mask, "is_mask"), reject=reject, reject_level=_value(reject_level), reject_threshold=reject_threshold,
+            ratio_level=_value(ratio_level), agg=_value(agg), max_length=max_length, beta=beta, kl=_value(kl),
             logratio_clamp=logratio_clamp,
         )
         advantage_config = objective_estimator(_value(estimator), _value(preset), **_estimator_options(
@@ -458,7 +471,8 @@ def objective(
                 input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,
                 advantage_col=advantage_col, prompt_col=prompt_col, reward_col=_one(reward_col), baseline_col=baseline_col,
                 num_generations=num_generations, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
-                ref_logprobs_col=ref_logprobs_col, mask_col=mask_col, input_format=_value(input_format), hive=hive,
+                ref_logprobs_col=ref_logprobs_col, rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col,
+                input_format=_value(input_format), hive=hive,
                 output_format=_value(output_format), threads=threads, progress=progress,
             )
         _emit(figures, render_objective, quiet, summary_json)

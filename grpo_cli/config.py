@@ -17,6 +17,7 @@ import numpy as np
 from . import estimators
 from .errors import UsageError
 from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
+from .objective.rollout import IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS
 from .presets import PRESETS, preset_values
 
 STD_KINDS = {"population": 0, "sample": 1}
@@ -261,7 +262,17 @@ class ObjectiveConfig(_Options):
         KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``.
     logratio_clamp
         ``new - old`` is clamped to ``[-c, c]`` before ``exp`` (as verl, c = 20) so the
-        ratio never overflows; clamped tokens are counted in the summary.
+        ratio never overflows; clamped tokens are counted in the summary. The rollout
+        correction's log-weights ``old - rollout`` are clamped alike.
+    is_level, is_cap, is_mask
+        Rollout correction (see :mod:`grpo_cli.objective.rollout`): importance weights of
+        the old policy over the rollout sampler per ``token`` or ``sequence`` (TRL's mode
+        names are accepted), truncated at ``is_cap``, set to 0 outside ``is_mask``.
+    reject, reject_level, reject_threshold
+        Rejection of tokens or rows whose KL estimate ``reject`` (per ``token``,
+        ``sequence-sum`` or ``sequence-mean``; verl's names are accepted) is out of bounds:
+        for ``k1`` the ratio bounds ``"LO,HI"`` (or ``"X"``: 1/X to X), for ``k2``/``k3``
+        the upper bound ``"X"``.
     """
 
     preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).")
@@ -279,10 +290,19 @@ class ObjectiveConfig(_Options):
     max_length: int = option(None, "The constant of seq-mean-token-sum-norm (required by it).")
     beta: float = option(0.0, "KL penalty weight against reference log-probs: L - beta*KL.")
     kl: str = option("k3", "KL estimator with d = new - ref.")
-    logratio_clamp: float = option(20.0, "Clamp new - old to [-c, c] before exp (counted in the summary).")
+    logratio_clamp: float = option(20.0, "Clamp new - old (and old - rollout) to [-c, c] before exp (counted in the summary).")
+    is_level: str = option(None, "Weight each token's loss term by pi_old / pi_rollout: token = exp(old - rollout), sequence = exp of "
+                                 "the row's sum on every token (or TRL's " + ", ".join(IS_ALIASES) + ").")
+    is_cap: float = option(None, "Truncate the weights at C (TIS).")
+    is_mask: tuple = option(None, "Set weights outside [LO, HI] to 0 (IcePop; the token stays counted).")
+    reject: str = option(None, "Reject tokens or rows whose KL(rollout || old) estimate is out of bounds: k1, k2, k3 (or verl's "
+                               "token_k1, seq_sum_k1, seq_mean_k3, ...); rejected tokens leave the mask.")
+    reject_level: str = option("token", "Where --reject's estimate is taken: per token, or a row's sum or mean (rejects the row).")
+    reject_threshold: str = option(None, "--reject's bounds: k1 'LO,HI' as ratios (or 'X': 1/X to X); k2, k3 'X' (upper).")
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("objective")
+        self._rollout_correction(given)
         _choice("loss", self.loss, tuple(LOSSES))
         loss = LOSSES[self.loss]
         for name in sorted(given & (loss_params() - set(loss.params))):
@@ -332,6 +352,72 @@ class ObjectiveConfig(_Options):
         _choice("kl", self.kl, tuple(KL_ESTIMATORS))
         if not self.logratio_clamp > 0:
             raise UsageError(f"`logratio_clamp` must be > 0 (found {self.logratio_clamp!r})")
+        if self.is_level is not None and self.loss == "gmpo":
+            raise UsageError("loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, "
+                             "or pass another `loss`")
+
+    def _rollout_correction(self, given: frozenset[str]) -> None:
+        """Resolve and check the rollout-correction options (TRL's and verl's names included)."""
+        if self.is_level is None:
+            for name in sorted(given & {"is_cap", "is_mask"}):
+                raise UsageError(f"`{name}` bounds the importance weights; pass `is_level` token or sequence too, or drop it")
+        else:
+            _choice("is_level", self.is_level, ("token", "sequence", *IS_ALIASES))
+            if self.is_level in IS_ALIASES:
+                level, bound = IS_ALIASES[self.is_level]
+                other = ({"is_cap", "is_mask"} - {bound}).pop()
+                if getattr(self, bound) is None or getattr(self, other) is not None:
+                    raise UsageError(f"`is_level` {self.is_level!r} takes `{bound}` (and not `{other}`); pass `is_level` "
+                                     f"{level!r} to combine both")
+                self._set(is_level=level)
+        if self.is_cap is not None and not self.is_cap > 0:
+            raise UsageError(f"`is_cap` must be > 0 (found {self.is_cap!r})")
+        if self.is_mask is not None:
+            lo, hi = (float(x) for x in self.is_mask)
+            if not 0 <= lo < hi:
+                raise UsageError(f"`is_mask` must be 0 <= LO < HI (found {lo!r}, {hi!r})")
+            self._set(is_mask=(lo, hi))
+        if self.reject is None:
+            for name in sorted(given & {"reject_level", "reject_threshold"}):
+                raise UsageError(f"`{name}` applies to `reject`; pass `reject` k1, k2 or k3 too, or drop it")
+            return
+        if self.reject in REJECT_ALIASES:
+            kind, level = REJECT_ALIASES[self.reject]
+            if "reject_level" in given and self.reject_level != level:
+                raise UsageError(f"`reject` {self.reject!r} is taken per {level}; drop `reject_level` {self.reject_level!r}")
+            self._set(reject=kind, reject_level=level)
+        _choice("reject", self.reject, ("k1", "k2", "k3", *REJECT_ALIASES))
+        _choice("reject_level", self.reject_level, REJECT_LEVELS)
+        if self.reject_threshold is None:
+            raise UsageError(f"`reject` {self.reject!r} needs `reject_threshold` (k1: 'LO,HI' ratio bounds or 'X'; k2, k3: 'X')")
+        self._set(reject_threshold=str(self.reject_threshold))
+        self.reject_bounds  # noqa: B018  (checks the threshold now, not in the first batch)
+
+    @property
+    def reject_bounds(self) -> tuple[float, float]:
+        """The kept range of the ``reject`` estimate: k1 in log space, ``[log LO, log HI]``; k2
+        and k3 ``[-inf, X]``.
+
+        >>> ObjectiveConfig(reject="k1", reject_threshold="2").reject_bounds == (-np.log(2), np.log(2))
+        True
+        """
+        text = self.reject_threshold
+        parts = text.split(",")
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            raise UsageError(f"`reject_threshold` takes numbers (found {text!r})") from None
+        if self.reject != "k1":
+            if len(values) != 1 or not values[0] > 0:
+                raise UsageError(f"`reject` {self.reject!r} takes one upper bound X > 0 as `reject_threshold` (found {text!r})")
+            return -np.inf, values[0]
+        if len(values) == 1:
+            if not values[0] > 1:
+                raise UsageError(f"`reject_threshold` X for k1 keeps ratios in [1/X, X], so X must be > 1 (found {text!r})")
+            values = [1.0 / values[0], values[0]]
+        if len(values) != 2 or not 0 < values[0] < values[1]:
+            raise UsageError(f"`reject_threshold` for k1 takes ratio bounds 0 < LO < HI (found {text!r})")
+        return float(np.log(values[0])), float(np.log(values[1]))
 
 
     @property
@@ -342,7 +428,9 @@ class ObjectiveConfig(_Options):
                         for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")}
         return {"preset": self.preset, "loss": self.loss, "agg": self.agg, **loss_options, "ratio_level": self.ratio_level,
                 "beta": self.beta, "kl": self.kl, "max_length": self.max_length,
-                "logratio_clamp": self.logratio_clamp if np.isfinite(self.logratio_clamp) else None}
+                "logratio_clamp": self.logratio_clamp if np.isfinite(self.logratio_clamp) else None,
+                "is_level": self.is_level, "is_cap": self.is_cap, "is_mask": self.is_mask, "reject": self.reject,
+                **{k: getattr(self, k) if self.reject else None for k in ("reject_level", "reject_threshold")}}
 
 
 def loss_params() -> set[str]:

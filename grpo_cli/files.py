@@ -72,7 +72,7 @@ def objective_file(
 
     ``options``: ``config`` (an :class:`~grpo_cli.ObjectiveConfig`), ``advantage_config``,
     ``advantage_col``, ``prompt_col``, ``reward_col``, ``num_generations``, the token columns
-    ``logprobs_col``, ``old_logprobs_col``, ``ref_logprobs_col``, ``mask_col``, and
+    ``logprobs_col``, ``old_logprobs_col``, ``ref_logprobs_col``, ``rollout_logprobs_col``, ``mask_col``, and
     ``output_dir``, ``output_format`` (see :func:`grpo_cli.plan.plan_objective`, which also
     says where advantages come from). Returns the summary figures (see
     :meth:`grpo_cli.summaries.ObjectiveSummary.figures`): ``objective`` aggregated as

@@ -122,7 +122,7 @@ class ObjectivePlan:
         i = self.inputs.roles if self.inputs else {}
         return {"prompt": self.grouping.prompt, "reward": i.get("reward"), "baseline": i.get("baseline"),
                 "advantage": self.advantage or t.advantage, "logprobs": t.new, "old_logprobs": t.old, "ref_logprobs": t.ref,
-                "mask": t.mask}
+                "rollout_logprobs": t.rollout, "mask": t.mask}
 
     @property
     def advantages_from(self) -> dict:
@@ -313,6 +313,7 @@ def plan_objective(
     logprobs_col: str | None = None,
     old_logprobs_col: str | None = None,
     ref_logprobs_col: str | None = None,
+    rollout_logprobs_col: str | None = None,
     mask_col: str | None = None,
     output: str | None = None,
     output_dir: str | None = None,
@@ -332,6 +333,11 @@ def plan_objective(
         looked = ", ".join(schema.ROLES["ref"].candidates)
         option = "`beta` > 0" if config.beta > 0 else "`kl`"
         raise UsageError(f"{option} needs reference log-probs: pass `ref_logprobs_col` (looked for {looked})")
+    rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, required=False, source=name)
+    correcting = [option for option in ("is_level", "reject") if getattr(config, option) is not None]
+    if rollout is None and correcting:
+        raise ColumnNotFoundError(f"{name}: `{correcting[0]}` needs the rollout sampler's log-probs: pass `rollout_logprobs_col` "
+                                  f"(looked for {', '.join(schema.ROLES['rollout'].candidates)})")
     if advantage_config is not None and advantage_col is not None:
         raise UsageError("pass either `advantage_col` or `advantage_config` (an estimator), not both")
     column = None
@@ -351,6 +357,7 @@ def plan_objective(
         ref=ref,
         mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name),
         advantage=column if per_token else None,
+        rollout=rollout,
     )
     grouping = _grouping(source, prompt_col, num_generations, required=False)
     inputs = None

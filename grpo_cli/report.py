@@ -137,6 +137,20 @@ def render_advantages(figures: dict, console: Console) -> None:
         console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)
 
 
+def _rollout_lines(r: dict) -> list[str]:
+    """The train/rollout mismatch and what the correction did, in a few words each."""
+    if not r["tokens"]:
+        return ["no counted tokens"]
+    lines = [f"|old - rollout| mean {r['abs_diff_mean']:.6g}  max {r['abs_diff_max']:.6g}",
+             f"KL(rollout || old) k1 {r['kl_k1']:.6g}  k3 {r['kl_k3']:.6g}"]
+    if r["is"] is not None:
+        lines.append(f"IS weight mean {r['is']['weight_mean']:.6g}  masked {r['is']['masked_tokens']} tokens  "
+                     f"truncated {r['is']['truncated_tokens']} tokens")
+    if r["rejected"] is not None:
+        lines.append(f"rejected {r['rejected']['tokens']} tokens ({r['rejected']['token_share']:.4%}) in {r['rejected']['rows']} rows")
+    return lines
+
+
 def render_objective(figures: dict, console: Console) -> None:
     """The `grpo objective` summary as a rich table."""
     cfg = figures["config"]
@@ -155,6 +169,8 @@ def render_objective(figures: dict, console: Console) -> None:
     if figures["kl_ref"] is not None:
         kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {figures['kl_ref']:.6g}", f"beta {cfg['beta']:g}"]
     t.add_row("KL", _lines(kl))
+    if figures["rollout"] is not None:
+        t.add_row("rollout mismatch", _lines(_rollout_lines(figures["rollout"])))
     t.add_row("tokens", str(figures["tokens"]))
     t.add_row("rows", str(figures["rows"]))
     t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))

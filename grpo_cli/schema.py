@@ -38,6 +38,8 @@ ROLES = {
     "mask": Role("token mask", "mask_col", ("response_mask", "loss_mask", "completion_mask", "action_mask", "mask"), lookalike="mask"),
     "baseline": Role("baseline reward", "baseline_col", ("reward_baseline", "reward_baselines", "baseline_reward", "greedy_reward")),
     "values": Role("values", "values_col", ("values", "value", "critic_values")),
+    "rollout": Role("rollout log-probs", "rollout_logprobs_col",
+                    ("rollout_logprobs", "rollout_log_probs", "rollout_log_prob", "sampling_per_token_logps", "sampling_logprobs")),
 }
 NO_COLUMN = "none"  # an optional role's option set to this: no column plays it
 

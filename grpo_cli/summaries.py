@@ -235,6 +235,8 @@ def _reward_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moment
 
 
 SUMMED_TERMS = ("objective_sum", "surrogate_sum", "kl_ref_sum")
+TOKEN_SUMS = ("kl_old_sum", "ratio_sum", "abs_diff_sum", "k1_sum", "k3_sum", "is_weight_sum")  # token totals, when present
+COUNTED = ("clamped", "mismatch_tokens", "rejected_tokens", "is_masked", "is_truncated")
 
 
 @dataclass
@@ -250,6 +252,7 @@ class ObjectiveSummary:
     ratio_min: float = np.inf
     ratio_max: float = -np.inf
     has_kl_ref: bool = False
+    abs_diff_max: float | None = None  # None: no rollout log-probs
 
     @classmethod
     def of(cls, terms: dict[str, np.ndarray], start: int = 0) -> "ObjectiveSummary":
@@ -259,20 +262,28 @@ class ObjectiveSummary:
         safe_n = np.where(counted, n, 1)
         summed = [key for key in SUMMED_TERMS if key in terms]
         sums = BlockSums.of({
-            **{key: terms[key] for key in (*summed, "kl_old_sum", "ratio_sum")},
+            **{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms},
             # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens)
             **{f"{key}/n": np.where(counted, terms[key] / safe_n, 0.0) for key in summed},
         }, start)
-        counts = Counter({key: int(terms[key].sum()) for key in terms if key.startswith("flag_") or key == "clamped"})
+        counts = Counter({key: int(terms[key].sum()) for key in terms if key.startswith("flag_") or key in COUNTED})
         counts.update(rows=len(n), counted_rows=int(counted.sum()), tokens=int(n.sum()),
                       zero_advantage_rows=int(terms["zero_advantage"].sum()))
+        if "rejected_tokens" in terms:
+            counts.update(rejected_rows=int((terms["rejected_tokens"] > 0).sum()))
         extremes = (float(terms["ratio_min"][counted].min()), float(terms["ratio_max"][counted].max())) if counted.any() else (np.inf, -np.inf)
-        return cls(sums, counts, *extremes, "kl_ref_sum" in terms)
+        abs_diff_max = None
+        if "abs_diff_max" in terms:
+            found = terms["abs_diff_max"][terms["mismatch_tokens"] > 0]
+            abs_diff_max = float(found.max()) if len(found) else -np.inf
+        return cls(sums, counts, *extremes, "kl_ref_sum" in terms, abs_diff_max)
 
     def merge(self, later: "ObjectiveSummary") -> "ObjectiveSummary":
         """These rows and ``later``'s, which follow them."""
+        maxima = [m for m in (self.abs_diff_max, later.abs_diff_max) if m is not None]
         return ObjectiveSummary(self.sums.merge(later.sums), self.counts + later.counts, min(self.ratio_min, later.ratio_min),
-                                max(self.ratio_max, later.ratio_max), self.has_kl_ref or later.has_kl_ref)
+                                max(self.ratio_max, later.ratio_max), self.has_kl_ref or later.has_kl_ref,
+                                max(maxima) if maxima else None)
 
     def figures(self, config) -> dict:
         """The figures, the objective aggregated as ``config.agg`` says (``config``: the
@@ -304,5 +315,27 @@ class ObjectiveSummary:
             "rows": c["rows"],
             "zero_advantage_rows": c["zero_advantage_rows"],
             "clamped_tokens": c["clamped"],
+            "rollout": self._rollout_figures(config, share),
             "config": config.figures,
         }
+
+    def _rollout_figures(self, config, share) -> dict | None:
+        """Train/rollout mismatch over the counted tokens as given (``None``: no rollout
+        log-probs), and what the correction did."""
+        if self.abs_diff_max is None:
+            return None
+        c = self.counts
+        n = c["mismatch_tokens"]
+
+        def mean(key: str) -> float | None:
+            return self.sums.total(key) / n if n else None
+
+        figures = {"tokens": n, "abs_diff_mean": mean("abs_diff_sum"), "abs_diff_max": self.abs_diff_max if n else None,
+                   "kl_k1": mean("k1_sum"), "kl_k3": mean("k3_sum"), "is": None, "rejected": None}
+        if config.is_level is not None:
+            figures["is"] = {"weight_mean": share(self.sums.total("is_weight_sum")), "masked_tokens": c["is_masked"],
+                             "truncated_tokens": c["is_truncated"]}
+        if config.reject is not None:
+            figures["rejected"] = {"tokens": c["rejected_tokens"], "rows": c["rejected_rows"],
+                                   "token_share": c["rejected_tokens"] / n if n else 0.0}
+        return figures

@@ -21,17 +21,19 @@ from .objective import Tokens, reduce_rows
 
 @dataclass(frozen=True)
 class TokenColumns:
-    """Which input columns hold the per-token lists (ref, mask and per-token advantages are optional)."""
+    """Which input columns hold the per-token lists (ref, mask, per-token advantages and the
+    rollout sampler's log-probs are optional)."""
 
     new: str
     old: str
     ref: str | None = None
     mask: str | None = None
     advantage: str | None = None
+    rollout: str | None = None
 
     @property
     def names(self) -> list[str]:
-        return [c for c in (self.new, self.old, self.ref, self.mask, self.advantage) if c is not None]
+        return [c for c in (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout) if c is not None]
 
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
@@ -119,7 +121,8 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     advantage = None
     if columns.advantage:
         advantage = _finite(batch, columns.advantage, lengths, mask, "advantage")
-    return Tokens(lengths, new, old, ref, mask, advantage)
+    rollout = _logprobs(batch, columns.rollout, lengths, mask)[1] if columns.rollout else None
+    return Tokens(lengths, new, old, ref, mask, advantage, rollout)
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def test_help_has_panels_and_flags_without_a_type(command):
     shown = subprocess.run([grpo_executable(), command, "--help"], capture_output=True, env={**os.environ, "COLUMNS": "120"}).stdout.decode()
     panels = re.findall(r"╭─ (.+?) ─", shown)
     expected = ["Arguments", "Options", "Input", "Columns", "Advantages"]
-    expected += ["Clip and aggregation", "KL", "Output and run"] if command == "objective" else ["Output and run"]
+    expected += ["Clip and aggregation", "Rollout correction", "KL", "Output and run"] if command == "objective" else ["Output and run"]
     assert panels == expected
     assert "<bool>" not in shown
     assert re.search(r"--hive +Read the key=value", shown) and re.search(r"--quiet +-q +Print no summary", shown)

@@ -91,7 +91,7 @@ def test_verl_padded_with_response_mask_and_per_token_advantages(tmp_path):
     assert figures["objective"] == pytest.approx(sum(map(sum, terms)) / mask.sum(), rel=1e-12)
     assert figures["kl_ref"] == pytest.approx(sum(hand_k3(lengths, logp)) / mask.sum(), rel=1e-12)
     assert figures["columns"] == {"prompt": "uid", "reward": None, "advantage": "advantages", "logprobs": "log_probs",
-                                  "old_logprobs": "old_log_probs", "ref_logprobs": "ref_log_prob", "mask": "response_mask", "baseline": None}
+                                  "old_logprobs": "old_log_probs", "ref_logprobs": "ref_log_prob", "mask": "response_mask", "baseline": None, "rollout_logprobs": None}
     assert figures["unused_columns"] == ["attention_mask"]
     assert figures["config"]["advantages"] == {"column": "advantages", "per_token": True}
 
@@ -180,7 +180,7 @@ def test_openrlhf_action_tensors_and_info_reward(tmp_path):
     assert figures["objective"] == pytest.approx((sum(map(sum, terms)) - 0.05 * sum(kl)) / n, rel=1e-12)
     assert figures["kl_ref"] == pytest.approx(sum(kl) / n, rel=1e-12)
     assert figures["columns"] == {"prompt": "index", "reward": "info.reward", "advantage": None, "logprobs": "log_probs",
-                                  "old_logprobs": "action_log_probs", "ref_logprobs": "base_action_log_probs", "mask": "action_mask", "baseline": None}
+                                  "old_logprobs": "action_log_probs", "ref_logprobs": "base_action_log_probs", "mask": "action_mask", "baseline": None, "rollout_logprobs": None}
     assert figures["unused_columns"] == ["attention_mask"]
 
 

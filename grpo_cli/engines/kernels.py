@@ -149,7 +149,29 @@ def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
     names = [] if plan.per_token else ["advantage"]
     names += ["objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old"]
     names += ["kl_ref"] if plan.tokens.ref else []
-    return [pa.field(name, pa.int64() if name == "n_tokens" else pa.float64()) for name in names]
+    names += list(MISMATCH_COLUMNS) if plan.tokens.rollout else []
+    names += ["is_weight_mean"] if plan.config.is_level else []
+    names += ["rejected_tokens"] if plan.config.reject else []
+    return [pa.field(name, pa.int64() if name in ("n_tokens", "rejected_tokens") else pa.float64()) for name in names]
+
+
+# per-row mismatch columns: (per-row sum or value, divided by the row's tokens as given)
+MISMATCH_COLUMNS = {"rollout_abs_diff_mean": ("abs_diff_sum", True), "rollout_abs_diff_max": ("abs_diff_max", False),
+                    "rollout_kl_k1": ("k1_sum", True), "rollout_kl_k3": ("k3_sum", True),
+                    "train_log_ppl": ("old_sum", True), "rollout_log_ppl": ("rollout_sum", True),
+                    "rollout_log_weight": ("k1_sum", False)}
+
+
+def mismatch_columns(terms: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+    """The per-row mismatch columns (null for rows without counted tokens): means of |old -
+    rollout|, k1 and k3 of KL(rollout || old), log-perplexities -mean log p of the old and
+    the rollout policy, the max |old - rollout|, and the sequence log-weight sum_t (old - rollout)."""
+    n = terms["mismatch_tokens"]
+    empty = n == 0
+    safe_n = np.where(empty, 1, n)
+    signs = {"train_log_ppl": -1.0, "rollout_log_ppl": -1.0, "rollout_log_weight": -1.0}
+    return {name: pa.array(signs.get(name, 1.0) * (terms[key] / safe_n if per_token else terms[key]), mask=empty)
+            for name, (key, per_token) in MISMATCH_COLUMNS.items()}
 
 
 def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None,
@@ -192,4 +214,10 @@ def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan:
     })
     if "kl_ref_sum" in terms:
         columns["kl_ref"] = per_token(terms["kl_ref_sum"])
+    if "mismatch_tokens" in terms:
+        columns.update(mismatch_columns(terms))
+    if "is_weight_sum" in terms:
+        columns["is_weight_mean"] = per_token(terms["is_weight_sum"])
+    if "rejected_tokens" in terms:
+        columns["rejected_tokens"] = pa.array(terms["rejected_tokens"])
     return columns

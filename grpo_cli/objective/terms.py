@@ -11,6 +11,7 @@ import numpy as np
 from .kl import KL_ESTIMATORS, k3
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
+from .rollout import corrected, mismatch_terms
 from .tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
 
 
@@ -31,9 +32,16 @@ def row_terms(tokens: Tokens, advantages: np.ndarray | None, config, block_token
 def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[str, np.ndarray]:
     """Per-row sums and extremes of every token quantity of a few rows.
 
-    The per-token objective is ``L_it - beta * KL_it``; ``objective_sum`` is its row sum.
-    One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
+    The per-token objective is ``w_it L_it - beta * KL_it``; ``objective_sum`` is its row
+    sum. One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
+    With the rollout sampler's log-probs: their mismatch figures (on the mask as given),
+    then the rollout correction (importance weights ``w``, rejected tokens out of the mask).
     """
+    mismatch, weights = {}, None
+    if tokens.rollout is not None:
+        mismatch = mismatch_terms(tokens, config.logratio_clamp)
+        tokens, weights, correction = corrected(tokens, config)
+        mismatch.update(correction)
     new_minus_old = np.subtract(tokens.new, tokens.old, dtype=np.float64)
     logratio, clamped = RATIO_LEVELS[config.ratio_level](new_minus_old, tokens, config.logratio_clamp)
     ratio_minus_one = np.expm1(logratio)
@@ -44,7 +52,11 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[s
     else:
         kl_old = k3(new_minus_old)
     loss = LOSSES[config.loss]
-    out = surrogate(loss, loss.factors(LossInputs(ratio, logratio, tokens), config), advantages, tokens)
+    f = loss.factors(LossInputs(ratio, logratio, tokens), config)
+    if weights is not None:
+        f = SignedFactors(f.positive * weights, f.negative * weights, f.flags)
+    out = surrogate(loss, f, advantages, tokens)
+    out.update(mismatch)
     out.update(
         n_tokens=tokens.n_counted,
         ratio_sum=row_sum(ratio, tokens),

@@ -18,8 +18,9 @@ BLOCK_TOKENS = 1 << 16
 
 @dataclass
 class Tokens:
-    """Rows of tokens: ``lengths[i]`` tokens for row i; flat log-probs; an optional bool
-    mask; optional per-token advantages (token-level estimators)."""
+    """Rows of tokens: ``lengths[i]`` tokens for row i; flat log-probs (new, old, and
+    optionally the reference's and the rollout sampler's); an optional bool mask; optional
+    per-token advantages (token-level estimators)."""
 
     lengths: np.ndarray
     new: np.ndarray
@@ -27,6 +28,7 @@ class Tokens:
     ref: np.ndarray | None = None
     mask: np.ndarray | None = None
     advantage: np.ndarray | None = None
+    rollout: np.ndarray | None = None
 
     @property
     def rows(self) -> int:
@@ -63,7 +65,8 @@ class Tokens:
         def cut(x):
             return None if x is None else x[lo:hi]
 
-        return Tokens(self.lengths[a:b], self.new[lo:hi], self.old[lo:hi], cut(self.ref), cut(self.mask), cut(self.advantage))
+        return Tokens(self.lengths[a:b], self.new[lo:hi], self.old[lo:hi], cut(self.ref), cut(self.mask), cut(self.advantage),
+                      cut(self.rollout))
 
     def row_blocks(self, max_tokens: int = BLOCK_TOKENS) -> list[tuple[int, int]]:
         """Consecutive row ranges ``(a, b)`` covering every row, cut before the row in which
