@@ -1,9 +1,9 @@
 """grpo-cli: group-relative advantages and clipped policy objectives on rollout files."""
 
 from .api import GRPOAdvantage, RLOOAdvantage, advantages, normalize_group, policy_objective
-from .config import AdvantageConfig, ObjectiveConfig
+from .config import AdvantageConfig, MismatchConfig, ObjectiveConfig
 from .errors import ColumnNotFoundError, GrpoError, InputError, UnknownOptionError, UsageError
-from .files import advantages_file, objective_file
+from .files import advantages_file, mismatch_file, objective_file
 
 __all__ = [
     "AdvantageConfig",
@@ -11,12 +11,14 @@ __all__ = [
     "GRPOAdvantage",
     "GrpoError",
     "InputError",
+    "MismatchConfig",
     "ObjectiveConfig",
     "RLOOAdvantage",
     "UnknownOptionError",
     "UsageError",
     "advantages",
     "advantages_file",
+    "mismatch_file",
     "normalize_group",
     "objective_file",
     "policy_objective",

@@ -31,15 +31,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import estimators
 from .allocator import keep_freed_memory
-from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageConfig, ObjectiveConfig, numbers, value_range
+from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageConfig, MismatchConfig, ObjectiveConfig, numbers, value_range
 from .errors import GrpoError, Interrupted, UsageError
-from .files import advantages_file, objective_file
+from .files import advantages_file, mismatch_file, objective_file
 from .io import FORMATS
 from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
-from .report import render_advantages, render_objective, render_presets, write_json
+from .report import render_advantages, render_mismatch, render_objective, render_presets, write_json
 from .schema import ROLES
 
 def _flag_type(display_type_rich):
@@ -476,6 +476,61 @@ def objective(
                 output_format=_value(output_format), threads=threads, progress=progress,
             )
         _emit(figures, render_objective, quiet, summary_json)
+
+
+MISMATCH_EXAMPLES = """\
+Examples:
+
+  grpo mismatch sample_data/rollouts_vllm.parquet
+
+  grpo mismatch sample_data/rollouts_vllm.parquet --is-cap 3 --is-mask 0.5,2 --json > mismatch.json
+
+  grpo mismatch sample_data/rollouts_vllm.parquet -o mismatch_rows.parquet -q
+"""
+
+
+@app.command(epilog=MISMATCH_EXAMPLES)
+def mismatch(
+    ctx: typer.Context,
+    input: InputArg,
+    input_format: InputFormatOpt = None,
+    hive: HiveOpt = False,
+    prompt_col: Annotated[Optional[str], _column_option("prompt", "Prompt id column (names the worst rows).")] = None,
+    old_logprobs_col: OldColOpt = None,
+    rollout_logprobs_col: RolloutColOpt = None,
+    mask_col: MaskColOpt = None,
+    is_cap: Annotated[Optional[float], _option(MismatchConfig, "is_cap", ROLLOUT, metavar="C")] = None,
+    is_mask: Annotated[Optional[str], _option(MismatchConfig, "is_mask", ROLLOUT, metavar="LO,HI")] = None,
+    logratio_clamp: Annotated[Optional[float], _option(MismatchConfig, "logratio_clamp", ROLLOUT)] = None,
+    worst: Annotated[Optional[int], _option(MismatchConfig, "worst", OUTPUT, metavar="N")] = None,
+    output: OutputOpt = None,
+    output_dir: OutputDirOpt = None,
+    output_format: OutputFormatOpt = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout instead of the table.", rich_help_panel=OUTPUT)] = False,
+    summary_json: SummaryJsonOpt = None,
+    progress: ProgressOpt = ProgressMode.auto,
+    debug: DebugOpt = False,
+) -> None:
+    """How far the rollout sampler's log-probs are from the trainer's old ones (train/inference mismatch).
+
+    |old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows. -o writes the per-row figures.
+    """
+    with reported_errors(ctx, debug):
+        if json_out and (output == "-" or summary_json == "-"):
+            raise UsageError("--json prints the report on stdout, where the rows (or --summary-json -) would go; write them to a file")
+        _check_stdout(output, summary_json)
+        config = MismatchConfig(is_cap=is_cap, is_mask=value_range(is_mask, "is_mask"), logratio_clamp=logratio_clamp, worst=worst)
+        with progress_reporter(progress.value, quiet or json_out) as progress:
+            figures = mismatch_file(
+                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, old_logprobs_col=old_logprobs_col,
+                rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col, input_format=_value(input_format), hive=hive,
+                output_format=_value(output_format), threads=threads, progress=progress,
+            )
+        if json_out:
+            write_json(figures, "-")
+        _emit(figures, render_mismatch, quiet or json_out, summary_json)
 
 
 PRESETS_EXAMPLES = """\

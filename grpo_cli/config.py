@@ -61,6 +61,16 @@ def numbers(text: str | None, name: str) -> tuple[float, ...] | None:
         raise UsageError(f"`{name}` takes numbers separated by commas (found {text!r})") from None
 
 
+def weight_bounds(bounds) -> tuple[float, float] | None:
+    """``is_mask``'s ``(LO, HI)`` as floats, 0 <= LO < HI (``None`` stays ``None``)."""
+    if bounds is None:
+        return None
+    lo, hi = (float(x) for x in bounds)
+    if not 0 <= lo < hi:
+        raise UsageError(f"`is_mask` must be 0 <= LO < HI (found {lo!r}, {hi!r})")
+    return lo, hi
+
+
 def defaults(cls) -> dict[str, Any]:
     """Each option of a config class and its default."""
     return {f.name: f.metadata["default"] for f in fields(cls)}
@@ -77,9 +87,9 @@ class _Options:
     def _fill_defaults(self, part: str) -> frozenset[str]:
         """Fill what was not given from the preset (if any), else the default; return what was given."""
         given = frozenset(f.name for f in fields(self) if getattr(self, f.name) is not None)
-        if self.preset is not None:
+        if getattr(self, "preset", None) is not None:
             _choice("preset", self.preset, tuple(PRESETS))
-        chosen = preset_values(self.preset, part)
+        chosen = preset_values(getattr(self, "preset", None), part)
         for f in fields(self):
             if f.name not in given:
                 object.__setattr__(self, f.name, chosen.get(f.name, f.metadata["default"]))
@@ -372,11 +382,7 @@ class ObjectiveConfig(_Options):
                 self._set(is_level=level)
         if self.is_cap is not None and not self.is_cap > 0:
             raise UsageError(f"`is_cap` must be > 0 (found {self.is_cap!r})")
-        if self.is_mask is not None:
-            lo, hi = (float(x) for x in self.is_mask)
-            if not 0 <= lo < hi:
-                raise UsageError(f"`is_mask` must be 0 <= LO < HI (found {lo!r}, {hi!r})")
-            self._set(is_mask=(lo, hi))
+        self._set(is_mask=weight_bounds(self.is_mask))
         if self.reject is None:
             for name in sorted(given & {"reject_level", "reject_threshold"}):
                 raise UsageError(f"`{name}` applies to `reject`; pass `reject` k1, k2 or k3 too, or drop it")
@@ -431,6 +437,44 @@ class ObjectiveConfig(_Options):
                 "logratio_clamp": self.logratio_clamp if np.isfinite(self.logratio_clamp) else None,
                 "is_level": self.is_level, "is_cap": self.is_cap, "is_mask": self.is_mask, "reject": self.reject,
                 **{k: getattr(self, k) if self.reject else None for k in ("reject_level", "reject_threshold")}}
+
+
+@dataclass(frozen=True)
+class MismatchConfig(_Options):
+    """The train/rollout mismatch report (see :mod:`grpo_cli.mismatch`).
+
+    Attributes
+    ----------
+    is_cap, is_mask
+        The share of tokens and rows whose importance weight a cap C (above) or a mask
+        [LO, HI] (outside) would touch.
+    logratio_clamp
+        ``old - rollout`` is clamped to ``[-c, c]`` where it is exponentiated.
+    worst
+        How many rows to list, by their mean k3.
+    """
+
+    is_cap: float = option(2.0, "Report the tokens and rows whose weight pi_old / pi_rollout a cap C would truncate (verl's default threshold).")
+    is_mask: tuple = option(None, "Report the tokens and rows whose weight a mask [LO, HI] would zero.")
+    logratio_clamp: float = option(20.0, "Clamp old - rollout to [-c, c] before exp.")
+    worst: int = option(10, "List this many rows, by their mean k3 of KL(rollout || old).")
+
+    def __post_init__(self) -> None:
+        given = self._fill_defaults("mismatch")
+        if not self.is_cap > 0:
+            raise UsageError(f"`is_cap` must be > 0 (found {self.is_cap!r})")
+        self._set(is_mask=weight_bounds(self.is_mask))
+        if not self.logratio_clamp > 0:
+            raise UsageError(f"`logratio_clamp` must be > 0 (found {self.logratio_clamp!r})")
+        if not (isinstance(self.worst, int) and self.worst >= 0):
+            raise UsageError(f"`worst` must be an integer >= 0 (found {self.worst!r})")
+        self._set(_given=given)
+
+    @property
+    def figures(self) -> dict:
+        """The resolved options as the report records them."""
+        return {"is_cap": self.is_cap, "is_mask": None if self.is_mask is None else list(self.is_mask),
+                "logratio_clamp": self.logratio_clamp if np.isfinite(self.logratio_clamp) else None, "worst": self.worst}
 
 
 def loss_params() -> set[str]:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .engines import LocalEngine, Progress
 from .errors import check_keywords
 from .io import open_source
-from .plan import AdvantagesPlan, ObjectivePlan, plan_advantages, plan_objective
+from .plan import AdvantagesPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_mismatch, plan_objective
 
 
 def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
@@ -21,10 +21,19 @@ def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
     check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output")], f"{name}()")
 
 
-def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan) -> dict:
+def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan) -> dict:
     """The engine's figures and the plan's (which column plays which role...); ``config`` merged."""
     extra = plan.figures
     return {**figures, **extra, "config": {**figures["config"], **extra.get("config", {})}}
+
+
+def _run(command: str, make_plan: Callable, input: str | list[str], output: str | None, input_format: str | None, hive: bool,
+         engine: LocalEngine, options: dict[str, Any]) -> dict:
+    """Open ``input``, make the plan of ``command`` with ``make_plan``, run it on ``engine``."""
+    _check(options, make_plan, f"{command}_file")
+    with open_source(input, input_format, hive=hive) as source:
+        plan = make_plan(source, output=output, **options)
+        return _with_plan(getattr(engine, command)(source, plan), plan)
 
 
 def advantages_file(
@@ -49,11 +58,8 @@ def advantages_file(
     role. The written file holds every input column
     unchanged plus ``advantage`` (float64), rounded to ``round_digits`` decimals if given.
     """
-    _check(options, plan_advantages, "advantages_file")
-    engine = LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress)
-    with open_source(input, input_format, hive=hive) as source:
-        plan = plan_advantages(source, output=output, **options)
-        return _with_plan(engine.advantages(source, plan), plan)
+    return _run("advantages", plan_advantages, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+                options)
 
 
 def objective_file(
@@ -80,8 +86,28 @@ def objective_file(
     role; ``unused_columns``, list columns that look like a mask or reference but played
     none; ``config.advantages``, where the advantages came from.
     """
-    _check(options, plan_objective, "objective_file")
-    engine = LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress)
-    with open_source(input, input_format, hive=hive) as source:
-        plan = plan_objective(source, output=output, **options)
-        return _with_plan(engine.objective(source, plan), plan)
+    return _run("objective", plan_objective, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+                options)
+
+
+def mismatch_file(
+    input: str | list[str],
+    output: str | None = None,
+    *,
+    input_format: str | None = None,
+    hive: bool = False,
+    batch_rows: int | None = None,
+    threads: int | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> dict:
+    """The train/rollout mismatch report of ``input`` (read as :func:`advantages_file` reads
+    it); the per-row figures written to ``output`` (or one file per input into ``output_dir``).
+
+    ``options``: ``config`` (a :class:`~grpo_cli.MismatchConfig`), ``prompt_col`` (names the
+    worst rows), ``old_logprobs_col``, ``rollout_logprobs_col``, ``mask_col``, ``output_dir``,
+    ``output_format`` (see :func:`grpo_cli.plan.plan_mismatch`). Returns the figures of
+    :meth:`grpo_cli.mismatch.MismatchSummary.figures` and ``columns``.
+    """
+    return _run("mismatch", plan_mismatch, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+                options)

@@ -101,7 +101,8 @@ def render_histogram(hist: dict) -> str:
       -1.00 .. +0.00        1 ██████████
       +0.00 .. +1.00        3 ██████████████████████████████
     """
-    edges, counts = hist["edges"], hist["counts"]
+    edges = [math.inf if e is None and k else -math.inf if e is None else e for k, e in enumerate(hist["edges"])]
+    counts = hist["counts"]
     width = (edges[-1] - edges[0]) / max(len(counts), 1)
     peak = max(counts) or 1
     cells = [(_edge(lo, width), _edge(hi, width)) for lo, hi in zip(edges, edges[1:])]
@@ -181,6 +182,52 @@ def render_objective(figures: dict, console: Console) -> None:
     if figures["clamped_tokens"]:
         t.add_row("clamped log-ratios", f"{figures['clamped_tokens']} tokens (|new - old| > {cfg['logratio_clamp']:g})")
     console.print(t)
+
+
+def _share(count: int, share: float) -> str:
+    return f"{count} ({share:.4%})"
+
+
+def render_mismatch(figures: dict, console: Console) -> None:
+    """The `grpo mismatch` report: a table, the breakdowns, two histograms and the worst rows."""
+    f = figures
+    t = _table("grpo mismatch")
+    t.add_row("rows, tokens", f"{f['rows']}, {f['tokens']}")
+    if f["tokens"]:
+        t.add_row("|old - rollout|", f"mean {f['abs_diff_mean']:.6g}  max {f['abs_diff_max']:.6g}")
+        t.add_row("KL(rollout || old)", f"k1 {f['kl_k1']:.6g}  k3 {f['kl_k3']:.6g}")
+        t.add_row("perplexity", _lines(f"{k} {_fmt(f[key])}" for k, key in (("train", "train_ppl"), ("rollout", "rollout_ppl"),
+                                                                              ("ratio", "ppl_ratio"))))
+        t.add_row("chi-square", f"token {_fmt(f['chi2_token'])}  sequence {_fmt(f['chi2_seq'])}")
+        t.add_row("ESS (share)", _lines(f"{k} {_fmt(f[key]['count'])} ({_fmt(f[key]['share'])})" for k, key in (("token", "ess_token"),
+                                                                                                              ("sequence", "ess_seq"))))
+        for name, label in (("cap", "cap {value:g} touches"), ("mask", "mask {value} touches")):
+            if f[name] is not None:
+                m = f[name]
+                t.add_row(label.format(value=m["value"]), _lines([f"tokens {_share(m['tokens'], m['token_share'])}",
+                                                                 f"rows {_share(m['rows'], m['row_share'])}",
+                                                                 f"sequence weights {_share(m['sequence_rows'], m['sequence_row_share'])}"]))
+    t.add_row("columns", _roles(f["columns"]))
+    console.print(t)
+    for key, title in (("by_position", "by token position"), ("by_length", "by response length (tokens)")):
+        if f[key]:
+            b = Table(title=title, title_justify="left")
+            for column in ("from", "to", "rows", "tokens", "|old - rollout|", "k1", "k3"):
+                b.add_column(column, justify="right")
+            for e in f[key]:
+                b.add_row(str(e["first"]), "-" if e["last"] is None else str(e["last"]), str(e["rows"]), str(e["tokens"]),
+                          f"{e['abs_diff_mean']:.4g}", f"{e['kl_k1']:.4g}", f"{e['kl_k3']:.4g}")
+            console.print(b)
+    for key, title in (("abs_diff_histogram", "|old - rollout| per token"), ("log_weight_histogram", "sequence log-weight sum(old - rollout) per row")):
+        console.print(title)
+        console.print(render_histogram(f[key]), markup=False, highlight=False)
+    if f["worst_rows"]:
+        w = Table(title="worst rows (mean k3)", title_justify="left")
+        for column in ("row", "tokens", "k3", "|old - rollout|", "log-weight"):
+            w.add_column(column, justify="left" if column == "row" else "right")
+        for e in f["worst_rows"]:
+            w.add_row(e["row"], str(e["tokens"]), f"{e['kl_k3']:.4g}", f"{e['abs_diff_mean']:.4g}", f"{e['log_weight']:.4g}")
+        console.print(w)
 
 
 def render_presets(presets: dict, console: Console) -> None:

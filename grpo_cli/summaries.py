@@ -32,7 +32,8 @@ class BlockSums:
     Rows are summed in fixed blocks of ``block`` rows (row ``i`` is in block ``i // block``);
     a block seen whole is one sum, a block cut by the edge of the range keeps its values until
     the partial with the rest of it is merged. :meth:`total` adds the block sums, so a total
-    depends on the rows alone, never on how they were split into partials.
+    depends on the rows alone, never on how they were split into partials. A row may hold a
+    vector (an array of rows x k): its sums are vectors, column by column.
 
     >>> sums = BlockSums(block=2)
     >>> sums.add({"x": np.array([1.0, 2.0, 3.0])}); sums.add({"x": np.array([4.0])})
@@ -43,7 +44,7 @@ class BlockSums:
     def __init__(self, start: int = 0, block: int = BLOCK_ROWS):
         self.start = self.stop = start
         self.block = block
-        self._blocks: dict[str, dict[int, float | np.ndarray]] = {}
+        self._blocks: dict[str, dict[int, float | np.ndarray | _Rows]] = {}
 
     @classmethod
     def of(cls, arrays: dict[str, np.ndarray], start: int = 0, block: int = BLOCK_ROWS) -> "BlockSums":
@@ -59,10 +60,10 @@ class BlockSums:
                     blocks[k] = sums._finished(values[lo:hi])
         return sums
 
-    def _finished(self, values: np.ndarray) -> float | np.ndarray:
-        """A whole block's sum, or a copy of the values of a block not yet whole (a copy: a
+    def _finished(self, values: np.ndarray) -> float | np.ndarray | _Rows:
+        """A whole block's sum, or a copy of the rows of a block not yet whole (a copy: a
         partial never holds on to, or sees changes of, the array it was taken from)."""
-        return np.add.reduceat(values, [0])[0] if len(values) == self.block else values.copy()
+        return np.add.reduceat(values, [0])[0] if len(values) == self.block else _Rows(values.copy())
 
     def merge(self, later: "BlockSums") -> "BlockSums":
         """These rows and ``later``'s, which start where these stop."""
@@ -74,7 +75,7 @@ class BlockSums:
             mine, theirs = self._blocks.get(key, {}), later._blocks.get(key, {})
             blocks = merged._blocks[key] = {**mine, **theirs}
             for k in mine.keys() & theirs.keys():  # the block cut between the two
-                blocks[k] = self._finished(np.concatenate([mine[k], theirs[k]]))
+                blocks[k] = self._finished(np.concatenate([mine[k].values, theirs[k].values]))
         return merged
 
     def add(self, arrays: dict[str, np.ndarray]) -> None:
@@ -82,19 +83,29 @@ class BlockSums:
         merged = self.merge(BlockSums.of(arrays, self.stop, self.block))
         self.stop, self._blocks = merged.stop, merged._blocks
 
-    def total(self, key: str) -> float:
+    def total(self, key: str) -> float | np.ndarray:
         """The sum over every row of the input (the partial must start at row 0): a pairwise sum
         of the block sums, the last block's included (0.0 when it is empty)."""
         blocks = self._blocks.get(key, {})
-        *whole, last = [blocks[k] for k in sorted(blocks)] or [np.empty(0)]
-        if self.start != 0 or any(isinstance(s, np.ndarray) for s in whole):
+        *whole, last = [blocks[k] for k in sorted(blocks)] or [_Rows(np.empty(0))]
+        if self.start != 0 or any(isinstance(s, _Rows) for s in whole):
             raise ValueError(f"rows [{self.start}, {self.stop}) are not the input from its first row")
-        if isinstance(last, np.ndarray):
-            tail = last.sum()
+        if isinstance(last, _Rows):
+            tail = last.values.sum(axis=0)
         else:
             whole.append(last)
-            tail = np.float64(0.0)
-        return float(np.array([*whole, tail]).sum()) if whole else float(tail)
+            tail = np.zeros_like(last)
+        total = np.array([*whole, tail]).sum(axis=0) if whole else tail
+        return float(total) if np.ndim(total) == 0 else total
+
+
+class _Rows:
+    """The rows of a block not yet seen whole (:class:`BlockSums`)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
 
 
 @dataclass

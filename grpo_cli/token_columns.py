@@ -125,6 +125,15 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     return Tokens(lengths, new, old, ref, mask, advantage, rollout)
 
 
+def read_rollout_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
+    """The old and rollout log-probs (and mask) of one batch, validated, as :class:`Tokens`
+    whose new log-probs are the old ones (`grpo mismatch` reads no new policy)."""
+    lengths = _list_column(batch, columns.old)[0]
+    mask = _mask(batch, columns.mask, lengths) if columns.mask else None
+    old = _logprobs(batch, columns.old, None, mask)[1]
+    return Tokens(lengths, old, old, mask=mask, rollout=_logprobs(batch, columns.rollout, lengths, mask)[1])
+
+
 @dataclass(frozen=True)
 class StepColumns:
     """The token columns an estimator reads: ``count`` (a list column with one entry per

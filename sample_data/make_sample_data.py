@@ -3,6 +3,9 @@
 Columns: prompt_id, prompt, response, reward, logprobs / old_logprobs / ref_logprobs
 (ragged float32 lists, one value per response token). Rewards are 0/1 correctness with an
 occasional 0.5 partial credit, so some groups are all-correct or all-wrong (zero variance).
+sample_data/rollouts_vllm.parquet is the same rows plus rollout_logprobs, the log-probs a
+sampler (vLLM, say) reported: the old ones plus noise that grows along the response, as
+train/inference mismatch does.
 Run (with grpo-cli installed): python sample_data/make_sample_data.py
 """
 
@@ -48,6 +51,10 @@ def main() -> None:
     pq.write_table(table, HERE / "rollouts.parquet")
     with open(HERE / "rollouts.jsonl", "wb") as f:
         write_jsonl(table, f)  # float32 widened: the JSONL sample computes the parquet's numbers
+    vllm = np.random.default_rng(SEED + 1)  # its own stream: the files above do not change
+    position = np.arange(tokens) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    rollout = np.minimum(old + vllm.normal(0.0, 0.01 + 0.002 * position), 0.0)
+    pq.write_table(table.append_column("rollout_logprobs", ragged(vllm, lengths, rollout)), HERE / "rollouts_vllm.parquet")
 
 
 if __name__ == "__main__":

@@ -129,10 +129,12 @@ def json_keys(value, skip=("group_sizes",)) -> set[str]:
     return {k for k in value} | {sub for k, v in value.items() if k not in skip for sub in json_keys(v)}
 
 
-@pytest.mark.parametrize("command, args", [("advantages", []), ("objective", ["--beta", "0.04"])])
+@pytest.mark.parametrize("command, args", [("advantages", []), ("objective", ["--beta", "0.04"]),
+                                           ("objective", ["--is", "token", "--is-cap", "2", "--reject", "k3", "--reject-threshold", "1"]),
+                                           ("mismatch", ["--is-mask", "0.5,2"])])
 def test_every_summary_json_key_is_documented(tmp_path, command, args):
     out = tmp_path / "s.json"
-    run_grpo(command, str(ROOT / "sample_data/rollouts.parquet"), *args, "-q", "--summary-json", str(out))
+    run_grpo(command, str(ROOT / "sample_data/rollouts_vllm.parquet"), *args, "-q", "--summary-json", str(out))
     import json
     section = readme_section(command)
     missing = [k for k in sorted(json_keys(json.loads(out.read_text()))) if not re.search(rf"\b{re.escape(k)}\b", section)]

@@ -12,13 +12,13 @@ from abc import ABC, abstractmethod
 from typing import Callable
 
 from ..io import Source
-from ..plan import AdvantagesPlan, ObjectivePlan
+from ..plan import AdvantagesPlan, MismatchPlan, ObjectivePlan
 
 Progress = Callable[[int, int, str], None]
 
 
 class Engine(ABC):
-    """Runs the plans of the two commands over a :class:`~grpo_cli.io.Source`.
+    """Runs the plans of the commands over a :class:`~grpo_cli.io.Source`.
 
     ``progress(rows done, rows in all, pieces)`` is called as batches finish; ``pieces`` says
     how many stored pieces are done, e.g. ``row groups 3/12``.
@@ -37,6 +37,11 @@ class Engine(ABC):
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
         """Compute the objective and write the per-row columns; return the figures of
         :meth:`grpo_cli.summaries.ObjectiveSummary.figures`."""
+
+    @abstractmethod
+    def mismatch(self, source: Source, plan: MismatchPlan) -> dict:
+        """Report the train/rollout mismatch and write the per-row figures; return the figures
+        of :meth:`grpo_cli.mismatch.MismatchSummary.figures`."""
 
 
 from .local import LocalEngine  # noqa: E402  (it subclasses Engine)

@@ -15,9 +15,10 @@ from .. import schema
 from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
 from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
-from ..plan import AdvantagesPlan, Grouping, ObjectivePlan
+from ..mismatch import MismatchSummary, batch_terms
+from ..plan import AdvantagesPlan, Grouping, MismatchPlan, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
-from ..token_columns import StepColumns, StepData, read_steps, read_tokens
+from ..token_columns import StepColumns, StepData, read_rollout_tokens, read_steps, read_tokens
 
 
 def float64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -221,3 +222,16 @@ def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan:
     if "rejected_tokens" in terms:
         columns["rejected_tokens"] = pa.array(terms["rejected_tokens"])
     return columns
+
+
+def mismatch_fields() -> list[pa.Field]:
+    """The per-row columns `grpo mismatch` writes, in order."""
+    return [pa.field("n_tokens", pa.int64()), *(pa.field(name, pa.float64()) for name in MISMATCH_COLUMNS)]
+
+
+def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) -> tuple[dict[str, pa.Array], MismatchSummary]:
+    """The per-row mismatch columns (when the plan writes rows) and the partial report of one batch."""
+    terms = batch_terms(read_rollout_tokens(batch, plan.tokens), plan.config)
+    summary = MismatchSummary.of(terms, first_row, plan.config.worst)
+    columns = {"n_tokens": pa.array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
+    return columns, summary

@@ -23,7 +23,8 @@ from ..errors import InputError, RowError
 from ..estimators import GroupIndex, Groups, RowInputs, lookup, row_inputs, whitened_rows, whitening
 from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
-from ..plan import AdvantagesPlan, Grouping, Inputs, ObjectivePlan, Output
+from ..mismatch import MismatchSummary
+from ..plan import AdvantagesPlan, Grouping, Inputs, MismatchPlan, ObjectivePlan, Output
 from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
 
 WINDOW_ROWS = 1 << 16
@@ -73,6 +74,28 @@ class LocalEngine(Engine):
             for _ in summarised():
                 pass
         return summary.figures(plan.config)
+
+    def mismatch(self, source: Source, plan: MismatchPlan) -> dict:
+        worst = plan.config.worst
+        summary = MismatchSummary()
+        grouping = Grouping(plan.prompt, None)
+        batches = self._batches(source, grouping, kernels.mismatch_batch, plan, columns=plan.columns, carry=bool(plan.output.targets))
+
+        def summarised() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
+            nonlocal summary
+            for part, batch, (columns, partial) in batches:
+                summary = summary.merge(partial, worst)
+                yield part, batch, columns
+
+        if plan.output.targets:
+            self._write(source, plan.output, kernels.mismatch_fields(), summarised())
+        else:
+            for _ in summarised():
+                pass
+        figures = summary.figures(plan.config)
+        named = _row_names(source, plan.prompt, [entry["row"] for entry in figures["worst_rows"]])
+        figures["worst_rows"] = [{**entry, "row": name} for entry, name in zip(figures["worst_rows"], named)]
+        return figures
 
     def _first_pass(self, source: Source, grouping: Grouping, inputs: Inputs | None,
                     config: AdvantageConfig | None) -> tuple[GroupIndex, RowInputs | None]:
@@ -215,11 +238,13 @@ def row_labeller(source: Source, prompt: str | None) -> Callable[[int], str]:
     """How errors name a row: ``file: row 12 (prompt id 'p3')`` (0-based in its file). The
     id is read again when an error needs it, so no per-row key is held while streaming."""
 
-    def label(row: int) -> str:
-        key = source.read_columns([prompt]).column(prompt)[row].as_py() if prompt is not None else None
-        return source.locate(row) if key is None else f"{source.locate(row)} (prompt id {key!r})"
+    return lambda row: _row_names(source, prompt, [row])[0]
 
-    return label
+
+def _row_names(source: Source, prompt: str | None, rows: list[int]) -> list[str]:
+    """How a report names rows: ``file: row 12 (prompt id 'p3')``, the ids read once."""
+    keys = source.read_columns([prompt]).column(prompt).take(rows).to_pylist() if prompt is not None and rows else [None] * len(rows)
+    return [source.locate(row) if key is None else f"{source.locate(row)} (prompt id {key!r})" for row, key in zip(rows, keys)]
 
 
 def _labelled(label: Callable[[int], str], fn: Callable, *args):
