@@ -2,6 +2,7 @@
 
     python benchmarks/bench.py --rows 1000000 --group-size 8 --mean-tokens 64 --runs 3
     python benchmarks/bench.py --rows 10000000 --mean-tokens 0 --estimators grpo,remax,opo,gpg,passk
+    python benchmarks/bench.py --rows 1000000 --losses ppo,gspo,sapo,cispo,gmpo,gpg --skip-naive
 
 Generates synthetic rollouts (prompt_id, reward, logprobs, old_logprobs as ragged float32
 lists), then times each command over --runs runs and prints a markdown table of median wall
@@ -14,6 +15,7 @@ time, ratio to the floor, and peak resident memory (ru_maxrss of the process, vi
 - ``--estimators``: `grpo advantages -o` once per estimator, on one file that holds what each
   needs (a ``reward_baseline`` column; without log-prob columns, a ``response_mask`` of 1-7
   tokens per row for the lengths), so their times compare side by side.
+- ``--losses``: `grpo objective -o` once per loss, against the same 8-column floor.
 This is a benchmark, not a test: nothing here asserts a time.
 """
 
@@ -149,6 +151,7 @@ def main() -> None:
     parser.add_argument("--skip-naive", action="store_true")
     parser.add_argument("--scattered", action="store_true", help="shuffle ids within each chunk: no group is contiguous")
     parser.add_argument("--estimators", default="grpo", help="comma-separated: time `grpo advantages -o` with each")
+    parser.add_argument("--losses", default="ppo", help="comma-separated: time `grpo objective -o` with each")
     args = parser.parse_args()
     estimators = args.estimators.split(",")
     needs = frozenset(n for e in estimators for n in lookup(e).needs)
@@ -164,7 +167,8 @@ def main() -> None:
            [*grpo(), "advantages", str(data), "--estimator", e, "-o", str(out), "-q"]) for e in estimators),
         ("advantages", "naive per-sample Python loop", [py, "-c", NAIVE, str(data), str(out)]),
         ("objective", "floor (pyarrow read + write, 8 columns)", [py, "-c", FLOOR, str(data), str(out), "8"]),
-        ("objective", "grpo objective -o", [*grpo(), "objective", str(data), "-o", str(out), "-q"]),
+        *(("objective", "grpo objective -o" + (f" --loss {loss}" if loss != "ppo" else ""),
+           [*grpo(), "objective", str(data), "--loss", loss, "-o", str(out), "-q"]) for loss in args.losses.split(",")),
         ("summary", "read floor (pyarrow read only)", [py, "-c", READ_FLOOR, str(data)]),
         ("summary", "grpo objective (summary only)", [*grpo(), "objective", str(data), "-q"]),
     ]

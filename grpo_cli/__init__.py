@@ -1,13 +1,14 @@
 """grpo-cli: group-relative advantages and clipped policy objectives on rollout files."""
 
 from .api import GRPOAdvantage, RLOOAdvantage, advantages, normalize_group, policy_objective
-from .config import AdvantageConfig, MismatchConfig, ObjectiveConfig
+from .config import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig
 from .errors import ColumnNotFoundError, GrpoError, InputError, UnknownOptionError, UsageError
-from .files import advantages_file, mismatch_file, objective_file
+from .files import advantages_file, filter_file, mismatch_file, objective_file
 
 __all__ = [
     "AdvantageConfig",
     "ColumnNotFoundError",
+    "FilterConfig",
     "GRPOAdvantage",
     "GrpoError",
     "InputError",
@@ -18,6 +19,7 @@ __all__ = [
     "UsageError",
     "advantages",
     "advantages_file",
+    "filter_file",
     "mismatch_file",
     "normalize_group",
     "objective_file",

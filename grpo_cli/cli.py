@@ -31,15 +31,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import estimators
 from .allocator import keep_freed_memory
-from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageConfig, MismatchConfig, ObjectiveConfig, numbers, value_range
+from .config import MULTI_REWARD, ON_NULL, STD_KINDS, TRUNCATED, WHITEN_EPS_AT, AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, numbers, value_range
 from .errors import GrpoError, Interrupted, UsageError
-from .files import advantages_file, mismatch_file, objective_file
+from .files import advantages_file, filter_file, mismatch_file, objective_file
 from .io import FORMATS
 from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
-from .report import render_advantages, render_mismatch, render_objective, render_presets, write_json
+from .report import render_advantages, render_filter, render_mismatch, render_objective, render_presets, write_json
 from .schema import ROLES
 
 def _flag_type(display_type_rich):
@@ -110,6 +110,7 @@ Aggregation = _choices("Aggregation", {**AGGREGATIONS, **ALIASES})
 KL = _choices("KL", KL_ESTIMATORS)
 RatioLevel = _choices("RatioLevel", RATIO_LEVELS)
 RejectLevel = _choices("RejectLevel", REJECT_LEVELS)
+Truncated = _choices("Truncated", TRUNCATED)
 Format = _choices("Format", FORMATS)
 
 ESTIMATOR_LIST = _listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
@@ -531,6 +532,60 @@ def mismatch(
         if json_out:
             write_json(figures, "-")
         _emit(figures, render_mismatch, quiet or json_out, summary_json)
+
+
+FILTER_EXAMPLES = """\
+Examples:
+
+  grpo filter sample_data/rollouts.parquet --drop-zero-variance -o filtered.parquet
+
+  grpo filter sample_data/rollouts.parquet --keep-if '0<mean<1' --overlong-buffer 16 --max-length 64 -o filtered.parquet
+"""
+RULES = "Rules"
+
+
+@app.command(name="filter", epilog=FILTER_EXAMPLES)
+def filter_rows(
+    ctx: typer.Context,
+    input: InputArg,
+    input_format: InputFormatOpt = None,
+    hive: HiveOpt = False,
+    prompt_col: PromptColOpt = None,
+    reward_col: Annotated[Optional[str], _column_option("reward", "Reward column (or struct field column.field).")] = None,
+    num_generations: NumGenOpt = None,
+    truncated_col: Annotated[Optional[str], _column_option("truncated", "Truncation flag: booleans or 0/1, read by --truncated.")] = None,
+    mask_col: MaskColOpt = None,
+    logprobs_col: NewColOpt = None,
+    drop_zero_variance: Annotated[bool, typer.Option("--drop-zero-variance", help=_config_help(FilterConfig, "drop_zero_variance"), rich_help_panel=RULES)] = False,
+    keep_if: Annotated[Optional[str], _option(FilterConfig, "keep_if", RULES, metavar="RULE")] = None,
+    truncated: Annotated[Optional[Truncated], _option(FilterConfig, "truncated", RULES)] = None,
+    overlong_buffer: Annotated[Optional[int], _option(FilterConfig, "overlong_buffer", RULES, metavar="B")] = None,
+    max_length: Annotated[Optional[int], _option(FilterConfig, "max_length", RULES)] = None,
+    overlong_factor: Annotated[Optional[float], _option(FilterConfig, "overlong_factor", RULES)] = None,
+    output: OutputOpt = None,
+    output_dir: OutputDirOpt = None,
+    output_format: OutputFormatOpt = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+    summary_json: SummaryJsonOpt = None,
+    progress: ProgressOpt = ProgressMode.auto,
+    debug: DebugOpt = False,
+) -> None:
+    """Write the rows to keep: drop groups without signal (DAPO), outside reward bounds (OpenRLHF), truncated rows; DAPO's overlong penalty.
+
+    Without -o (or --output-dir), only reports what would be kept and why the rest would not.
+    """
+    with reported_errors(ctx, debug):
+        _check_stdout(output, summary_json)
+        config = FilterConfig(drop_zero_variance=drop_zero_variance or None, keep_if=keep_if, truncated=_value(truncated),
+                              overlong_buffer=overlong_buffer, max_length=max_length, overlong_factor=overlong_factor)
+        with progress_reporter(progress.value, quiet) as progress:
+            figures = filter_file(
+                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
+                num_generations=num_generations, truncated_col=truncated_col, mask_col=mask_col, logprobs_col=logprobs_col,
+                input_format=_value(input_format), hive=hive, output_format=_value(output_format), threads=threads, progress=progress,
+            )
+        _emit(figures, render_filter, quiet, summary_json)
 
 
 PRESETS_EXAMPLES = """\

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .engines import LocalEngine, Progress
 from .errors import check_keywords
 from .io import open_source
-from .plan import AdvantagesPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_mismatch, plan_objective
+from .plan import AdvantagesPlan, FilterPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_filter, plan_mismatch, plan_objective
 
 
 def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
@@ -21,7 +21,7 @@ def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
     check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output")], f"{name}()")
 
 
-def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan) -> dict:
+def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan | FilterPlan) -> dict:
     """The engine's figures and the plan's (which column plays which role...); ``config`` merged."""
     extra = plan.figures
     return {**figures, **extra, "config": {**figures["config"], **extra.get("config", {})}}
@@ -110,4 +110,27 @@ def mismatch_file(
     :meth:`grpo_cli.mismatch.MismatchSummary.figures` and ``columns``.
     """
     return _run("mismatch", plan_mismatch, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+                options)
+
+
+def filter_file(
+    input: str | list[str],
+    output: str | None = None,
+    *,
+    input_format: str | None = None,
+    hive: bool = False,
+    batch_rows: int | None = None,
+    threads: int | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> dict:
+    """Write the rows of ``input`` that the rules keep to ``output`` (or one file per input
+    into ``output_dir``; without either, only report).
+
+    ``options``: ``config`` (a :class:`~grpo_cli.FilterConfig`), ``prompt_col``,
+    ``reward_col``, ``num_generations``, ``truncated_col``, ``mask_col``, ``logprobs_col``,
+    ``output_dir``, ``output_format`` (see :func:`grpo_cli.plan.plan_filter`). Returns the
+    figures of :func:`grpo_cli.filters.filter_figures` and ``columns``.
+    """
+    return _run("filter", plan_filter, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
                 options)

@@ -230,6 +230,26 @@ def render_mismatch(figures: dict, console: Console) -> None:
         console.print(w)
 
 
+def render_filter(figures: dict, console: Console) -> None:
+    """The `grpo filter` summary: kept, dropped, and what each rule did."""
+    f = figures
+    t = _table("grpo filter")
+    t.add_row("kept", f"{f['kept']['rows']} of {f['rows']} rows, {f['kept']['groups']} of {f['groups']} groups")
+    t.add_row("dropped", f"{f['dropped']['rows']} rows, {f['dropped']['groups']} groups")
+    for name, label in (("zero_variance", "zero variance drops"), ("keep_if", f"keep-if {f['config']['keep_if']} drops")):
+        if f[name] is not None:
+            t.add_row(label, f"{f[name]['groups']} groups ({f[name]['rows']} rows)")
+    if f["truncated"] is not None:
+        t.add_row(f"truncated ({f['truncated']['action']})", f"{f['truncated']['rows']} rows")
+    if f["overlong"] is not None:
+        o = f["overlong"]
+        t.add_row("overlong penalty", f"{o['rows']} rows  mean {o['penalty_mean']:.4g}  min {o['penalty_min']:.4g}")
+    t.add_row("columns", _roles(f["columns"]))
+    if f["unused_columns"]:
+        t.add_row("not used", ", ".join(f["unused_columns"]))
+    console.print(t)
+
+
 def render_presets(presets: dict, console: Console) -> None:
     """What each preset sets: one row per option, one column per preset ("-": this tool's
     default), then where each was read and what it does not model."""

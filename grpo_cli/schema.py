@@ -38,6 +38,7 @@ ROLES = {
     "mask": Role("token mask", "mask_col", ("response_mask", "loss_mask", "completion_mask", "action_mask", "mask"), lookalike="mask"),
     "baseline": Role("baseline reward", "baseline_col", ("reward_baseline", "reward_baselines", "baseline_reward", "greedy_reward")),
     "values": Role("values", "values_col", ("values", "value", "critic_values")),
+    "truncated": Role("truncation flag", "truncated_col", ("truncated", "is_truncated")),
     "rollout": Role("rollout log-probs", "rollout_logprobs_col",
                     ("rollout_logprobs", "rollout_log_probs", "rollout_log_prob", "sampling_per_token_logps", "sampling_logprobs")),
 }

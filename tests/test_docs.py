@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import typer
 
-from grpo_cli import AdvantageConfig, ObjectiveConfig
+from grpo_cli import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig
 from grpo_cli.cli import app
 
 from .conftest import ROOT, grpo_executable, run_grpo
 
 README = (ROOT / "README.md").read_text()
 COMMANDS = typer.main.get_command(app).commands
-CONFIG_OPTIONS = {f.name for cls in (AdvantageConfig, ObjectiveConfig) for f in fields(cls)}
+CONFIG_OPTIONS = {f.name for cls in (AdvantageConfig, ObjectiveConfig, MismatchConfig, FilterConfig) for f in fields(cls)}
 
 
 def console_examples() -> list[tuple[str, list[str]]]:
@@ -131,7 +131,8 @@ def json_keys(value, skip=("group_sizes",)) -> set[str]:
 
 @pytest.mark.parametrize("command, args", [("advantages", []), ("objective", ["--beta", "0.04"]),
                                            ("objective", ["--is", "token", "--is-cap", "2", "--reject", "k3", "--reject-threshold", "1"]),
-                                           ("mismatch", ["--is-mask", "0.5,2"])])
+                                           ("mismatch", ["--is-mask", "0.5,2"]),
+                                           ("filter", ["--drop-zero-variance", "--keep-if", "0<mean", "--overlong-buffer", "8", "--max-length", "64"])])
 def test_every_summary_json_key_is_documented(tmp_path, command, args):
     out = tmp_path / "s.json"
     run_grpo(command, str(ROOT / "sample_data/rollouts_vllm.parquet"), *args, "-q", "--summary-json", str(out))

@@ -16,7 +16,7 @@ from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
 from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..mismatch import MismatchSummary, batch_terms
-from ..plan import AdvantagesPlan, Grouping, MismatchPlan, ObjectivePlan
+from ..plan import AdvantagesPlan, FilterPlan, Grouping, MismatchPlan, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
 from ..token_columns import StepColumns, StepData, read_rollout_tokens, read_steps, read_tokens
 
@@ -235,3 +235,30 @@ def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) ->
     summary = MismatchSummary.of(terms, first_row, plan.config.worst)
     columns = {"n_tokens": pa.array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
     return columns, summary
+
+
+def truncation_flags(column: pa.ChunkedArray, name: str) -> np.ndarray:
+    """A truncation column (booleans or 0/1) as bool; nulls and other values are refused."""
+    values = pc.cast(column, pa.int64()) if not pa.types.is_boolean(column.type) else column
+    if values.null_count:
+        raise RowError(pc.indices_nonzero(pc.is_null(values))[0].as_py(), f"column {name!r} (truncation flag) is null")
+    flags = values.to_numpy(zero_copy_only=False)
+    if flags.dtype != bool and not np.isin(flags, (0, 1)).all():
+        raise RowError(int(np.flatnonzero(~np.isin(flags, (0, 1)))[0]), f"column {name!r} (truncation flag) must hold booleans or 0/1")
+    return flags.astype(bool)
+
+
+def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep: np.ndarray, reward: np.ndarray | None,
+                   masked: np.ndarray | None) -> tuple[np.ndarray, dict[str, pa.Array]]:
+    """Which rows of a batch `grpo filter` keeps, and its changed columns (all rows): the
+    penalised ``reward``; the mask, 0 on every token of a ``masked`` row."""
+    rows = slice(first_row, first_row + batch.num_rows)
+    columns = {} if reward is None else {plan.reward: pa.array(reward[rows])}
+    if masked is not None:
+        mask = batch.column(plan.mask)
+        lengths = pc.list_value_length(mask).to_numpy().astype(np.int64)
+        flat = mask.flatten()
+        values = np.where(np.repeat(masked[rows], lengths), 0, flat.to_numpy(zero_copy_only=False)).astype(flat.to_numpy(zero_copy_only=False).dtype)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        columns[plan.mask] = pa.ListArray.from_arrays(offsets, pa.array(values, type=flat.type))
+    return keep[rows], columns

@@ -24,7 +24,8 @@ from ..estimators import GroupIndex, Groups, RowInputs, lookup, row_inputs, whit
 from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
 from ..mismatch import MismatchSummary
-from ..plan import AdvantagesPlan, Grouping, Inputs, MismatchPlan, ObjectivePlan, Output
+from ..filters import filter_figures, group_rules, overlong_penalty
+from ..plan import AdvantagesPlan, FilterPlan, Grouping, Inputs, MismatchPlan, ObjectivePlan, Output
 from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
 
 WINDOW_ROWS = 1 << 16
@@ -95,6 +96,41 @@ class LocalEngine(Engine):
         figures = summary.figures(plan.config)
         named = _row_names(source, plan.prompt, [entry["row"] for entry in figures["worst_rows"]])
         figures["worst_rows"] = [{**entry, "row": name} for entry, name in zip(figures["worst_rows"], named)]
+        return figures
+
+    def filter(self, source: Source, plan: FilterPlan) -> dict:
+        config, grouping = plan.config, plan.grouping
+        path = schema.field_path(source.schema, plan.reward)
+        table = source.read_columns(list(dict.fromkeys(c for c in (grouping.prompt, path[0], plan.truncated) if c is not None)))
+        label = row_labeller(source, grouping.prompt)
+        keys = table.column(grouping.prompt) if grouping.prompt is not None else None
+        index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
+        r = _labelled(label, kernels.reward_values, table, [path], (plan.reward,))[:, 0]
+        if np.isnan(r).any():
+            raise InputError(f"{label(int(np.flatnonzero(np.isnan(r))[0]))}: column {plan.reward!r} is null or NaN (`grpo filter` needs every reward)")
+        groups = Groups(r, index)
+        rules = group_rules(groups, config)
+        keep = reduce(np.logical_and, (groups.per_row(kept) for kept in rules.values()), np.ones(len(r), dtype=bool))
+        truncated = None
+        if plan.truncated is not None:
+            truncated = _labelled(label, kernels.truncation_flags, table.column(plan.truncated), plan.truncated)
+            if config.truncated == "drop":
+                keep &= ~truncated
+        penalty = reward = None
+        if plan.steps is not None:
+            parts = [part for _, _, part in self._batches(source, grouping, kernels.row_steps, plan.steps, None,
+                                                           columns=plan.steps.names, carry=False)]
+            penalty = overlong_penalty(_joined(parts, ("length",))["length"], config)
+            reward = r + penalty
+        figures = filter_figures(groups, rules, keep, truncated, penalty, config)
+        if plan.output.targets:
+            masked = truncated if config.truncated == "mask" else None
+            fields = [pa.field(plan.reward, pa.float64())] if reward is not None else []
+            fields += [source.output_schema.field(plan.mask)] if masked is not None else []
+            batches = self._batches(source, grouping, kernels.filter_columns, plan, keep, reward, masked,
+                                    columns=[plan.mask] if masked is not None else [], carry=True)
+            self._write(source, plan.output, fields, ((part, batch.filter(kept), {k: v.filter(kept) for k, v in columns.items()})
+                                                      for part, batch, (kept, columns) in batches))
         return figures
 
     def _first_pass(self, source: Source, grouping: Grouping, inputs: Inputs | None,
