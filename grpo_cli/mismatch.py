@@ -100,9 +100,7 @@ class MismatchSummary:
         has = n > 0
         sums = BlockSums.of({**{k: terms[k] for k in ROW_SUMS}, "by_position": terms["by_position"],
                              "by_length": terms["by_length"]}, start)
-        counts = Counter(rows=len(n), tokens=int(n.sum()), scored_rows=int(has.sum()),
-                         inf_ppl=int((~np.isfinite(terms["train_ppl"]) | ~np.isfinite(terms["rollout_ppl"])
-                                      | ~np.isfinite(terms["ppl_ratio"])).sum()))
+        counts = Counter(rows=len(n), tokens=int(n.sum()), scored_rows=int(has.sum()))
         for name in ("cap", "mask"):
             if f"{name}_tokens" in terms:
                 counts.update({f"{name}_tokens": int(terms[f"{name}_tokens"].sum()), f"{name}_rows": int((terms[f"{name}_tokens"] > 0).sum()),

@@ -39,7 +39,8 @@ PRESETS = {p.name: p for p in (
                    "whiten_std": "sample", "whiten_eps_at": "std", "whiten_eps": 1e-4},
         objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": math.inf},
         differs="loss_type 'dapo' normalises by the generation batch's tokens (the whole file here); its CISPO caps the "
-                "ratio at epsilon_high itself, from above only (pass --epsilon-low 1 --epsilon-high C-1)",
+                "ratio at epsilon_high itself, from above only (pass --epsilon-low 1 --epsilon-high C-1); with vLLM its "
+                "importance sampling is on by default (sequence_mask, clip_max 3): pass --is sequence_mask --is-mask 0,3",
     ),
     Preset(
         "openrlhf", "OpenRLHF 0.11.0 (3c3be623): trainer/ppo_utils/experience_maker.py, models/loss.py",
