@@ -4,6 +4,7 @@ from .api import GRPOAdvantage, RLOOAdvantage, advantages, normalize_group, poli
 from .config import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig
 from .errors import ColumnNotFoundError, GrpoError, InputError, UnknownOptionError, UsageError
 from .files import advantages_file, filter_file, mismatch_file, objective_file
+from .frames import annotate_advantages, annotate_objective
 
 __all__ = [
     "AdvantageConfig",
@@ -19,6 +20,8 @@ __all__ = [
     "UsageError",
     "advantages",
     "advantages_file",
+    "annotate_advantages",
+    "annotate_objective",
     "filter_file",
     "mismatch_file",
     "normalize_group",

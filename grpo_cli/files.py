@@ -8,11 +8,11 @@ the input and how to run.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 from .engines import LocalEngine, Progress
 from .errors import check_keywords
-from .io import open_source
+from .io import Source, open_source
 from .plan import AdvantagesPlan, FilterPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_filter, plan_mismatch, plan_objective
 
 
@@ -27,11 +27,11 @@ def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPla
     return {**figures, **extra, "config": {**figures["config"], **extra.get("config", {})}}
 
 
-def _run(command: str, make_plan: Callable, input: str | list[str], output: str | None, input_format: str | None, hive: bool,
-         engine: LocalEngine, options: dict[str, Any]) -> dict:
-    """Open ``input``, make the plan of ``command`` with ``make_plan``, run it on ``engine``."""
+def run(command: str, make_plan: Callable, opened: ContextManager[Source], output: str | None, engine: LocalEngine,
+        options: dict[str, Any]) -> dict:
+    """Make the plan of ``command`` with ``make_plan`` on the ``opened`` source, run it on ``engine``."""
     _check(options, make_plan, f"{command}_file")
-    with open_source(input, input_format, hive=hive) as source:
+    with opened as source:
         plan = make_plan(source, output=output, **options)
         return _with_plan(getattr(engine, command)(source, plan), plan)
 
@@ -58,7 +58,7 @@ def advantages_file(
     role. The written file holds every input column
     unchanged plus ``advantage`` (float64), rounded to ``round_digits`` decimals if given.
     """
-    return _run("advantages", plan_advantages, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+    return run("advantages", plan_advantages, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
                 options)
 
 
@@ -86,7 +86,7 @@ def objective_file(
     role; ``unused_columns``, list columns that look like a mask or reference but played
     none; ``config.advantages``, where the advantages came from.
     """
-    return _run("objective", plan_objective, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+    return run("objective", plan_objective, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
                 options)
 
 
@@ -109,7 +109,7 @@ def mismatch_file(
     ``output_format`` (see :func:`grpo_cli.plan.plan_mismatch`). Returns the figures of
     :meth:`grpo_cli.mismatch.MismatchSummary.figures` and ``columns``.
     """
-    return _run("mismatch", plan_mismatch, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+    return run("mismatch", plan_mismatch, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
                 options)
 
 
@@ -132,5 +132,5 @@ def filter_file(
     ``output_dir``, ``output_format`` (see :func:`grpo_cli.plan.plan_filter`). Returns the
     figures of :func:`grpo_cli.filters.filter_figures` and ``columns``.
     """
-    return _run("filter", plan_filter, input, output, input_format, hive, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+    return run("filter", plan_filter, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
                 options)

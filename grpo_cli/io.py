@@ -431,6 +431,16 @@ def open_source(inputs: str | list[str], input_format: str | None = None, *, hiv
     yield _with_rows(Source(name, parts, _common_format(parts, input_format), hive, folders))
 
 
+@contextlib.contextmanager
+def open_table(table: pa.Table, name: str = "<frame>") -> Iterator[Source]:
+    """An in-memory table as a :class:`Source` named ``name``: spooled to a temporary parquet
+    file (uncompressed), as stdin is, so every command reads it as it reads files."""
+    with tempfile.NamedTemporaryFile(prefix="grpo-frame-", suffix=".parquet") as spool:
+        pq.write_table(table, spool.name, compression="none")
+        part = Part(name, Path(spool.name), PurePath(name))
+        yield _with_rows(Source(name, [part], "parquet", False))
+
+
 def _with_rows(source: Source) -> Source:
     if not source.row_counts.sum():
         raise InputError(f"{source.name}: no rows")
