@@ -33,13 +33,13 @@ from . import estimators
 from .allocator import keep_freed_memory
 from .config import MULTI_REWARD, ON_NULL, STD_KINDS, TRUNCATED, WHITEN_EPS_AT, AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, numbers, value_range
 from .errors import GrpoError, Interrupted, UsageError
-from .files import advantages_file, filter_file, mismatch_file, objective_file
+from .files import advantages_file, compare_file, filter_file, mismatch_file, objective_file
 from .io import FORMATS
 from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
-from .report import render_advantages, render_filter, render_mismatch, render_objective, render_presets, write_json
+from .report import render_advantages, render_compare, render_filter, render_mismatch, render_objective, render_presets, write_json
 from .schema import ROLES
 
 def _flag_type(display_type_rich):
@@ -153,6 +153,7 @@ Preset = _choices("Preset", PRESETS)
 PresetOpt = Annotated[Optional[Preset], typer.Option(help=_config_help(AdvantageConfig, "preset"), show_default=False, rich_help_panel=INPUT)]
 SingletonOpt = Annotated[Optional[Singleton], _option(AdvantageConfig, "singleton", ESTIMATOR)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary (and no progress unless --progress always).", rich_help_panel=OUTPUT)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the figures as JSON on stdout instead of the tables.", rich_help_panel=OUTPUT)]
 SummaryJsonOpt = Annotated[Optional[str], typer.Option(help="Also write the summary figures as JSON to this path (- for stdout, when the rows do not go there).", rich_help_panel=OUTPUT)]
 PROGRESS_MODES = ("auto", "always", "never")
 ProgressMode = _choices("ProgressMode", PROGRESS_MODES)
@@ -293,6 +294,19 @@ def _one(values: Optional[list[str]]) -> str | list[str] | None:
 def _check_stdout(output: Optional[str], summary_json: Optional[str]) -> None:
     if output == summary_json == "-":
         raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
+
+
+def _check_json(json_out: bool, output: Optional[str], summary_json: Optional[str]) -> None:
+    if json_out and (output == "-" or summary_json == "-"):
+        raise UsageError("--json prints the figures on stdout, where the rows (or --summary-json -) would go; write them to a file")
+    _check_stdout(output, summary_json)
+
+
+def _emit_json(figures: dict, render, quiet: bool, json_out: bool, summary_json: Optional[str]) -> None:
+    """The figures as JSON on stdout with ``json_out`` (no table), else as :func:`_emit` does."""
+    if json_out:
+        write_json(figures, "-")
+    _emit(figures, render, quiet or json_out, summary_json)
 
 
 def _emit(figures: dict, render, quiet: bool, summary_json: Optional[str]) -> None:
@@ -509,7 +523,7 @@ def mismatch(
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout instead of the table.", rich_help_panel=OUTPUT)] = False,
+    json_out: JsonOpt = False,
     summary_json: SummaryJsonOpt = None,
     progress: ProgressOpt = ProgressMode.auto,
     debug: DebugOpt = False,
@@ -519,9 +533,7 @@ def mismatch(
     |old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows. -o writes the per-row figures.
     """
     with reported_errors(ctx, debug):
-        if json_out and (output == "-" or summary_json == "-"):
-            raise UsageError("--json prints the report on stdout, where the rows (or --summary-json -) would go; write them to a file")
-        _check_stdout(output, summary_json)
+        _check_json(json_out, output, summary_json)
         config = MismatchConfig(is_cap=is_cap, is_mask=value_range(is_mask, "is_mask"), logratio_clamp=logratio_clamp, worst=worst)
         with progress_reporter(progress.value, quiet or json_out) as progress:
             figures = mismatch_file(
@@ -529,9 +541,58 @@ def mismatch(
                 rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col, input_format=_value(input_format), hive=hive,
                 output_format=_value(output_format), threads=threads, progress=progress,
             )
-        if json_out:
-            write_json(figures, "-")
-        _emit(figures, render_mismatch, quiet or json_out, summary_json)
+        _emit_json(figures, render_mismatch, quiet, json_out, summary_json)
+
+
+COMPARE_EXAMPLES = """\
+Examples:
+
+  grpo compare sample_data/rollouts.parquet --estimators grpo,rloo,mean
+
+  grpo compare sample_data/rollouts.parquet --estimators grpo:std=sample,eps=1e-6,verl,trl --json > compare.json
+
+  grpo compare sample_data/rollouts.parquet --estimators grpo,rloo -o compared.parquet -q
+"""
+
+
+@app.command(epilog=COMPARE_EXAMPLES)
+def compare(
+    ctx: typer.Context,
+    input: InputArg,
+    estimators: Annotated[str, typer.Option(help="Two or more, comma-separated: an estimator or a preset's name, each with options as "
+                                                 "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl).",
+                                            rich_help_panel=ESTIMATOR, show_default=False)],
+    input_format: InputFormatOpt = None,
+    hive: HiveOpt = False,
+    prompt_col: PromptColOpt = None,
+    reward_col: RewardColOpt = None,
+    num_generations: NumGenOpt = None,
+    baseline_col: BaselineColOpt = None,
+    mask_col: MaskColOpt = None,
+    top: Annotated[int, typer.Option(min=0, help="List this many of the groups where the estimators differ most.", rich_help_panel=OUTPUT)] = 5,
+    output: OutputOpt = None,
+    output_dir: OutputDirOpt = None,
+    output_format: OutputFormatOpt = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+    json_out: JsonOpt = False,
+    summary_json: SummaryJsonOpt = None,
+    progress: ProgressOpt = ProgressMode.auto,
+    debug: DebugOpt = False,
+) -> None:
+    """Several advantage estimators side by side: their spread, rank correlations, sign flips, the groups where they differ most.
+
+    -o writes one advantage_<estimator> column per estimator.
+    """
+    with reported_errors(ctx, debug):
+        _check_json(json_out, output, summary_json)
+        with progress_reporter(progress.value, quiet or json_out) as progress:
+            figures = compare_file(
+                input, output, output_dir=output_dir, estimators=estimators, prompt_col=prompt_col, reward_col=_one(reward_col),
+                num_generations=num_generations, baseline_col=baseline_col, mask_col=mask_col, top=top,
+                input_format=_value(input_format), hive=hive, output_format=_value(output_format), threads=threads, progress=progress,
+            )
+        _emit_json(figures, render_compare, quiet, json_out, summary_json)
 
 
 FILTER_EXAMPLES = """\

@@ -13,7 +13,8 @@ from typing import Any, Callable, ContextManager
 from .engines import LocalEngine, Progress
 from .errors import check_keywords
 from .io import Source, open_source
-from .plan import AdvantagesPlan, FilterPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_filter, plan_mismatch, plan_objective
+from .plan import (AdvantagesPlan, ComparePlan, FilterPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_compare, plan_filter,
+                   plan_mismatch, plan_objective)
 
 
 def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
@@ -21,10 +22,10 @@ def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
     check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output")], f"{name}()")
 
 
-def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan | FilterPlan) -> dict:
+def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan | FilterPlan | ComparePlan) -> dict:
     """The engine's figures and the plan's (which column plays which role...); ``config`` merged."""
     extra = plan.figures
-    return {**figures, **extra, "config": {**figures["config"], **extra.get("config", {})}}
+    return {**figures, **extra, "config": {**figures.get("config", {}), **extra.get("config", {})}}
 
 
 def run(command: str, make_plan: Callable, opened: ContextManager[Source], output: str | None, engine: LocalEngine,
@@ -134,3 +135,26 @@ def filter_file(
     """
     return run("filter", plan_filter, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
                 options)
+
+
+def compare_file(
+    input: str | list[str],
+    output: str | None = None,
+    *,
+    input_format: str | None = None,
+    hive: bool = False,
+    batch_rows: int | None = None,
+    threads: int | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> dict:
+    """Several estimators on ``input`` side by side; one ``advantage_<label>`` column each
+    written to ``output`` (or one file per input into ``output_dir``).
+
+    ``options``: ``estimators`` (e.g. ``"grpo:std=sample,eps=1e-6,rloo,verl"``), ``prompt_col``,
+    ``reward_col``, ``num_generations``, ``baseline_col``, ``mask_col``, ``top``, ``output_dir``,
+    ``output_format`` (see :func:`grpo_cli.plan.plan_compare`). Returns the figures of
+    :func:`grpo_cli.compare.compare_figures`, ``columns`` and each estimator's ``config``.
+    """
+    return run("compare", plan_compare, open_source(input, input_format, hive=hive), output,
+               LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress), options)

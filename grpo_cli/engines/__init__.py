@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Callable
 
 from ..io import Source
-from ..plan import AdvantagesPlan, FilterPlan, MismatchPlan, ObjectivePlan
+from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, MismatchPlan, ObjectivePlan
 
 Progress = Callable[[int, int, str], None]
 
@@ -37,6 +37,11 @@ class Engine(ABC):
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
         """Compute the objective and write the per-row columns; return the figures of
         :meth:`grpo_cli.summaries.ObjectiveSummary.figures`."""
+
+    @abstractmethod
+    def compare(self, source: Source, plan: ComparePlan) -> dict:
+        """Compute several estimators side by side and write one column each; return the
+        figures of :func:`grpo_cli.compare.compare_figures`."""
 
     @abstractmethod
     def filter(self, source: Source, plan: FilterPlan) -> dict:

@@ -140,9 +140,9 @@ def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
 
 
 
-def advantage_columns(batch: pa.RecordBatch, first_row: int, written: np.ndarray) -> dict[str, pa.Array]:
-    """The ``advantage`` column of a batch, from the advantages of every row."""
-    return {"advantage": pa.array(written[first_row : first_row + batch.num_rows])}
+def row_columns(batch: pa.RecordBatch, first_row: int, columns: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+    """The batch's rows of per-row ``columns`` computed for every row (e.g. ``advantage``)."""
+    return {name: pa.array(values[first_row : first_row + batch.num_rows]) for name, values in columns.items()}
 
 
 def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:

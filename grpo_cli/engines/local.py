@@ -24,8 +24,9 @@ from ..estimators import GroupIndex, Groups, RowInputs, lookup, row_inputs, whit
 from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
 from ..mismatch import MismatchSummary
+from ..compare import column_name, compare_figures
 from ..filters import filter_figures, group_rules, overlong_penalty
-from ..plan import AdvantagesPlan, FilterPlan, Grouping, Inputs, MismatchPlan, ObjectivePlan, Output
+from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, Grouping, Inputs, MismatchPlan, ObjectivePlan, Output
 from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
 
 WINDOW_ROWS = 1 << 16
@@ -49,7 +50,7 @@ class LocalEngine(Engine):
                 len(adv)))
             if plan.output.targets:
                 written = adv if plan.round_digits is None else np.round(adv, plan.round_digits)
-                batches = self._batches(source, plan.grouping, kernels.advantage_columns, written, columns=[], carry=True)
+                batches = self._batches(source, plan.grouping, kernels.row_columns, {"advantage": written}, columns=[], carry=True)
                 self._write(source, plan.output, [pa.field("advantage", pa.float64())], batches)
             return figures.result()
 
@@ -131,6 +132,24 @@ class LocalEngine(Engine):
                                     columns=[plan.mask] if masked is not None else [], carry=True)
             self._write(source, plan.output, fields, ((part, batch.filter(kept), {k: v.filter(kept) for k, v in columns.items()})
                                                       for part, batch, (kept, columns) in batches))
+        return figures
+
+    def compare(self, source: Source, plan: ComparePlan) -> dict:
+        columns = {}
+        for label, inputs, config in plan.estimators:
+            index, rows = self._first_pass(source, plan.grouping, inputs, config)
+            columns[column_name(label)] = self._advantages(source, plan.grouping, index, rows, config)[0]
+        prompt = plan.grouping.prompt
+
+        def names(groups: np.ndarray) -> list:
+            if prompt is None:
+                return groups.tolist()
+            return source.read_columns([prompt]).column(prompt).take(index.first[groups]).to_pylist()
+
+        figures = compare_figures([label for label, _, _ in plan.estimators], np.column_stack(list(columns.values())), index, names, plan.top)
+        if plan.output.targets:
+            batches = self._batches(source, plan.grouping, kernels.row_columns, columns, columns=[], carry=True)
+            self._write(source, plan.output, [pa.field(name, pa.float64()) for name in columns], batches)
         return figures
 
     def _first_pass(self, source: Source, grouping: Grouping, inputs: Inputs | None,

@@ -17,7 +17,7 @@ from grpo_cli.plan import Grouping, plan_objective
 def test_kernels_and_plans_pickle(sample_parquet, tmp_path):
     with open_source(str(sample_parquet)) as source:
         plan = plan_objective(source, output=str(tmp_path / "o.parquet"))
-    for kernel in (kernels.objective_batch, kernels.advantage_columns, kernels.advantage_window, kernels.index, kernels.scalars):
+    for kernel in (kernels.objective_batch, kernels.row_columns, kernels.advantage_window, kernels.index, kernels.scalars):
         assert pickle.loads(pickle.dumps(kernel)) is kernel
     assert pickle.loads(pickle.dumps(plan)) == plan
 
