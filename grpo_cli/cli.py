@@ -33,13 +33,13 @@ from . import estimators
 from .allocator import keep_freed_memory
 from .config import MULTI_REWARD, ON_NULL, STD_KINDS, TRUNCATED, WHITEN_EPS_AT, AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, numbers, value_range
 from .errors import GrpoError, Interrupted, UsageError
-from .files import advantages_file, compare_file, filter_file, mismatch_file, objective_file
+from .files import advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
 from .io import FORMATS
 from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
-from .report import render_advantages, render_compare, render_filter, render_mismatch, render_objective, render_presets, write_json
+from .report import render_advantages, render_compare, render_filter, render_inspect, render_mismatch, render_objective, render_presets, write_json
 from .schema import ROLES
 
 def _flag_type(display_type_rich):
@@ -542,6 +542,54 @@ def mismatch(
                 output_format=_value(output_format), threads=threads, progress=progress,
             )
         _emit_json(figures, render_mismatch, quiet, json_out, summary_json)
+
+
+INSPECT_EXAMPLES = """\
+Examples:
+
+  grpo inspect sample_data/rollouts.parquet
+
+  grpo inspect sample_data/rollouts.jsonl --json > inspect.json
+"""
+
+
+@app.command(epilog=INSPECT_EXAMPLES)
+def inspect(
+    ctx: typer.Context,
+    input: InputArg,
+    input_format: InputFormatOpt = None,
+    hive: HiveOpt = False,
+    prompt_col: PromptColOpt = None,
+    reward_col: Annotated[Optional[str], _column_option("reward", "Reward column (or struct field column.field).")] = None,
+    num_generations: NumGenOpt = None,
+    mask_col: MaskColOpt = None,
+    logprobs_col: NewColOpt = None,
+    old_logprobs_col: OldColOpt = None,
+    ref_logprobs_col: RefColOpt = None,
+    rollout_logprobs_col: RolloutColOpt = None,
+    advantage_col: Annotated[Optional[str], _column_option("advantage", "Advantage column.")] = None,
+    truncated_col: Annotated[Optional[str], _column_option("truncated", "Truncation flag: booleans or 0/1.")] = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+    json_out: JsonOpt = False,
+    summary_json: SummaryJsonOpt = None,
+    progress: ProgressOpt = ProgressMode.auto,
+    debug: DebugOpt = False,
+) -> None:
+    """What a rollout file holds: which column plays which role and why, layout, groups, tokens per row, rewards, advantages, nulls.
+
+    The advantages are the default estimator's (grpo, population std, eps 0).
+    """
+    with reported_errors(ctx, debug):
+        _check_json(json_out, None, summary_json)
+        with progress_reporter(progress.value, quiet or json_out) as progress:
+            figures = inspect_file(
+                input, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations, mask_col=mask_col,
+                logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col,
+                rollout_logprobs_col=rollout_logprobs_col, advantage_col=advantage_col, truncated_col=truncated_col,
+                input_format=_value(input_format), hive=hive, threads=threads, progress=progress,
+            )
+        _emit_json(figures, render_inspect, quiet, json_out, summary_json)
 
 
 COMPARE_EXAMPLES = """\

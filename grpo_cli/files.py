@@ -13,8 +13,8 @@ from typing import Any, Callable, ContextManager
 from .engines import LocalEngine, Progress
 from .errors import check_keywords
 from .io import Source, open_source
-from .plan import (AdvantagesPlan, ComparePlan, FilterPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_compare, plan_filter,
-                   plan_mismatch, plan_objective)
+from .plan import (AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_compare,
+                   plan_filter, plan_inspect, plan_mismatch, plan_objective)
 
 
 def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
@@ -22,9 +22,11 @@ def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
     check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output")], f"{name}()")
 
 
-def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan | FilterPlan | ComparePlan) -> dict:
+def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan | FilterPlan | ComparePlan | InspectPlan) -> dict:
     """The engine's figures and the plan's (which column plays which role...); ``config`` merged."""
     extra = plan.figures
+    if not extra:
+        return figures
     return {**figures, **extra, "config": {**figures.get("config", {}), **extra.get("config", {})}}
 
 
@@ -157,4 +159,27 @@ def compare_file(
     :func:`grpo_cli.compare.compare_figures`, ``columns`` and each estimator's ``config``.
     """
     return run("compare", plan_compare, open_source(input, input_format, hive=hive), output,
+               LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress), options)
+
+
+def inspect_file(
+    input: str | list[str],
+    *,
+    input_format: str | None = None,
+    hive: bool = False,
+    batch_rows: int | None = None,
+    threads: int | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> dict:
+    """What ``input`` holds: which column plays which role and why, its layout, rows, groups,
+    tokens per row, rewards, advantages under the default estimator, nulls per column.
+
+    ``options``: the column options ``prompt_col``, ``reward_col``, ``num_generations``,
+    ``mask_col``, ``logprobs_col``, ``old_logprobs_col``, ``ref_logprobs_col``,
+    ``rollout_logprobs_col``, ``advantage_col``, ``truncated_col`` (see
+    :func:`grpo_cli.plan.plan_inspect`). Returns the figures of
+    :func:`grpo_cli.inspection.inspect_figures`.
+    """
+    return run("inspect", plan_inspect, open_source(input, input_format, hive=hive), None,
                LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress), options)

@@ -230,6 +230,40 @@ def render_mismatch(figures: dict, console: Console) -> None:
         console.print(w)
 
 
+def render_inspect(figures: dict, console: Console) -> None:
+    """The `grpo inspect` report: roles and why, then the figures and three histograms."""
+    f = figures
+    roles = Table(title="grpo inspect: columns", title_justify="left")
+    for column in ("role", "column", "why", "option"):
+        roles.add_column(column)
+    for role, r in f["columns"].items():
+        roles.add_row(role, r["column"] or "-", r["why"], "--" + r["option"].replace("_", "-"))
+    console.print(roles)
+    t = _table("figures")
+    t.add_row("rows", str(f["rows"]))
+    t.add_row("layout", f["layout"])
+    if f["reward"] is not None:
+        t.add_row("groups", f"{f['groups']} ({f['grouped_by']})")
+        t.add_row("group sizes", _lines(f"{size}: {count}" for size, count in f["group_sizes"].items()))
+        _stats_row(t, "reward", f["reward"])
+        t.add_row("zero-variance groups", f"{f['zero_variance_groups']['count']} ({f['zero_variance_groups']['share']:.2%})")
+        t.add_row("unscorable rows", str(f["unscorable_rows"]))
+        _stats_row(t, "advantage (grpo)", f["advantage"])
+    if f["tokens"] is not None:
+        k = f["tokens"]
+        t.add_row("tokens per row", f"min {k['min']}  median {k['median']}  p99 {k['p99']}  max {k['max']}")
+        t.add_row("tokens", f"{k['total']}  ({k['rows_at_max']} rows at the max)")
+    if f["truncated_rows"] is not None:
+        t.add_row("truncated rows", str(f["truncated_rows"]))
+    nulls = [f"{name} {n}" for name, n in f["nulls"].items() if n]
+    t.add_row("nulls", _lines(nulls) if nulls else "none")
+    console.print(t)
+    for key, title in (("reward_histogram", "rewards"), ("length_histogram", "tokens per row"), ("advantage_histogram", "advantages (grpo)")):
+        if f[key] is not None:
+            console.print(title)
+            console.print(render_histogram(f[key]), markup=False, highlight=False)
+
+
 def render_compare(figures: dict, console: Console) -> None:
     """The `grpo compare` figures: each estimator's spread, then each pair's agreement."""
     f = figures

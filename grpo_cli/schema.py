@@ -83,6 +83,27 @@ def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, requir
     return None
 
 
+def explain_role(schema: pa.Schema, role: str, explicit: str | None, source: str = "input") -> dict:
+    """Which column plays ``role`` and why (``given``, found by name, or why none does), and
+    the option that changes it. A given column that is missing raises, as it does for every
+    command.
+
+    >>> explain_role(pa.schema([("uid", pa.string())]), "prompt", None)
+    {'column': 'uid', 'why': 'found by name (looked for prompt_id, uid, index)', 'option': 'prompt_col'}
+    """
+    r = ROLES[role]
+    looked = f"looked for {', '.join(r.candidates)}"
+    try:
+        column = resolve_column(schema, role, explicit, required=False, source=source)
+    except UsageError as exc:  # two candidates, or a lookalike: the run would stop and ask
+        return {"column": None, "why": str(exc).removeprefix(f"{source}: "), "option": r.param}
+    if explicit is not None:
+        why = "given" if column is not None else f"given as {NO_COLUMN!r}"
+    else:
+        why = f"found by name ({looked})" if column is not None else f"not found ({looked})"
+    return {"column": column, "why": why, "option": r.param}
+
+
 def field_path(schema: pa.Schema, name: str) -> tuple[str, ...] | None:
     """The column ``name`` as ``(name,)``, or a field of a struct column written
     ``column.field`` (``a.b.c`` for nested structs) as ``(column, field, ...)``; ``None`` if

@@ -212,7 +212,7 @@ def advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Mome
     """The figures of `grpo advantages` (``config``: the resolved :class:`AdvantageConfig`);
     ``rewards`` describes the scored rows of the ``rows``."""
     return {
-        **_reward_figures(groups, grouped_by, rewards, rows),
+        **reward_figures(groups, grouped_by, rewards, rows),
         "advantage": describe(*advantages),
         "advantage_histogram": histogram(*advantages),
         "config": config.figures,
@@ -229,11 +229,13 @@ def token_advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tupl
     figures = {"mean": (mean - mu) / scale, "std": float(np.sqrt(m2 / n)) / scale,
                "min": (float(moments["min"][has].min()) - mu) / scale, "max": (float(moments["max"][has].max()) - mu) / scale} \
         if n else {"mean": None, "std": None, "min": None, "max": None}
-    return {**_reward_figures(groups, grouped_by, rewards, rows), "tokens": int(n), "advantage": figures,
+    return {**reward_figures(groups, grouped_by, rewards, rows), "tokens": int(n), "advantage": figures,
             "advantage_histogram": None, "config": config.figures}
 
 
-def _reward_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int) -> dict:
+def reward_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int) -> dict:
+    """Rows, unscorable rows, groups and their sizes, the rewards of the scored rows, and the
+    groups without signal."""
     return {
         "rows": rows,
         "unscorable_rows": rows - rewards[0].n,

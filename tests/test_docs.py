@@ -133,6 +133,7 @@ def json_keys(value, skip=("group_sizes",)) -> set[str]:
                                            ("objective", ["--is", "token", "--is-cap", "2", "--reject", "k3", "--reject-threshold", "1"]),
                                            ("mismatch", ["--is-mask", "0.5,2"]),
                                            ("compare", ["--estimators", "grpo:std=sample,rloo"]),
+                                           ("inspect", []),
                                            ("filter", ["--drop-zero-variance", "--keep-if", "0<mean", "--overlong-buffer", "8", "--max-length", "64"])])
 def test_every_summary_json_key_is_documented(tmp_path, command, args):
     out = tmp_path / "s.json"
@@ -140,7 +141,7 @@ def test_every_summary_json_key_is_documented(tmp_path, command, args):
     import json
     section = readme_section(command)
     # compare's figures are keyed by the estimators' labels (data): their keys are its own
-    skip = ("group_sizes", "estimators", "rank_correlation", "sign_flips", "config") if command == "compare" else ("group_sizes",)
+    skip = ("group_sizes", "estimators", "rank_correlation", "sign_flips", "config") if command == "compare" else ("group_sizes", "nulls")
     figures = json.loads(out.read_text())
     keys = json_keys(figures, skip) | ({k for c in figures["config"].values() for k in c} if command == "compare" else set())
     missing = [k for k in sorted(keys) if not re.search(rf"\b{re.escape(k)}\b", section)]

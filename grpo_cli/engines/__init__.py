@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Callable
 
 from ..io import Source
-from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, MismatchPlan, ObjectivePlan
+from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan
 
 Progress = Callable[[int, int, str], None]
 
@@ -37,6 +37,10 @@ class Engine(ABC):
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
         """Compute the objective and write the per-row columns; return the figures of
         :meth:`grpo_cli.summaries.ObjectiveSummary.figures`."""
+
+    @abstractmethod
+    def inspect(self, source: Source, plan: InspectPlan) -> dict:
+        """Describe the input; return the figures of :func:`grpo_cli.inspection.inspect_figures`."""
 
     @abstractmethod
     def compare(self, source: Source, plan: ComparePlan) -> dict:

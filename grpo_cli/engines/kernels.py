@@ -16,7 +16,7 @@ from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
 from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..mismatch import MismatchSummary, batch_terms
-from ..plan import AdvantagesPlan, FilterPlan, Grouping, MismatchPlan, ObjectivePlan
+from ..plan import AdvantagesPlan, FilterPlan, Grouping, InspectPlan, MismatchPlan, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
 from ..token_columns import StepColumns, StepData, read_rollout_tokens, read_steps, read_tokens
 
@@ -262,3 +262,13 @@ def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep
         offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
         columns[plan.mask] = pa.ListArray.from_arrays(offsets, pa.array(values, type=flat.type))
     return keep[rows], columns
+
+
+def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> dict:
+    """A batch's null count per column (a null list counts one) and, with token columns,
+    each row's entries and valid tokens."""
+    out = {"nulls": np.array([batch.column(name).null_count for name in plan.columns], dtype=np.int64)}
+    if plan.steps is not None:
+        data = read_steps(batch, plan.steps)
+        out.update(length=data.valid_lengths.astype(np.int32), entries=data.lengths)
+    return out

@@ -26,7 +26,8 @@ from ..parallel import default_threads, ordered_map
 from ..mismatch import MismatchSummary
 from ..compare import column_name, compare_figures
 from ..filters import filter_figures, group_rules, overlong_penalty
-from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, Grouping, Inputs, MismatchPlan, ObjectivePlan, Output
+from ..inspection import inspect_figures
+from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, Grouping, Inputs, InspectPlan, MismatchPlan, ObjectivePlan, Output
 from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
 
 WINDOW_ROWS = 1 << 16
@@ -151,6 +152,28 @@ class LocalEngine(Engine):
             batches = self._batches(source, plan.grouping, kernels.row_columns, columns, columns=[], carry=True)
             self._write(source, plan.output, [pa.field(name, pa.float64()) for name in columns], batches)
         return figures
+
+    def inspect(self, source: Source, plan: InspectPlan) -> dict:
+        parts = [part for _, _, part in self._batches(source, plan.grouping, kernels.inspect_batch, plan, columns=list(plan.columns),
+                                                       carry=False)]
+        nulls = dict(zip(plan.columns, np.sum([p["nulls"] for p in parts], axis=0).tolist()))
+        lengths = entries = None
+        if plan.steps is not None:
+            lengths = np.concatenate([p["length"] for p in parts])
+            counts = np.concatenate([p["entries"] for p in parts])
+            entries = (int(counts.min()), int(counts.max())) if len(counts) else None
+        label = row_labeller(source, plan.grouping.prompt)
+        truncated = None
+        if plan.truncated is not None:
+            truncated = _labelled(label, kernels.truncation_flags, source.read_columns([plan.truncated]).column(plan.truncated), plan.truncated)
+        estimator, groups, rewards, adv = AdvantageConfig(), None, None, None
+        if plan.inputs is not None:
+            index, inputs = self._first_pass(source, plan.grouping, plan.inputs, estimator)
+            adv, _ = self._advantages(source, plan.grouping, index, inputs, estimator)
+            groups, rewards = GroupSummary.of(Groups(inputs.r, index).subset(inputs.scored)), _scored(inputs)
+        return inspect_figures(rows=int(source.row_counts.sum()), roles=plan.roles, nulls=nulls, lengths=lengths, entries=entries,
+                               mask=plan.steps.mask if plan.steps else None, groups=groups, grouped_by=plan.grouping.described,
+                               rewards=rewards, advantages=adv, truncated=truncated, estimator=estimator)
 
     def _first_pass(self, source: Source, grouping: Grouping, inputs: Inputs | None,
                     config: AdvantageConfig | None) -> tuple[GroupIndex, RowInputs | None]:
