@@ -32,6 +32,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import estimators
 from .allocator import keep_freed_memory
 from .config import MULTI_REWARD, ON_NULL, STD_KINDS, TRUNCATED, WHITEN_EPS_AT, AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, numbers, value_range
+from .engines import ENGINES
 from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
 from .io import FORMATS
@@ -111,6 +112,7 @@ KL = _choices("KL", KL_ESTIMATORS)
 RatioLevel = _choices("RatioLevel", RATIO_LEVELS)
 RejectLevel = _choices("RejectLevel", REJECT_LEVELS)
 Truncated = _choices("Truncated", TRUNCATED)
+EngineName = _choices("EngineName", ENGINES)
 Format = _choices("Format", FORMATS)
 
 ESTIMATOR_LIST = _listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
@@ -153,6 +155,8 @@ Preset = _choices("Preset", PRESETS)
 PresetOpt = Annotated[Optional[Preset], typer.Option(help=_config_help(AdvantageConfig, "preset"), show_default=False, rich_help_panel=INPUT)]
 SingletonOpt = Annotated[Optional[Singleton], _option(AdvantageConfig, "singleton", ESTIMATOR)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary (and no progress unless --progress always).", rich_help_panel=OUTPUT)]
+EngineOpt = Annotated[EngineName, typer.Option(help=escape("Where the work runs: here, or on a Ray cluster (pip install 'grpo-cli[ray]'). Results are identical."), rich_help_panel=OUTPUT)]
+RayAddressOpt = Annotated[Optional[str], typer.Option(help="The Ray cluster to use with --engine ray (default: RAY_ADDRESS if set, else a local Ray started for the run).", rich_help_panel=OUTPUT)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the figures as JSON on stdout instead of the tables.", rich_help_panel=OUTPUT)]
 SummaryJsonOpt = Annotated[Optional[str], typer.Option(help="Also write the summary figures as JSON to this path (- for stdout, when the rows do not go there).", rich_help_panel=OUTPUT)]
 PROGRESS_MODES = ("auto", "always", "never")
@@ -365,6 +369,8 @@ def advantages(
     round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).", rich_help_panel=OUTPUT)] = None,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
+    engine: EngineOpt = EngineName.local,
+    ray_address: RayAddressOpt = None,
     quiet: QuietOpt = False,
     summary_json: SummaryJsonOpt = None,
     progress: ProgressOpt = ProgressMode.auto,
@@ -386,7 +392,7 @@ def advantages(
                 baseline_col=baseline_col, num_generations=num_generations, mask_col=mask_col, logprobs_col=logprobs_col,
                 old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col, values_col=values_col, round_digits=round_digits,
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format),
-                threads=threads, progress=progress,
+                threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit(figures, render_advantages, quiet, summary_json)
 
@@ -459,6 +465,8 @@ def objective(
     output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
+    engine: EngineOpt = EngineName.local,
+    ray_address: RayAddressOpt = None,
     quiet: QuietOpt = False,
     summary_json: SummaryJsonOpt = None,
     progress: ProgressOpt = ProgressMode.auto,
@@ -488,7 +496,7 @@ def objective(
                 num_generations=num_generations, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
                 ref_logprobs_col=ref_logprobs_col, rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col,
                 input_format=_value(input_format), hive=hive,
-                output_format=_value(output_format), threads=threads, progress=progress,
+                output_format=_value(output_format), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit(figures, render_objective, quiet, summary_json)
 
@@ -522,6 +530,8 @@ def mismatch(
     output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
+    engine: EngineOpt = EngineName.local,
+    ray_address: RayAddressOpt = None,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
     summary_json: SummaryJsonOpt = None,
@@ -539,7 +549,7 @@ def mismatch(
             figures = mismatch_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, old_logprobs_col=old_logprobs_col,
                 rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col, input_format=_value(input_format), hive=hive,
-                output_format=_value(output_format), threads=threads, progress=progress,
+                output_format=_value(output_format), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit_json(figures, render_mismatch, quiet, json_out, summary_json)
 
@@ -570,6 +580,8 @@ def inspect(
     advantage_col: Annotated[Optional[str], _column_option("advantage", "Advantage column.")] = None,
     truncated_col: Annotated[Optional[str], _column_option("truncated", "Truncation flag: booleans or 0/1.")] = None,
     threads: ThreadsOpt = None,
+    engine: EngineOpt = EngineName.local,
+    ray_address: RayAddressOpt = None,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
     summary_json: SummaryJsonOpt = None,
@@ -587,7 +599,7 @@ def inspect(
                 input, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations, mask_col=mask_col,
                 logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col,
                 rollout_logprobs_col=rollout_logprobs_col, advantage_col=advantage_col, truncated_col=truncated_col,
-                input_format=_value(input_format), hive=hive, threads=threads, progress=progress,
+                input_format=_value(input_format), hive=hive, threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit_json(figures, render_inspect, quiet, json_out, summary_json)
 
@@ -622,6 +634,8 @@ def compare(
     output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
+    engine: EngineOpt = EngineName.local,
+    ray_address: RayAddressOpt = None,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
     summary_json: SummaryJsonOpt = None,
@@ -638,7 +652,7 @@ def compare(
             figures = compare_file(
                 input, output, output_dir=output_dir, estimators=estimators, prompt_col=prompt_col, reward_col=_one(reward_col),
                 num_generations=num_generations, baseline_col=baseline_col, mask_col=mask_col, top=top,
-                input_format=_value(input_format), hive=hive, output_format=_value(output_format), threads=threads, progress=progress,
+                input_format=_value(input_format), hive=hive, output_format=_value(output_format), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit_json(figures, render_compare, quiet, json_out, summary_json)
 
@@ -675,6 +689,8 @@ def filter_rows(
     output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
     threads: ThreadsOpt = None,
+    engine: EngineOpt = EngineName.local,
+    ray_address: RayAddressOpt = None,
     quiet: QuietOpt = False,
     summary_json: SummaryJsonOpt = None,
     progress: ProgressOpt = ProgressMode.auto,
@@ -692,7 +708,7 @@ def filter_rows(
             figures = filter_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
                 num_generations=num_generations, truncated_col=truncated_col, mask_col=mask_col, logprobs_col=logprobs_col,
-                input_format=_value(input_format), hive=hive, output_format=_value(output_format), threads=threads, progress=progress,
+                input_format=_value(input_format), hive=hive, output_format=_value(output_format), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit(figures, render_filter, quiet, summary_json)
 

@@ -1,8 +1,8 @@
-"""The file API, what the two commands call: open the input, make the plan, run an engine.
+"""The file API, what the commands call: open the input, make the plan, run an engine.
 
-The options are the keywords of :func:`grpo_cli.plan.plan_advantages` and
-:func:`grpo_cli.plan.plan_objective`, declared there once; these functions add how to read
-the input and how to run.
+The options are the keywords of the ``plan_*`` functions of :mod:`grpo_cli.plan`, declared
+there once; these functions add how to read the input and how to run: ``threads``,
+``batch_rows``, ``progress``, and ``engine`` (``local``, or ``ray`` with ``ray_address``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, ContextManager
 
-from .engines import LocalEngine, Progress
+from .engines import Engine, Progress, make_engine
 from .errors import check_keywords
 from .io import Source, open_source
 from .plan import (AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_compare,
@@ -30,7 +30,7 @@ def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPla
     return {**figures, **extra, "config": {**figures.get("config", {}), **extra.get("config", {})}}
 
 
-def run(command: str, make_plan: Callable, opened: ContextManager[Source], output: str | None, engine: LocalEngine,
+def run(command: str, make_plan: Callable, opened: ContextManager[Source], output: str | None, engine: Engine,
         options: dict[str, Any]) -> dict:
     """Make the plan of ``command`` with ``make_plan`` on the ``opened`` source, run it on ``engine``."""
     _check(options, make_plan, f"{command}_file")
@@ -48,6 +48,8 @@ def advantages_file(
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
     **options: Any,
 ) -> dict:
     """Compute advantages for every row of ``input`` (files, folders or globs read as one
@@ -61,7 +63,8 @@ def advantages_file(
     role. The written file holds every input column
     unchanged plus ``advantage`` (float64), rounded to ``round_digits`` decimals if given.
     """
-    return run("advantages", plan_advantages, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+    return run("advantages", plan_advantages, open_source(input, input_format, hive=hive), output,
+               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                 options)
 
 
@@ -74,6 +77,8 @@ def objective_file(
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
     **options: Any,
 ) -> dict:
     """The policy objective of ``input`` (read as :func:`advantages_file` reads it); per-row
@@ -89,7 +94,8 @@ def objective_file(
     role; ``unused_columns``, list columns that look like a mask or reference but played
     none; ``config.advantages``, where the advantages came from.
     """
-    return run("objective", plan_objective, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+    return run("objective", plan_objective, open_source(input, input_format, hive=hive), output,
+               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                 options)
 
 
@@ -102,6 +108,8 @@ def mismatch_file(
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
     **options: Any,
 ) -> dict:
     """The train/rollout mismatch report of ``input`` (read as :func:`advantages_file` reads
@@ -112,7 +120,8 @@ def mismatch_file(
     ``output_format`` (see :func:`grpo_cli.plan.plan_mismatch`). Returns the figures of
     :meth:`grpo_cli.mismatch.MismatchSummary.figures` and ``columns``.
     """
-    return run("mismatch", plan_mismatch, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+    return run("mismatch", plan_mismatch, open_source(input, input_format, hive=hive), output,
+               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                 options)
 
 
@@ -125,6 +134,8 @@ def filter_file(
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
     **options: Any,
 ) -> dict:
     """Write the rows of ``input`` that the rules keep to ``output`` (or one file per input
@@ -135,7 +146,8 @@ def filter_file(
     ``output_dir``, ``output_format`` (see :func:`grpo_cli.plan.plan_filter`). Returns the
     figures of :func:`grpo_cli.filters.filter_figures` and ``columns``.
     """
-    return run("filter", plan_filter, open_source(input, input_format, hive=hive), output, LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress),
+    return run("filter", plan_filter, open_source(input, input_format, hive=hive), output,
+               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                 options)
 
 
@@ -148,6 +160,8 @@ def compare_file(
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
     **options: Any,
 ) -> dict:
     """Several estimators on ``input`` side by side; one ``advantage_<label>`` column each
@@ -159,7 +173,7 @@ def compare_file(
     :func:`grpo_cli.compare.compare_figures`, ``columns`` and each estimator's ``config``.
     """
     return run("compare", plan_compare, open_source(input, input_format, hive=hive), output,
-               LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress), options)
+               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress), options)
 
 
 def inspect_file(
@@ -170,6 +184,8 @@ def inspect_file(
     batch_rows: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
     **options: Any,
 ) -> dict:
     """What ``input`` holds: which column plays which role and why, its layout, rows, groups,
@@ -182,4 +198,4 @@ def inspect_file(
     :func:`grpo_cli.inspection.inspect_figures`.
     """
     return run("inspect", plan_inspect, open_source(input, input_format, hive=hive), None,
-               LocalEngine(threads=threads, batch_rows=batch_rows, progress=progress), options)
+               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress), options)

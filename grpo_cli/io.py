@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path, PurePath
 from typing import Iterator, TypeVar
@@ -86,6 +86,11 @@ class Source:
     format: str
     hive: bool = False
     folders: tuple[Path, ...] = ()
+
+    def __getstate__(self) -> dict:
+        """What names the files, not what was read of them (footers do not pickle): a copy
+        sent to another process reads them again where it is used."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @cached_property
     def stored_schemas(self) -> list[pa.Schema]:
@@ -214,17 +219,22 @@ class Source:
 
     def read_columns(self, columns: list[str]) -> pa.Table:
         """The named columns of every row, in their unified types, as one table."""
-        schema = self.read_schema(columns)
-        return pa.concat_tables([conform(self._part_table(k, columns), schema, part.name) for k, part in enumerate(self.parts)])
+        return pa.concat_tables([self.read_part_columns(k, columns) for k in range(len(self.parts))])
 
-    def iter_batches(self, batch_rows: int, columns: list[str] | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
+    def read_part_columns(self, k: int, columns: list[str]) -> pa.Table:
+        """The named columns of part ``k``, in their unified types."""
+        return conform(self._part_table(k, columns), self.read_schema(columns), self.parts[k].name)
+
+    def iter_batches(self, batch_rows: int, columns: list[str] | None = None, only: int | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
         """``(part index, batch)``: ``columns`` (default: all), at most ``batch_rows`` rows per
-        batch, in file order; a batch never spans two files. A batch holds its part's columns
-        as stored, partition columns last (:func:`conform` gives them the unified types);
-        every part must hold ``columns``."""
+        batch, in file order (``only``: of that part alone); a batch never spans two files. A
+        batch holds its part's columns as stored, partition columns last (:func:`conform` gives
+        them the unified types); every part must hold ``columns``."""
         if columns is not None:
             self.read_schema(columns)
         for k, part in enumerate(self.parts):
+            if only is not None and k != only:
+                continue
             stored = self._stored(k, columns)
             if self.format == "parquet":
                 batches = self._parquet_batches(part, batch_rows, stored.names)

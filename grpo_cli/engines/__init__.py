@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Callable
 
+from ..errors import UsageError
 from ..io import Source
 from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan
 
@@ -59,4 +60,21 @@ class Engine(ABC):
 
 from .local import LocalEngine  # noqa: E402  (it subclasses Engine)
 
-__all__ = ["Engine", "LocalEngine", "Progress"]
+ENGINES = ("local", "ray")
+
+
+def make_engine(engine: str = "local", ray_address: str | None = None, **options) -> Engine:
+    """The engine named ``engine`` with ``options`` (``threads``, ``batch_rows``, ``progress``);
+    ``ray`` connects to ``ray_address`` (default: ``RAY_ADDRESS`` if set, else a local Ray)."""
+    if engine == "local":
+        if ray_address is not None:
+            raise UsageError("`ray_address` applies to `engine` 'ray'; pass `engine` 'ray', or drop it")
+        return LocalEngine(**options)
+    if engine == "ray":
+        from .ray import RayEngine  # imports Ray, an optional extra
+
+        return RayEngine(address=ray_address, **options)
+    raise UsageError(f"unknown `engine` {engine!r} (valid: {', '.join(ENGINES)})")
+
+
+__all__ = ["ENGINES", "Engine", "LocalEngine", "Progress", "make_engine"]

@@ -103,7 +103,7 @@ class LocalEngine(Engine):
     def filter(self, source: Source, plan: FilterPlan) -> dict:
         config, grouping = plan.config, plan.grouping
         path = schema.field_path(source.schema, plan.reward)
-        table = source.read_columns(list(dict.fromkeys(c for c in (grouping.prompt, path[0], plan.truncated) if c is not None)))
+        table = self._read_columns(source, list(dict.fromkeys(c for c in (grouping.prompt, path[0], plan.truncated) if c is not None)))
         label = row_labeller(source, grouping.prompt)
         keys = table.column(grouping.prompt) if grouping.prompt is not None else None
         index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
@@ -181,7 +181,7 @@ class LocalEngine(Engine):
         the ids and rewards, and a pass over the token columns the estimator needs."""
         paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
         names = [grouping.prompt, *(p[0] for p in paths), inputs and inputs.baseline]
-        table = source.read_columns(list(dict.fromkeys(c for c in names if c is not None)))
+        table = self._read_columns(source, list(dict.fromkeys(c for c in names if c is not None)))
         keys = table.column(grouping.prompt) if grouping.prompt is not None else None
         label = row_labeller(source, grouping.prompt)
         index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
@@ -246,11 +246,21 @@ class LocalEngine(Engine):
         order: the kernel gets the ``columns`` it reads in their unified types; ``batch`` holds
         them as stored, and with ``carry`` every other column of its file too.
 
-        Batches hold ``batch_rows`` rows (default: :attr:`Source.batch_rows`, about 32 MiB).
-        The kernel runs on up to ``threads`` batches at once while this thread reads the next
-        batch and writes the previous one.
+        Batches hold ``batch_rows`` rows (default: :attr:`Source.batch_rows`, about 32 MiB);
+        :meth:`_computed` says where the kernel runs. Progress is reported as batches arrive.
         """
-        label = row_labeller(source, grouping.prompt)
+        done, total = 0, int(source.row_counts.sum())
+        kind, ends = source.pieces
+        for part, batch, result in self._computed(source, grouping.prompt, kernel, args, columns, carry):
+            yield part, batch, result
+            done += batch.num_rows
+            if self.progress is not None:
+                self.progress(done, total, f"{kind} {int(np.searchsorted(ends, done, side='right'))}/{len(ends)}")
+
+    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool) -> Iterator:
+        """The kernel on every batch, in order: on up to ``threads`` batches at once while this
+        thread reads the next batch and writes the previous one."""
+        label = row_labeller(source, prompt)
         read = source.read_schema(columns)
 
         def numbered() -> Iterator[tuple[int, int, pa.RecordBatch]]:
@@ -261,16 +271,13 @@ class LocalEngine(Engine):
 
         def work(item: tuple[int, int, pa.RecordBatch]):
             first_row, part, batch = item
-            read_batch = conform(batch, read, source.parts[part].name)
-            return part, batch, _labelled(lambda row: label(first_row + row), kernel, read_batch, first_row, *args)
+            return part, batch, run_kernel(source, label, kernel, args, read, part, first_row, batch)
 
-        done, total = 0, int(source.row_counts.sum())
-        kind, ends = source.pieces
-        for part, batch, result in ordered_map(work, numbered(), self.workers):
-            yield part, batch, result
-            done += batch.num_rows
-            if self.progress is not None:
-                self.progress(done, total, f"{kind} {int(np.searchsorted(ends, done, side='right'))}/{len(ends)}")
+        yield from ordered_map(work, numbered(), self.workers)
+
+    def _read_columns(self, source: Source, columns: list[str]) -> pa.Table:
+        """The named columns of every row (pass 1's ids and rewards), in their unified types."""
+        return source.read_columns(columns)
 
     def _write(self, source: Source, output: Output, new_fields: list[pa.Field], batches: Iterable) -> None:
         """Write ``(part, batch, columns)`` to the output's targets: each batch with ``columns``
@@ -323,6 +330,14 @@ def _row_names(source: Source, prompt: str | None, rows: list[int]) -> list[str]
     """How a report names rows: ``file: row 12 (prompt id 'p3')``, the ids read once."""
     keys = source.read_columns([prompt]).column(prompt).take(rows).to_pylist() if prompt is not None and rows else [None] * len(rows)
     return [source.locate(row) if key is None else f"{source.locate(row)} (prompt id {key!r})" for row, key in zip(rows, keys)]
+
+
+def run_kernel(source: Source, label: Callable[[int], str], kernel: Callable, args: tuple, read: pa.Schema, part: int, first_row: int,
+               batch: pa.RecordBatch):
+    """``kernel`` on one batch of part ``part`` whose first row is ``first_row``: its ``read``
+    columns in their unified types; a bad row named by ``label``."""
+    read_batch = conform(batch, read, source.parts[part].name)
+    return _labelled(lambda row: label(first_row + row), kernel, read_batch, first_row, *args)
 
 
 def _labelled(label: Callable[[int], str], fn: Callable, *args):

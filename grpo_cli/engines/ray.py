@@ -1,0 +1,81 @@
+"""The Ray engine: the local engine's passes, with the per-batch kernels run in Ray tasks.
+
+Work is split by input file: pass 1 reads each file's id and reward columns in a task and
+gathers them (16 bytes a row) so that the group statistics are computed exactly as the local
+engine computes them, in row order; every later pass runs one streaming task per file, which
+reads the file's batches, runs the kernel on each and yields the results in order. The driver
+merges the partial summaries in row order and writes the output, batch by batch in input
+order, with the same writer: files and summaries are byte-identical to the local engine's. A
+file is not split further: its batches stream from one task, since splitting it by row group
+would change the row groups written.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import GrpoError, UsageError
+from ..io import Source
+from .local import LocalEngine, row_labeller, run_kernel
+
+INSTALL = "pip install 'grpo-cli[ray]'"
+
+
+def _ray():
+    """The ``ray`` module, or a usage error that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(f"`engine` 'ray' needs Ray, which is not installed: {INSTALL}") from None
+    return ray
+
+
+def _part_results(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
+                  carry: bool, batch_rows: int) -> Iterator[tuple[pa.RecordBatch, object]]:
+    """Part ``k``'s batches and the kernel's result on each (a batch without its columns when
+    they are not carried: only its row count travels)."""
+    label = row_labeller(source, prompt)
+    read = source.read_schema(columns)
+    for _, batch in source.iter_batches(batch_rows, None if carry else columns, only=k):
+        yield batch if carry else batch.select([]), run_kernel(source, label, kernel, args, read, k, first_row, batch)
+        first_row += batch.num_rows
+
+
+class RayEngine(LocalEngine):
+    """Runs each input file's batches in a Ray task; connects to the cluster at ``address``
+    (default: ``RAY_ADDRESS`` if set, else a local Ray started here)."""
+
+    def __init__(self, *, address: str | None = None, **options):
+        super().__init__(**options)
+        self.ray = _ray()
+        if not self.ray.is_initialized():
+            self.ray.init(address=address, logging_level="WARNING", log_to_driver=False, include_dashboard=False)
+        self._stream = self.ray.remote(num_returns="streaming")(_part_results)
+        self._read = self.ray.remote(lambda source, k, columns: source.read_part_columns(k, columns))
+
+    def _get(self, ref):
+        """A task's result; a task's failure raises the error it raised (one line, no Ray traceback)."""
+        try:
+            return self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, GrpoError):
+                raise exc.cause from None
+            raise
+
+    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool) -> Iterator:
+        source_ref, args_ref = self.ray.put(source), self.ray.put(args)
+        starts = np.cumsum(source.row_counts) - source.row_counts
+        batch_rows = self.batch_rows or source.batch_rows
+        streams = [self._stream.remote(source_ref, k, int(starts[k]), prompt, kernel, args_ref, columns, carry, batch_rows)
+                   for k in range(len(source.parts))]
+        for k, stream in enumerate(streams):
+            for ref in stream:
+                batch, result = self._get(ref)
+                yield k, batch, result
+
+    def _read_columns(self, source: Source, columns: list[str]) -> pa.Table:
+        source_ref = self.ray.put(source)
+        return pa.concat_tables([self._get(self._read.remote(source_ref, k, columns)) for k in range(len(source.parts))])
