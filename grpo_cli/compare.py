@@ -81,7 +81,7 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     >>> average_ranks(np.array([3.0, 1.0, 3.0, 2.0])).tolist()
     [3.5, 1.0, 3.5, 2.0]
     """
-    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
     ends = np.cumsum(counts)
     return ((ends - counts + 1 + ends) / 2.0)[inverse]
 

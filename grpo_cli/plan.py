@@ -266,9 +266,8 @@ def plan_filter(
             raise ColumnNotFoundError(f"{name}: the overlong penalty needs each row's length: no mask or log-probs column; pass `mask_col`")
         steps = StepColumns(count, mask)
     unused = (truncated,) if truncated is not None and config.truncated is None else ()
-    plan = FilterPlan(config, grouping, reward[0], truncated if config.truncated else None, steps, mask, _output(source, output, output_dir, output_format),
-                      unused)
-    return plan
+    return FilterPlan(config, grouping, reward[0], truncated if config.truncated else None, steps, mask,
+                      _output(source, output, output_dir, output_format), unused)
 
 
 @dataclass(frozen=True)
