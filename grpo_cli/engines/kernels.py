@@ -7,6 +7,8 @@ the batch; the engine that ran the kernel says which file, row and prompt id tha
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +21,22 @@ from ..mismatch import MismatchSummary, batch_terms
 from ..plan import AdvantagesPlan, FilterPlan, Grouping, InspectPlan, MismatchPlan, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
 from ..token_columns import StepColumns, StepData, read_rollout_tokens, read_steps, read_tokens
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write pass's kernel returns for a batch: the ``columns`` to set (one value per
+    row of the batch), the rows to ``keep`` (``None``: all) and a ``partial`` summary."""
+
+    columns: dict[str, pa.Array]
+    keep: np.ndarray | None = None
+    partial: object = None
+
+    def applied(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, dict[str, pa.Array]]:
+        """The rows kept of ``batch`` and of the new columns."""
+        if self.keep is None:
+            return batch, self.columns
+        return batch.filter(self.keep), {name: values.filter(self.keep) for name, values in self.columns.items()}
 
 
 def float64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -126,7 +144,7 @@ def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
             "min": reduce_rows(a, n, np.minimum, np.nan), "max": reduce_rows(a, n, np.maximum, np.nan)}
 
 
-def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, mu: float, scale: float) -> dict[str, pa.Array]:
+def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, mu: float, scale: float) -> Written:
     """The ``token_advantage`` (whitened, ``(A - mu) / scale``) and ``token_return`` list
     columns of a batch: one entry per list entry, 0 where masked or unscorable."""
     data, _, valid, a, returns = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
@@ -136,13 +154,12 @@ def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
         flat = np.zeros(len(valid))
         flat[valid] = values
         out[name] = pa.ListArray.from_arrays(offsets, pa.array(flat))
-    return out
+    return Written(out)
 
 
-
-def row_columns(batch: pa.RecordBatch, first_row: int, columns: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+def row_columns(batch: pa.RecordBatch, first_row: int, columns: dict[str, np.ndarray]) -> Written:
     """The batch's rows of per-row ``columns`` computed for every row (e.g. ``advantage``)."""
-    return {name: pa.array(values[first_row : first_row + batch.num_rows]) for name, values in columns.items()}
+    return Written({name: pa.array(values[first_row : first_row + batch.num_rows]) for name, values in columns.items()})
 
 
 def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
@@ -175,8 +192,7 @@ def mismatch_columns(terms: dict[str, np.ndarray]) -> dict[str, pa.Array]:
             for name, (key, per_token) in MISMATCH_COLUMNS.items()}
 
 
-def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None,
-                    ) -> tuple[dict[str, pa.Array], ObjectiveSummary]:
+def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> Written:
     """The per-row columns (when the plan writes rows) and the partial summary of one batch.
 
     Advantages come from ``computed`` (every row's, from the first pass), else from the
@@ -191,7 +207,7 @@ def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, 
         adv = None
     terms = row_terms(tokens, adv, plan.config)
     summary = ObjectiveSummary.of(terms, first_row)
-    return (_per_row_columns(terms, adv, plan) if plan.output.targets else {}), summary
+    return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
 
 
 def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:
@@ -229,12 +245,12 @@ def mismatch_fields() -> list[pa.Field]:
     return [pa.field("n_tokens", pa.int64()), *(pa.field(name, pa.float64()) for name in MISMATCH_COLUMNS)]
 
 
-def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) -> tuple[dict[str, pa.Array], MismatchSummary]:
+def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) -> Written:
     """The per-row mismatch columns (when the plan writes rows) and the partial report of one batch."""
     terms = batch_terms(read_rollout_tokens(batch, plan.tokens), plan.config)
     summary = MismatchSummary.of(terms, first_row, plan.config.worst)
     columns = {"n_tokens": pa.array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
-    return columns, summary
+    return Written(columns, partial=summary)
 
 
 def truncation_flags(column: pa.ChunkedArray, name: str) -> np.ndarray:
@@ -249,7 +265,7 @@ def truncation_flags(column: pa.ChunkedArray, name: str) -> np.ndarray:
 
 
 def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep: np.ndarray, reward: np.ndarray | None,
-                   masked: np.ndarray | None) -> tuple[np.ndarray, dict[str, pa.Array]]:
+                   masked: np.ndarray | None) -> Written:
     """Which rows of a batch `grpo filter` keeps, and its changed columns (all rows): the
     penalised ``reward``; the mask, 0 on every token of a ``masked`` row."""
     rows = slice(first_row, first_row + batch.num_rows)
@@ -261,7 +277,7 @@ def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep
         values = np.where(np.repeat(masked[rows], lengths), 0, flat.to_numpy(zero_copy_only=False)).astype(flat.to_numpy(zero_copy_only=False).dtype)
         offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
         columns[plan.mask] = pa.ListArray.from_arrays(offsets, pa.array(values, type=flat.type))
-    return keep[rows], columns
+    return Written(columns, keep=keep[rows])
 
 
 def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> dict:

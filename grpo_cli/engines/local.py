@@ -51,8 +51,8 @@ class LocalEngine(Engine):
                 len(adv)))
             if plan.output.targets:
                 written = adv if plan.round_digits is None else np.round(adv, plan.round_digits)
-                batches = self._batches(source, plan.grouping, kernels.row_columns, {"advantage": written}, columns=[], carry=True)
-                self._write(source, plan.output, [pa.field("advantage", pa.float64())], batches)
+                self._write_pass(source, plan.grouping, plan.output, [pa.field("advantage", pa.float64())], kernels.row_columns,
+                                 {"advantage": written}, columns=[])
             return figures.result()
 
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
@@ -61,40 +61,14 @@ class LocalEngine(Engine):
             index, inputs = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
             if plan.estimator is not None:
                 computed = self._advantages(source, plan.grouping, index, inputs, plan.estimator)[0]
-        summary = ObjectiveSummary()
-        batches = self._batches(source, plan.grouping, kernels.objective_batch, plan, computed,
-                                columns=plan.columns, carry=bool(plan.output.targets))
-
-        def summarised() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
-            nonlocal summary
-            for part, batch, (columns, partial) in batches:
-                summary = summary.merge(partial)
-                yield part, batch, columns
-
-        if plan.output.targets:
-            self._write(source, plan.output, kernels.objective_fields(plan), summarised())
-        else:
-            for _ in summarised():
-                pass
-        return summary.figures(plan.config)
+        partials = self._partials(source, plan.grouping, plan.output, kernels.objective_fields(plan), kernels.objective_batch, plan,
+                                  computed, columns=plan.columns)
+        return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(plan.config)
 
     def mismatch(self, source: Source, plan: MismatchPlan) -> dict:
-        worst = plan.config.worst
-        summary = MismatchSummary()
-        grouping = Grouping(plan.prompt, None)
-        batches = self._batches(source, grouping, kernels.mismatch_batch, plan, columns=plan.columns, carry=bool(plan.output.targets))
-
-        def summarised() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
-            nonlocal summary
-            for part, batch, (columns, partial) in batches:
-                summary = summary.merge(partial, worst)
-                yield part, batch, columns
-
-        if plan.output.targets:
-            self._write(source, plan.output, kernels.mismatch_fields(), summarised())
-        else:
-            for _ in summarised():
-                pass
+        partials = self._partials(source, Grouping(plan.prompt, None), plan.output, kernels.mismatch_fields(), kernels.mismatch_batch, plan,
+                                  columns=plan.columns)
+        summary = reduce(lambda done, partial: done.merge(partial, plan.config.worst), partials, MismatchSummary())
         figures = summary.figures(plan.config)
         named = _row_names(source, plan.prompt, [entry["row"] for entry in figures["worst_rows"]])
         figures["worst_rows"] = [{**entry, "row": name} for entry, name in zip(figures["worst_rows"], named)]
@@ -129,10 +103,8 @@ class LocalEngine(Engine):
             masked = truncated if config.truncated == "mask" else None
             fields = [pa.field(plan.reward, pa.float64())] if reward is not None else []
             fields += [source.output_schema.field(plan.mask)] if masked is not None else []
-            batches = self._batches(source, grouping, kernels.filter_columns, plan, keep, reward, masked,
-                                    columns=[plan.mask] if masked is not None else [], carry=True)
-            self._write(source, plan.output, fields, ((part, batch.filter(kept), {k: v.filter(kept) for k, v in columns.items()})
-                                                      for part, batch, (kept, columns) in batches))
+            self._write_pass(source, grouping, plan.output, fields, kernels.filter_columns, plan, keep, reward, masked,
+                             columns=[plan.mask] if masked is not None else [])
         return figures
 
     def compare(self, source: Source, plan: ComparePlan) -> dict:
@@ -149,8 +121,8 @@ class LocalEngine(Engine):
 
         figures = compare_figures([label for label, _, _ in plan.estimators], np.column_stack(list(columns.values())), index, names, plan.top)
         if plan.output.targets:
-            batches = self._batches(source, plan.grouping, kernels.row_columns, columns, columns=[], carry=True)
-            self._write(source, plan.output, [pa.field(name, pa.float64()) for name in columns], batches)
+            self._write_pass(source, plan.grouping, plan.output, [pa.field(name, pa.float64()) for name in columns], kernels.row_columns,
+                             columns, columns=[])
         return figures
 
     def inspect(self, source: Source, plan: InspectPlan) -> dict:
@@ -237,8 +209,8 @@ class LocalEngine(Engine):
         figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(_scored(inputs)), len(inputs.r),
                                           moments, mu, scale, config)
         if plan.output.targets:
-            batches = self._batches(source, plan.grouping, kernels.token_columns, plan, inputs.r, mu, scale, columns=columns, carry=True)
-            self._write(source, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")], batches)
+            self._write_pass(source, plan.grouping, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],
+                             kernels.token_columns, plan, inputs.r, mu, scale, columns=columns)
         return figures
 
     def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool) -> Iterator:
@@ -278,6 +250,28 @@ class LocalEngine(Engine):
     def _read_columns(self, source: Source, columns: list[str]) -> pa.Table:
         """The named columns of every row (pass 1's ids and rewards), in their unified types."""
         return source.read_columns(columns)
+
+    def _partials(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
+                  columns: list[str]) -> list:
+        """The kernel's partial summaries of every batch, in row order; with output targets, the
+        batches are written too (:meth:`_write_pass`)."""
+        if output.targets:
+            return self._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns)
+        return [written.partial for _, _, written in self._batches(source, grouping, kernel, *args, columns=columns, carry=False)]
+
+    def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
+                    columns: list[str]) -> list:
+        """Run ``kernel`` (returning :class:`~.kernels.Written`) on every batch, write each batch
+        with its new columns (the rows kept), and return the partial summaries in row order."""
+        partials = []
+
+        def written() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
+            for part, batch, result in self._batches(source, grouping, kernel, *args, columns=columns, carry=True):
+                partials.append(result.partial)
+                yield part, *result.applied(batch)
+
+        self._write(source, output, new_fields, written())
+        return partials
 
     def _write(self, source: Source, output: Output, new_fields: list[pa.Field], batches: Iterable) -> None:
         """Write ``(part, batch, columns)`` to the output's targets: each batch with ``columns``

@@ -4,8 +4,11 @@ Work is split by input file: pass 1 reads each file's id and reward columns in a
 gathers them (16 bytes a row) so that the group statistics are computed exactly as the local
 engine computes them, in row order; every later pass runs one streaming task per file, which
 reads the file's batches, runs the kernel on each and yields the results in order. The driver
-merges the partial summaries in row order and writes the output, batch by batch in input
-order, with the same writer: files and summaries are byte-identical to the local engine's. A
+merges the partial summaries in row order. One output file (``-o``) is written by the driver,
+batch by batch in input order; with one output per input file, each file's task writes it to
+a temporary file and the driver commits them all at the end (or removes them all if one task
+failed). The same writer sees the same batches: files and summaries are byte-identical to the
+local engine's. A
 file is not split further: its batches stream from one task, since splitting it by row group
 would change the row groups written.
 """
@@ -18,8 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import GrpoError, UsageError
-from ..io import Source
-from .local import LocalEngine, row_labeller, run_kernel
+from ..io import Sink, Source, conform
+from ..plan import Grouping, Output
+from .local import LocalEngine, _annotated_schema, _set_columns, row_labeller, run_kernel
 
 INSTALL = "pip install 'grpo-cli[ray]'"
 
@@ -44,6 +48,23 @@ def _part_results(source: Source, k: int, first_row: int, prompt: str | None, ke
         first_row += batch.num_rows
 
 
+def _write_part(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
+                batch_rows: int, target: str, fmt: str, schema: pa.Schema) -> tuple[Sink, list, int]:
+    """Part ``k``'s output, written by this task to a temporary file beside ``target`` (the
+    driver commits it, or discards it if any part failed); its partial summaries and rows."""
+    sink = Sink(target, fmt, schema)
+    try:
+        partials = []
+        for batch, written in _part_results(source, k, first_row, prompt, kernel, args, columns, True, batch_rows):
+            partials.append(written.partial)
+            sink.write(conform(_set_columns(*written.applied(batch)), schema, source.parts[k].name))
+        sink.close()
+    except BaseException:
+        sink.__exit__(None, None, None)
+        raise
+    return sink, partials, sink.rows
+
+
 class RayEngine(LocalEngine):
     """Runs each input file's batches in a Ray task; connects to the cluster at ``address``
     (default: ``RAY_ADDRESS`` if set, else a local Ray started here)."""
@@ -55,6 +76,7 @@ class RayEngine(LocalEngine):
             self.ray.init(address=address, logging_level="WARNING", log_to_driver=False, include_dashboard=False)
         self._stream = self.ray.remote(num_returns="streaming")(_part_results)
         self._read = self.ray.remote(lambda source, k, columns: source.read_part_columns(k, columns))
+        self._write_task = self.ray.remote(_write_part)
 
     def _get(self, ref):
         """A task's result; a task's failure raises the error it raised (one line, no Ray traceback)."""
@@ -75,6 +97,38 @@ class RayEngine(LocalEngine):
             for ref in stream:
                 batch, result = self._get(ref)
                 yield k, batch, result
+
+    def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
+                    columns: list[str]) -> list:
+        """With one output per input file, each file's task writes it; the driver commits them
+        all once every task has finished, or removes them all if one failed."""
+        if not output.per_input:
+            return super()._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns)
+        source_ref, args_ref = self.ray.put(source), self.ray.put(args)
+        starts = np.cumsum(source.row_counts) - source.row_counts
+        batch_rows = self.batch_rows or source.batch_rows
+        tasks = [self._write_task.remote(source_ref, k, int(starts[k]), grouping.prompt, kernel, args_ref, columns, batch_rows,
+                                         output.targets[k], output.format, _annotated_schema(schema, new_fields))
+                 for k, schema in enumerate(source.stored_schemas)]
+        sinks, partials, failure, done = [], [], None, 0
+        for k, task in enumerate(tasks):
+            try:
+                sink, part_partials, rows = self._get(task)
+            except Exception as exc:  # the first failure is reported, once every task has finished
+                failure = failure or exc
+                continue
+            sinks.append(sink)
+            partials += part_partials
+            done += rows
+            if self.progress is not None:
+                self.progress(done, int(source.row_counts.sum()), f"files {k + 1}/{len(tasks)}")
+        if failure is not None:
+            for sink in sinks:
+                sink.__exit__(None, None, None)
+            raise failure
+        for sink in sinks:
+            sink.commit()
+        return partials
 
     def _read_columns(self, source: Source, columns: list[str]) -> pa.Table:
         source_ref = self.ray.put(source)

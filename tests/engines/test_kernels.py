@@ -26,7 +26,9 @@ def test_objective_batch_gives_columns_and_a_partial_summary(sample_parquet, tmp
     with open_source(str(sample_parquet)) as source:
         plan = plan_objective(source, output=str(tmp_path / "o.parquet"), advantage_config=AdvantageConfig(estimator="mean"))
         batch = next(source.iter_batches(5))[1]
-    columns, summary = kernels.objective_batch(batch, 10, plan, np.full(20, 0.5))
+    written = kernels.objective_batch(batch, 10, plan, np.full(20, 0.5))
+    columns, summary = written.columns, written.partial
+    assert written.keep is None
     assert [f.name for f in kernels.objective_fields(plan)] == list(columns)
     assert columns["advantage"].to_pylist() == [0.5] * 5 and summary.counts["rows"] == 5
     assert summary.sums.start == 10 and summary.sums.stop == 15
