@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .objective.rollout import mismatch_terms
+from .objective.rollout import log_ratios, mismatch_terms
 from .objective.tokens import Tokens, row_count, row_sum
 from .summaries import BlockSums
 
@@ -48,12 +48,11 @@ def batch_terms(tokens: Tokens, config) -> dict[str, np.ndarray]:
     """Per row of a batch: the mismatch terms of :func:`~grpo_cli.objective.rollout.mismatch_terms`,
     weight sums, perplexities, and the counts a cap or mask would touch; ``by_position`` and
     ``by_length`` (rows x (stats x buckets)); ``abs_diff_counts`` (histogram counts)."""
-    terms = mismatch_terms(tokens, config.logratio_clamp)
+    d, lr = log_ratios(tokens, config.logratio_clamp)
+    terms = mismatch_terms(tokens, d, lr)
     n = terms["mismatch_tokens"]
     has = n > 0
     safe_n = np.where(has, n, 1)
-    d = np.subtract(tokens.old, tokens.rollout, dtype=np.float64)
-    lr = np.clip(d, -config.logratio_clamp, config.logratio_clamp)
     w = np.exp(lr)
     seq_log_w = np.clip(-terms["k1_sum"], -config.logratio_clamp, config.logratio_clamp)
     seq_w = np.where(has, np.exp(seq_log_w), 0.0)

@@ -116,22 +116,13 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     lengths = _list_column(batch, columns.new)[0]
     mask = _mask(batch, columns.mask, lengths) if columns.mask else None
     _, new = _logprobs(batch, columns.new, None, mask)
-    _, old = _logprobs(batch, columns.old, lengths, mask)
+    old = new if columns.old == columns.new else _logprobs(batch, columns.old, lengths, mask)[1]  # one column in both roles: read once
     ref = _logprobs(batch, columns.ref, lengths, mask)[1] if columns.ref else None
     advantage = None
     if columns.advantage:
         advantage = _finite(batch, columns.advantage, lengths, mask, "advantage")
     rollout = _logprobs(batch, columns.rollout, lengths, mask)[1] if columns.rollout else None
     return Tokens(lengths, new, old, ref, mask, advantage, rollout)
-
-
-def read_rollout_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
-    """The old and rollout log-probs (and mask) of one batch, validated, as :class:`Tokens`
-    whose new log-probs are the old ones (`grpo mismatch` reads no new policy)."""
-    lengths = _list_column(batch, columns.old)[0]
-    mask = _mask(batch, columns.mask, lengths) if columns.mask else None
-    old = _logprobs(batch, columns.old, None, mask)[1]
-    return Tokens(lengths, old, old, mask=mask, rollout=_logprobs(batch, columns.rollout, lengths, mask)[1])
 
 
 @dataclass(frozen=True)

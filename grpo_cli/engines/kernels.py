@@ -20,7 +20,7 @@ from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..mismatch import MismatchSummary, batch_terms
 from ..plan import AdvantagesPlan, FilterPlan, Grouping, InspectPlan, MismatchPlan, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
-from ..token_columns import StepColumns, StepData, read_rollout_tokens, read_steps, read_tokens
+from ..token_columns import StepColumns, StepData, read_steps, read_tokens
 
 
 @dataclass(frozen=True)
@@ -173,11 +173,11 @@ def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
     return [pa.field(name, pa.int64() if name in ("n_tokens", "rejected_tokens") else pa.float64()) for name in names]
 
 
-# per-row mismatch columns: (per-row sum or value, divided by the row's tokens as given)
-MISMATCH_COLUMNS = {"rollout_abs_diff_mean": ("abs_diff_sum", True), "rollout_abs_diff_max": ("abs_diff_max", False),
-                    "rollout_kl_k1": ("k1_sum", True), "rollout_kl_k3": ("k3_sum", True),
-                    "train_log_ppl": ("old_sum", True), "rollout_log_ppl": ("rollout_sum", True),
-                    "rollout_log_weight": ("k1_sum", False)}
+# per-row mismatch columns: (per-row sum or value, divided by the row's tokens as given, sign)
+MISMATCH_COLUMNS = {"rollout_abs_diff_mean": ("abs_diff_sum", True, 1.0), "rollout_abs_diff_max": ("abs_diff_max", False, 1.0),
+                    "rollout_kl_k1": ("k1_sum", True, 1.0), "rollout_kl_k3": ("k3_sum", True, 1.0),
+                    "train_log_ppl": ("old_sum", True, -1.0), "rollout_log_ppl": ("rollout_sum", True, -1.0),
+                    "rollout_log_weight": ("k1_sum", False, -1.0)}
 
 
 def mismatch_columns(terms: dict[str, np.ndarray]) -> dict[str, pa.Array]:
@@ -187,9 +187,8 @@ def mismatch_columns(terms: dict[str, np.ndarray]) -> dict[str, pa.Array]:
     n = terms["mismatch_tokens"]
     empty = n == 0
     safe_n = np.where(empty, 1, n)
-    signs = {"train_log_ppl": -1.0, "rollout_log_ppl": -1.0, "rollout_log_weight": -1.0}
-    return {name: pa.array(signs.get(name, 1.0) * (terms[key] / safe_n if per_token else terms[key]), mask=empty)
-            for name, (key, per_token) in MISMATCH_COLUMNS.items()}
+    return {name: pa.array(sign * (terms[key] / safe_n if per_token else terms[key]), mask=empty)
+            for name, (key, per_token, sign) in MISMATCH_COLUMNS.items()}
 
 
 def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> Written:
@@ -247,7 +246,7 @@ def mismatch_fields() -> list[pa.Field]:
 
 def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) -> Written:
     """The per-row mismatch columns (when the plan writes rows) and the partial report of one batch."""
-    terms = batch_terms(read_rollout_tokens(batch, plan.tokens), plan.config)
+    terms = batch_terms(read_tokens(batch, plan.tokens), plan.config)
     summary = MismatchSummary.of(terms, first_row, plan.config.worst)
     columns = {"n_tokens": pa.array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
     return Written(columns, partial=summary)

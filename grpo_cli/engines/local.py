@@ -137,7 +137,8 @@ class LocalEngine(Engine):
         label = row_labeller(source, plan.grouping.prompt)
         truncated = None
         if plan.truncated is not None:
-            truncated = _labelled(label, kernels.truncation_flags, source.read_columns([plan.truncated]).column(plan.truncated), plan.truncated)
+            truncated = _labelled(label, kernels.truncation_flags, self._read_columns(source, [plan.truncated]).column(plan.truncated),
+                                  plan.truncated)
         estimator, groups, rewards, adv = AdvantageConfig(), None, None, None
         if plan.inputs is not None:
             index, inputs = self._first_pass(source, plan.grouping, plan.inputs, estimator)

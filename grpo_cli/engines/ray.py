@@ -87,12 +87,16 @@ class RayEngine(LocalEngine):
                 raise exc.cause from None
             raise
 
-    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool) -> Iterator:
-        source_ref, args_ref = self.ray.put(source), self.ray.put(args)
+    def _per_part(self, source: Source, args: tuple) -> tuple[object, object, list[int], int]:
+        """What every per-file task takes: the source and the kernel's arguments in the object
+        store (put once), each file's first row, and the batch size."""
         starts = np.cumsum(source.row_counts) - source.row_counts
-        batch_rows = self.batch_rows or source.batch_rows
-        streams = [self._stream.remote(source_ref, k, int(starts[k]), prompt, kernel, args_ref, columns, carry, batch_rows)
-                   for k in range(len(source.parts))]
+        return self.ray.put(source), self.ray.put(args), starts.tolist(), self.batch_rows or source.batch_rows
+
+    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool) -> Iterator:
+        source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
+        streams = [self._stream.remote(source_ref, k, first_row, prompt, kernel, args_ref, columns, carry, batch_rows)
+                   for k, first_row in enumerate(starts)]
         for k, stream in enumerate(streams):
             for ref in stream:
                 batch, result = self._get(ref)
@@ -104,10 +108,8 @@ class RayEngine(LocalEngine):
         all once every task has finished, or removes them all if one failed."""
         if not output.per_input:
             return super()._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns)
-        source_ref, args_ref = self.ray.put(source), self.ray.put(args)
-        starts = np.cumsum(source.row_counts) - source.row_counts
-        batch_rows = self.batch_rows or source.batch_rows
-        tasks = [self._write_task.remote(source_ref, k, int(starts[k]), grouping.prompt, kernel, args_ref, columns, batch_rows,
+        source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
+        tasks = [self._write_task.remote(source_ref, k, starts[k], grouping.prompt, kernel, args_ref, columns, batch_rows,
                                          output.targets[k], output.format, _annotated_schema(schema, new_fields))
                  for k, schema in enumerate(source.stored_schemas)]
         sinks, partials, failure, done = [], [], None, 0

@@ -10,7 +10,8 @@ With ``lr_t = old_t - rollout_t`` (clamped to ``[-c, c]`` before exp, c = ``logr
   ``k3 = exp(-d) + d - 1``), per token or a row's sum or mean, is kept when it lies in the
   bounds; rejected tokens (or rows) leave the mask, as verl's rejection sampling.
 
-Weights and rejection both read the mask as given, so neither depends on the other.
+Weights and rejection both read the mask as given, so neither depends on the other. The
+caller computes ``d = old - rollout`` once per batch (:func:`log_ratios`) for all of them.
 """
 
 from __future__ import annotations
@@ -31,16 +32,15 @@ REJECT_ALIASES = {f"{prefix}_{k}": (k, level) for k in ("k1", "k2", "k3")
                   for prefix, level in (("token", "token"), ("seq_sum", "sequence-sum"), ("seq_mean", "sequence-mean"))}
 
 
-def log_weights(tokens: Tokens, clamp: float) -> np.ndarray:
-    """lr_t = old_t - rollout_t, float64, clamped to [-clamp, clamp]."""
-    lr = np.subtract(tokens.old, tokens.rollout, dtype=np.float64)
-    return np.clip(lr, -clamp, clamp, out=lr)
+def log_ratios(tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray]:
+    """``d = old - rollout`` per token, float64, and ``lr``, the same clamped to [-clamp, clamp]."""
+    d = np.subtract(tokens.old, tokens.rollout, dtype=np.float64)
+    return d, np.clip(d, -clamp, clamp)
 
 
-def is_weights(tokens: Tokens, config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The weights ``w_t`` of ``config.is_level`` after its mask and cap, and where each bit
-    (``masked``: set to 0, ``truncated``: capped)."""
-    lr = log_weights(tokens, config.logratio_clamp)
+def is_weights(lr: np.ndarray, tokens: Tokens, config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The weights ``w_t`` of ``config.is_level`` (``lr``: the clamped log-ratios) after its
+    mask and cap, and where each bit (``masked``: set to 0, ``truncated``: capped)."""
     if config.is_level == "sequence":
         log_w = np.clip(row_sum(lr, tokens), -config.logratio_clamp, config.logratio_clamp)
         w = np.repeat(np.exp(log_w), tokens.lengths)
@@ -58,10 +58,10 @@ def is_weights(tokens: Tokens, config) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return w, masked, truncated
 
 
-def rejected(tokens: Tokens, config) -> np.ndarray:
-    """Which tokens ``config.reject`` rejects (a bool per token; counted tokens only)."""
-    d = -log_weights(tokens, config.logratio_clamp)  # rollout - old
-    stat = KL_ESTIMATORS[config.reject](d)
+def rejected(lr: np.ndarray, tokens: Tokens, config) -> np.ndarray:
+    """Which tokens ``config.reject`` rejects (a bool per token; counted tokens only), from the
+    clamped log-ratios ``lr``."""
+    stat = KL_ESTIMATORS[config.reject](-lr)  # d = rollout - old
     if config.reject_level != "token":
         total = row_sum(stat, tokens)
         if config.reject_level == "sequence-mean":
@@ -71,16 +71,16 @@ def rejected(tokens: Tokens, config) -> np.ndarray:
     return tokens.counted((stat < lo) | (stat > hi), False)
 
 
-def corrected(tokens: Tokens, config) -> tuple[Tokens, np.ndarray | None, dict[str, np.ndarray]]:
+def corrected(tokens: Tokens, lr: np.ndarray, config) -> tuple[Tokens, np.ndarray | None, dict[str, np.ndarray]]:
     """The rows with rejected tokens out of the mask, the importance weights (``None``: no
     weighting) and per-row counts: ``rejected_tokens``, ``is_masked``, ``is_truncated``,
-    ``is_weight_sum`` (over the tokens that stay counted)."""
+    ``is_weight_sum`` (over the tokens that stay counted); ``lr``: the clamped log-ratios."""
     out: dict[str, np.ndarray] = {}
     weights = None
     if config.is_level is not None:
-        weights, masked, truncated = is_weights(tokens, config)
+        weights, masked, truncated = is_weights(lr, tokens, config)
     if config.reject is not None:
-        out_of_mask = rejected(tokens, config)
+        out_of_mask = rejected(lr, tokens, config)
         out["rejected_tokens"] = row_count(out_of_mask, tokens)
         tokens = replace(tokens, mask=~out_of_mask if tokens.mask is None else tokens.mask & ~out_of_mask)
     if weights is not None:
@@ -89,20 +89,20 @@ def corrected(tokens: Tokens, config) -> tuple[Tokens, np.ndarray | None, dict[s
     return tokens, weights, out
 
 
-def mismatch_terms(tokens: Tokens, clamp: float) -> dict[str, np.ndarray]:
+def mismatch_terms(tokens: Tokens, d: np.ndarray, lr: np.ndarray) -> dict[str, np.ndarray]:
     """Per row, over counted tokens: ``mismatch_tokens``, sums of ``|old - rollout|``, of
-    ``k1 = rollout - old`` and ``k3`` (KL(rollout || old), samples from the rollout policy),
-    of the old and the rollout log-probs, and ``abs_diff_max`` (NaN without tokens)."""
-    lr = np.subtract(tokens.old, tokens.rollout, dtype=np.float64)
-    abs_diff = np.abs(lr)
+    ``k1 = rollout - old`` and ``k3`` (KL(rollout || old), samples from the rollout policy;
+    from the clamped ``lr``), of the old and the rollout log-probs, and ``abs_diff_max`` (NaN
+    without tokens); ``d``: the log-ratios ``old - rollout``."""
+    abs_diff = np.abs(d)
     abs_diff_max = row_reduce(tokens.counted(abs_diff, -np.inf), tokens, np.maximum, np.nan)
     abs_diff_max[tokens.n_counted == 0] = np.nan
     return {
         "mismatch_tokens": tokens.n_counted,
         "abs_diff_sum": row_sum(abs_diff, tokens),
         "abs_diff_max": abs_diff_max,
-        "k1_sum": -row_sum(lr, tokens),
-        "k3_sum": row_sum(k3(-np.clip(lr, -clamp, clamp)), tokens),
+        "k1_sum": -row_sum(d, tokens),
+        "k3_sum": row_sum(k3(-lr), tokens),
         "old_sum": row_sum(tokens.old, tokens),
         "rollout_sum": row_sum(tokens.rollout, tokens),
     }

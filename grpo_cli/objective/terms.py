@@ -11,7 +11,7 @@ import numpy as np
 from .kl import KL_ESTIMATORS, k3
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
-from .rollout import corrected, mismatch_terms
+from .rollout import corrected, log_ratios, mismatch_terms
 from .tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
 
 
@@ -39,8 +39,9 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[s
     """
     mismatch, weights = {}, None
     if tokens.rollout is not None:
-        mismatch = mismatch_terms(tokens, config.logratio_clamp)
-        tokens, weights, correction = corrected(tokens, config)
+        d, lr = log_ratios(tokens, config.logratio_clamp)
+        mismatch = mismatch_terms(tokens, d, lr)
+        tokens, weights, correction = corrected(tokens, lr, config)
         mismatch.update(correction)
     new_minus_old = np.subtract(tokens.new, tokens.old, dtype=np.float64)
     logratio, clamped = RATIO_LEVELS[config.ratio_level](new_minus_old, tokens, config.logratio_clamp)
