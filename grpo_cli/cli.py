@@ -118,7 +118,7 @@ Format = _choices("Format", FORMATS)
 ESTIMATOR_LIST = _listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
 
 # Options shared by the commands, declared once.
-InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them (with their sub-folders), or quoted globs (** for any depth), read as one dataset; or - for stdin.", show_default=False)]
+InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them (with their sub-folders), or quoted globs (** for any depth), local or URIs (s3://, gs://, hdfs://), read as one dataset; or - for stdin.", show_default=False)]
 OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the summary is printed.", rich_help_panel=OUTPUT)]
 OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated file per input file into this folder (made if missing), at the input's path below its folder or glob.", rich_help_panel=OUTPUT)]
 ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the math (default: one per core). Results do not depend on it.", rich_help_panel=OUTPUT)]

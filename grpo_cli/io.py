@@ -1,5 +1,8 @@
 """Readers and writers: parquet and JSON Lines, files, folders, globs or stdin/stdout.
 
+Inputs are local paths or URIs that pyarrow's filesystems understand (``s3://``, ``gs://``,
+``hdfs://``, ``file://``), with the credentials of the user's environment; outputs are local.
+
 A :class:`Source` is one or more files read as one dataset, in order. Sources are read
 twice at most: once for the small columns (ids, rewards), then streamed by record batch.
 Files may differ in ways that do not matter: the columns a run reads are cast to one type
@@ -12,7 +15,7 @@ file beside the target and is renamed into place only when the whole run succeed
 from __future__ import annotations
 
 import contextlib
-import glob
+import fnmatch
 import itertools
 import os
 import shutil
@@ -20,13 +23,14 @@ import sys
 import tempfile
 from dataclasses import dataclass, fields
 from functools import cached_property
-from pathlib import Path, PurePath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Iterator, TypeVar
 from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import jsonl
@@ -45,6 +49,7 @@ SNIFF_BYTES = 4096  # enough to see past blank lines to a JSON Lines file's firs
 GLOB_CHARS = frozenset("*?[")
 SKIPPED_PREFIXES = (".", "_")  # names a folder walk skips: hidden files, Spark's _SUCCESS and _temporary/
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the folder value Hive and Spark write for null
+LOCAL = pafs.LocalFileSystem()
 
 Data = TypeVar("Data", pa.RecordBatch, pa.Table)
 
@@ -54,15 +59,30 @@ def format_from_name(path: str) -> str | None:
     return SUFFIXES.get(Path(path).suffix.lower())
 
 
+def is_uri(given: str) -> bool:
+    """Whether ``given`` names a file by URI (``s3://bucket/key``) rather than a local path."""
+    return "://" in given
+
+
 @dataclass(frozen=True)
 class Part:
-    """One file of a source: the name messages use, where it is, and its path below the
-    folder it was found in (a folder input, a glob's fixed leading folders, or a named file's
-    own folder): hive partitions and `output_dir` sub-paths come from ``relative``."""
+    """One file of a source: the name messages use, where it is (a path on ``filesystem``),
+    and its path below the folder it was found in (a folder input, a glob's fixed leading
+    folders, or a named file's own folder): hive partitions and `output_dir` sub-paths come
+    from ``relative``."""
 
     name: str
-    path: Path
+    path: str
     relative: PurePath
+    filesystem: pafs.FileSystem
+
+    @property
+    def local(self) -> bool:
+        return isinstance(self.filesystem, pafs.LocalFileSystem)
+
+    def open(self):
+        """The file as a binary stream."""
+        return self.filesystem.open_input_stream(self.path)
 
     @property
     def partition_values(self) -> dict[str, str | None]:
@@ -178,12 +198,15 @@ class Source:
     @cached_property
     def _parquet_metadata(self) -> list[pq.FileMetaData]:
         """Each part's footer, read once (schema and row count both come from it)."""
-        return [self._guard(part, lambda: pq.read_metadata(part.path)) for part in self.parts]
+        def footer(part: Part) -> pq.FileMetaData:
+            return self._guard(part, lambda: pq.read_metadata(part.path, filesystem=part.filesystem))
+
+        return list(ordered_map(footer, self.parts, default_threads()))
 
     @cached_property
     def _jsonl_scans(self) -> list[jsonl.Scan]:
         """Each part's first pass: its schema (types unified over its lines) and rows."""
-        return [self._guard(part, lambda: jsonl.scan(part.path, part.name)) for part in self.parts]
+        return [self._guard(part, lambda: jsonl.scan(part.open, part.name)) for part in self.parts]
 
     @cached_property
     def _row_groups(self) -> list[pq.RowGroupMetaData]:
@@ -197,7 +220,7 @@ class Source:
         if self.format == "parquet":
             size = sum(group.total_byte_size for group in self._row_groups)
         else:
-            size = sum(part.path.stat().st_size for part in self.parts)
+            size = sum(part.filesystem.get_file_info(part.path).size for part in self.parts)
         per_row = max(1, size // max(1, int(self.row_counts.sum())))
         return int(np.clip(BATCH_BYTES // per_row, *BATCH_ROWS))
 
@@ -258,13 +281,13 @@ class Source:
         """The named columns of part ``k`` as one table, as stored."""
         part, stored = self.parts[k], self._stored(k, columns)
         if self.format == "parquet":
-            table = self._guard(part, lambda: pq.ParquetFile(part.path).read(columns=stored.names))
+            table = self._guard(part, lambda: pq.ParquetFile(part.path, filesystem=part.filesystem).read(columns=stored.names))
         else:
             table = pa.Table.from_batches(list(self._jsonl_batches(part, 1 << 20, stored)), schema=stored)
         return self._with_partitions(k, table, columns)
 
     def _parquet_batches(self, part: Part, batch_rows: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
-        batches = self._guard(part, lambda: pq.ParquetFile(part.path, pre_buffer=False).iter_batches(batch_size=batch_rows, columns=columns))
+        batches = self._guard(part, lambda: pq.ParquetFile(part.path, filesystem=part.filesystem, pre_buffer=False).iter_batches(batch_size=batch_rows, columns=columns))
         while (batch := self._guard(part, lambda: next(batches, None))) is not None:
             yield batch
 
@@ -272,7 +295,7 @@ class Source:
         def parse(item: tuple[int, bytes]) -> pa.Table:
             return jsonl.parse_chunk(item[1], item[0], part.name, schema)
 
-        for table in ordered_map(parse, jsonl.line_chunks(part.path), default_threads()):
+        for table in ordered_map(parse, jsonl.line_chunks(part.open), default_threads()):
             yield from table.to_batches(max_chunksize=batch_rows)
 
     def _guard(self, part: Part, read):
@@ -335,53 +358,107 @@ def _first_line(exc: Exception) -> str:
 
 
 def expand_inputs(inputs: list[str]) -> list[Part]:
-    """The files that ``inputs`` name, each input's sorted by path: a file as given; a folder's
-    rollout files at any depth (see :func:`_walk`); a glob pattern's matches (``**`` matches
-    any depth of folders). Each must be a readable, non-empty file."""
-    parts: list[Part] = []
-    for given in inputs:
-        p = Path(given)
-        if p.is_dir():
-            found = _walk(p)
-            if not found:
-                raise InputError(f"{given}: is a directory with no {', '.join(SUFFIXES)} files")
-            parts += [Part(str(p / q), p / q, q) for q in found]
-        elif not p.exists() and GLOB_CHARS & set(given):
-            found = sorted(PurePath(q) for q in glob.glob(given, recursive=True) if Path(q).is_file())
-            if not found:
-                raise InputError(f"{given}: no files match")
-            parts += [Part(str(q), Path(q), q.relative_to(_fixed_folders(given))) for q in found]
-        else:
-            parts.append(Part(given, p, PurePath(p.name)))
-    for part in parts:
-        _check_readable(part)
+    """The files that ``inputs`` name (local paths or URIs), each input's sorted by path: a
+    file as given; a folder's rollout files at any depth (see :func:`_walk`); a glob pattern's
+    matches (``**`` matches any depth of folders). Each must be a readable, non-empty file."""
+    return [part for given in inputs for part in _expand(given)]
+
+
+def _expand(given: str) -> list[Part]:
+    head, query = given.partition("?")[0::2] if is_uri(given) else (given, "")
+    names = head.split("/")
+    wild = next((k for k, name in enumerate(names) if GLOB_CHARS & set(name)), None)
+    if wild is not None and (is_uri(given) or not os.path.exists(given)):  # a local file may have [ in its name
+        fixed = "/".join(names[:wild]) or ("/" if head.startswith("/") else "")
+        filesystem, base = _filesystem(f"{fixed}?{query}" if query else fixed)
+        found = _guarded(given, lambda: _glob(filesystem, base or ".", names[wild:]))
+        if not found:
+            raise InputError(f"{given}: no files match")
+        return _parts(fixed, found, filesystem)
+    filesystem, path = _filesystem(given)
+    info = _guarded(given, lambda: filesystem.get_file_info(path))
+    if info.type == pafs.FileType.Directory:
+        found = _guarded(given, lambda: _walk(filesystem, path))
+        if not found:
+            raise InputError(f"{given}: is a directory with no {', '.join(SUFFIXES)} files")
+        return _parts(head, found, filesystem)
+    _check_readable(given, info)
+    return [Part(given, path, PurePath(PurePath(path).name), filesystem)]
+
+
+def _parts(fixed: str, found: dict[PurePath, pafs.FileInfo], filesystem: pafs.FileSystem) -> list[Part]:
+    """The files ``found`` below the input folder ``fixed``, each checked readable."""
+    parts = [Part(_joined(fixed, relative), info.path, relative, filesystem) for relative, info in found.items()]
+    for part, info in zip(parts, found.values()):
+        _check_readable(part.name, info)
     return parts
 
 
-def _walk(folder: Path) -> list[PurePath]:
-    """The rollout files below ``folder`` at any depth, as paths below it, sorted. A name that
+def _filesystem(given: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem that holds ``given`` and its path there (a local path is itself)."""
+    if not is_uri(given):
+        return LOCAL, given
+    return _guarded(given, lambda: pafs.FileSystem.from_uri(given))
+
+
+def _guarded(given: str, call):
+    """``call()``, a filesystem failing (no credentials, no such bucket) in one line."""
+    try:
+        return call()
+    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InputError(f"{given}: cannot read ({_first_line(exc)})") from None
+
+
+def _joined(fixed: str, relative: PurePath) -> str:
+    """The name of the file at ``relative`` below the input folder ``fixed``, written as it was."""
+    if is_uri(fixed):
+        return f"{fixed.rstrip('/')}/{relative.as_posix()}"
+    return str(Path(fixed) / relative)
+
+
+def _listing(filesystem: pafs.FileSystem, folder: str, *, recursive: bool = False) -> dict[PurePath, pafs.FileInfo]:
+    """What ``folder`` holds (at any depth if ``recursive``), by path below it."""
+    infos = filesystem.get_file_info(pafs.FileSelector(folder, recursive=recursive, allow_not_found=True))
+    return {PurePath(PurePosixPath(info.path).relative_to(PurePosixPath(folder))): info for info in infos}
+
+
+def _walk(filesystem: pafs.FileSystem, folder: str) -> dict[PurePath, pafs.FileInfo]:
+    """The rollout files below ``folder`` at any depth, by path below it, sorted. A name that
     starts with . or _ (hidden files, Spark's _SUCCESS and _temporary/) is skipped, and so is
     everything below it."""
-    found = (PurePath(q) for q in glob.glob("**", root_dir=folder, recursive=True))
-    return sorted(q for q in found if format_from_name(q.name) and not any(name.startswith(SKIPPED_PREFIXES) for name in q.parts)
-                  and (folder / q).is_file())
+    found = _listing(filesystem, folder, recursive=True)
+    return {q: found[q] for q in sorted(found) if found[q].type == pafs.FileType.File and format_from_name(q.name)
+            and not any(name.startswith(SKIPPED_PREFIXES) for name in q.parts)}
 
 
-def _fixed_folders(pattern: str) -> PurePath:
-    """The leading folders of a glob pattern that hold no wildcard."""
-    names = PurePath(pattern).parts
-    return PurePath(*names[: next(i for i, name in enumerate(names) if GLOB_CHARS & set(name))])
+def _glob(filesystem: pafs.FileSystem, folder: str, pattern: list[str]) -> dict[PurePath, pafs.FileInfo]:
+    """The files below ``folder`` whose path below it matches ``pattern``, by that path, sorted.
+
+    Each name of ``pattern`` matches one folder level (``*``, ``?``, ``[...]``), ``**`` any
+    depth of folders; as in the shell, a wildcard matches a name starting with . only if it
+    starts with . too, and ``**`` does not enter hidden folders."""
+    found = {PurePath(): pafs.FileInfo(folder, pafs.FileType.Directory)}
+    for name in pattern:
+        folders = [q for q, info in found.items() if info.type == pafs.FileType.Directory]
+        if name == "**":
+            found = {q: found[q] for q in folders} | {
+                q / r: info for q in folders for r, info in _listing(filesystem, found[q].path, recursive=True).items()
+                if not any(part.startswith(".") for part in r.parts)}
+        else:
+            found = {q / r: info for q in folders for r, info in _listing(filesystem, found[q].path).items()
+                     if fnmatch.fnmatchcase(r.name, name) and (name.startswith(".") or not r.name.startswith("."))}
+    return {q: found[q] for q in sorted(found) if found[q].type == pafs.FileType.File}
 
 
-def _check_readable(part: Part) -> None:
-    if not part.path.exists():
-        raise InputError(f"{part.name}: no such file")
-    if part.path.is_dir():
-        raise InputError(f"{part.name}: is a directory, expected a file")
-    if not os.access(part.path, os.R_OK):
-        raise InputError(f"{part.name}: permission denied")
-    if part.path.stat().st_size == 0:
-        raise InputError(f"{part.name}: empty file")
+def _check_readable(name: str, info: pafs.FileInfo) -> None:
+    if info.type == pafs.FileType.NotFound:
+        raise InputError(f"{name}: no such file")
+    if info.type == pafs.FileType.Directory:
+        raise InputError(f"{name}: is a directory, expected a file")
+    if not is_uri(name) and not os.access(info.path, os.R_OK):
+        raise InputError(f"{name}: permission denied")
+    if info.size == 0:
+        raise InputError(f"{name}: empty file")
 
 
 def _format_of(part: Part) -> str:
@@ -393,7 +470,7 @@ def _format_of(part: Part) -> str:
                          "(or pass `input_format` if it holds one of them)")
     if suffix in SUFFIXES:
         return SUFFIXES[suffix]
-    with open(part.path, "rb") as f:
+    with part.open() as f:
         head = f.read(SNIFF_BYTES)
     if head.startswith(PARQUET_MAGIC):
         return "parquet"
@@ -430,14 +507,14 @@ def open_source(inputs: str | list[str], input_format: str | None = None, *, hiv
         with tempfile.NamedTemporaryFile(prefix="grpo-stdin-") as spool:
             shutil.copyfileobj(sys.stdin.buffer, spool)
             spool.flush()
-            part = Part("<stdin>", Path(spool.name), PurePath("<stdin>"))
-            if part.path.stat().st_size == 0:
+            part = Part("<stdin>", spool.name, PurePath("<stdin>"), LOCAL)
+            if os.path.getsize(part.path) == 0:
                 raise InputError("<stdin>: empty input")
             yield _with_rows(Source(part.name, [part], input_format or _format_of(part), hive))
         return
     parts = expand_inputs(inputs)
     name = inputs[0] if len(inputs) == 1 else f"{len(parts)} files"
-    folders = tuple(Path(i) for i in inputs if Path(i).is_dir())
+    folders = tuple(Path(i) for i in inputs if not is_uri(i) and Path(i).is_dir())
     yield _with_rows(Source(name, parts, _common_format(parts, input_format), hive, folders))
 
 
@@ -447,7 +524,7 @@ def open_table(table: pa.Table, name: str = "<frame>") -> Iterator[Source]:
     file (uncompressed), as stdin is, so every command reads it as it reads files."""
     with tempfile.NamedTemporaryFile(prefix="grpo-frame-", suffix=".parquet") as spool:
         pq.write_table(table, spool.name, compression="none")
-        part = Part(name, Path(spool.name), PurePath(name))
+        part = Part(name, spool.name, PurePath(name), LOCAL)
         yield _with_rows(Source(name, [part], "parquet", False))
 
 
@@ -618,7 +695,7 @@ def check_target(target: str, source: Source) -> None:
     if target == STDIO:
         return
     t = Path(target)
-    if t.exists() and any(os.path.samefile(part.path, t) for part in source.parts):
+    if t.exists() and any(part.local and os.path.samefile(part.path, t) for part in source.parts):
         raise UsageError(f"output {target!r} is an input file; choose another path")
     if t.is_dir():
         raise UsageError(f"output {target!r} is a directory (for one output per input, use `output_dir`)")
@@ -634,6 +711,9 @@ def output_targets(source: Source, output: str | None, output_dir: str | None, f
     (:attr:`Part.relative`; its suffix changed if the format is)."""
     if output is not None and output_dir is not None:
         raise UsageError("pass either `output` or `output_dir`, not both")
+    uri = next((name for name, given in (("output", output), ("output_dir", output_dir)) if given and is_uri(given)), None)
+    if uri is not None:
+        raise UsageError(f"`{uri}` is a URI; outputs are written to local paths (inputs may be URIs)")
     if output_dir is None:
         targets = [output] if output is not None else []
         fmt = resolve_output_format(output, fmt_option, source.format) if output is not None else source.format

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.json as pajson
@@ -23,11 +22,12 @@ from .errors import InputError
 CHUNK_BYTES = 8 << 20
 
 
-def line_chunks(path: Path, chunk_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """``(number of the first line, bytes)`` of consecutive chunks of whole lines (1-based),
-    about ``chunk_bytes`` each (default :data:`CHUNK_BYTES`; a longer line is one chunk)."""
+def line_chunks(open_file: Callable[[], BinaryIO], chunk_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(number of the first line, bytes)`` of consecutive chunks of whole lines (1-based) of
+    the file that ``open_file()`` opens, about ``chunk_bytes`` each (default :data:`CHUNK_BYTES`;
+    a longer line is one chunk)."""
     line, rest = 1, b""
-    with open(path, "rb") as f:
+    with open_file() as f:
         while data := f.read(chunk_bytes or CHUNK_BYTES):
             data = rest + data
             cut = data.rfind(b"\n") + 1
@@ -57,10 +57,10 @@ class Scan:
     rows: int
 
 
-def scan(path: Path, name: str) -> Scan:
-    """Parse every chunk of ``path`` and unify the chunk schemas (mixed types are an error)."""
+def scan(open_file: Callable[[], BinaryIO], name: str) -> Scan:
+    """Parse every chunk of the file that ``open_file()`` opens and unify the chunk schemas (mixed types are an error)."""
     schema, rows = pa.schema([]), 0
-    for first_line, chunk in line_chunks(path):
+    for first_line, chunk in line_chunks(open_file):
         table = parse_chunk(chunk, first_line, name)
         try:
             schema = pa.unify_schemas([schema, table.schema], promote_options="permissive")
