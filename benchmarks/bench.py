@@ -1,27 +1,37 @@
-"""Benchmark `grpo` against the I/O floor and a naive per-sample loop, as whole processes.
+"""Benchmark `grpo` against the I/O floor, peer scripts and a naive per-sample loop, as whole processes.
 
     python benchmarks/bench.py --rows 1000000 --group-size 8 --mean-tokens 64 --runs 3
+    python benchmarks/bench.py --rows 10000000 --mean-tokens 0 --rewards binary,continuous
     python benchmarks/bench.py --rows 10000000 --mean-tokens 0 --estimators grpo,remax,opo,gpg,passk
     python benchmarks/bench.py --rows 1000000 --losses ppo,gspo,sapo,cispo,gmpo,gpg --skip-naive
 
 Generates synthetic rollouts (prompt_id, reward, logprobs, old_logprobs as ragged float32
-lists), then times each command over --runs runs and prints a markdown table of median wall
-time, ratio to the floor, and peak resident memory (ru_maxrss of the process, via wait4).
+lists; rewards binary 0/1 or continuous: normal, rounded to 3 decimals), then times each
+command over --runs runs and prints a markdown table of median wall time, ratio to the floor,
+peak resident memory (ru_maxrss of the process, via wait4) and the size of the file written.
+The baselines are scripts in ``benchmarks/baselines/``:
 
-- floor (advantages): pyarrow streams the same input and writes it back with one more column.
-- floor (objective): the same with the 8 per-row columns `grpo objective` adds, no math.
-- read floor (summary-only objective): pyarrow streaming the same input, writing nothing.
+- floor: pyarrow streams the same input and writes it back with the columns the command adds
+  (1 for advantages, the 8 per-row figures for the objective) as distinct random doubles,
+  dictionary-encoding string columns only: what any writer of real advantages must pay.
+- pyarrow default writer: the same with pyarrow's default writer options (a dictionary tried
+  on every column), for the output size.
+- read floor: pyarrow streaming the columns the summary-only command reads, writing nothing.
+- polars over(): a plain polars script, group mean and std ``over`` the prompt id.
+- torch-style: pandas read, a Python loop over groups, padded micro-batches for the loss.
 - naive loop: a plain Python dict of lists keyed by prompt id, float by float.
 - ``--estimators``: `grpo advantages -o` once per estimator, on one file that holds what each
   needs (a ``reward_baseline`` column; without log-prob columns, a ``response_mask`` of 1-7
   tokens per row for the lengths), so their times compare side by side.
 - ``--losses``: `grpo objective -o` once per loss, against the same 8-column floor.
-This is a benchmark, not a test: nothing here asserts a time.
+A command slower than :data:`SLOW_SECONDS` on its first run is not repeated. This is a
+benchmark, not a test: nothing here asserts a time.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
@@ -38,57 +48,17 @@ import pyarrow.parquet as pq
 from grpo_cli.estimators import lookup
 
 CHUNK_ROWS = 65_536
-
-FLOOR = """
-import sys, pyarrow as pa, pyarrow.parquet as pq
-src, dst, extra = sys.argv[1], sys.argv[2], int(sys.argv[3])
-f = pq.ParquetFile(src, pre_buffer=False)
-writer = None
-for batch in f.iter_batches():  # pyarrow's default batch size
-    for k in range(extra):
-        batch = batch.append_column(f"c{k}", pa.array(batch.column(1).to_numpy()))  # a float column, no math
-    writer = writer or pq.ParquetWriter(dst, batch.schema)
-    writer.write_batch(batch)
-writer.close()
-"""
-
-READ_FLOOR = """
-import sys, pyarrow.parquet as pq
-for batch in pq.ParquetFile(sys.argv[1], pre_buffer=False).iter_batches():
-    pass
-"""
-
-NAIVE = """
-import sys, math, pyarrow as pa, pyarrow.parquet as pq
-src, dst = sys.argv[1], sys.argv[2]
-t = pq.read_table(src, columns=["prompt_id", "reward"])
-ids, rewards = t["prompt_id"].to_pylist(), t["reward"].to_pylist()
-groups = {}
-for i, r in zip(ids, rewards):
-    groups.setdefault(i, []).append(r)
-stats = {}
-for key, rs in groups.items():
-    mean = sum(rs) / len(rs)
-    std = math.sqrt(sum((r - mean) ** 2 for r in rs) / len(rs))
-    stats[key] = (mean, std)
-adv = []
-for i, r in zip(ids, rewards):
-    mean, std = stats[i]
-    adv.append((r - mean) / std if std > 0 else 0.0)
-f = pq.ParquetFile(src, pre_buffer=False)
-writer, start = None, 0
-for batch in f.iter_batches():
-    batch = batch.append_column("advantage", pa.array(adv[start:start + batch.num_rows], pa.float64()))
-    start += batch.num_rows
-    writer = writer or pq.ParquetWriter(dst, batch.schema)
-    writer.write_batch(batch)
-writer.close()
-"""
+SLOW_SECONDS = 20.0
+BASELINES = Path(__file__).resolve().parent / "baselines"
+# As a user's shell runs them: Python's compiled-module cache on (some sandboxes turn it off,
+# which makes every start-up compile every module again).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int, scattered: bool = False,
-             needs: frozenset[str] = frozenset()) -> int:
+             needs: frozenset[str] = frozenset(), rewards: str = "binary") -> int:
     """Write synthetic rollouts chunk by chunk (bounded memory); return the token count.
+    ``rewards``: ``binary`` (0/1) or ``continuous`` (normal, rounded to 3 decimals).
     ``mean_tokens=0`` writes only prompt_id and reward (for the advantages-only benchmark);
     ``scattered`` shuffles the ids within each chunk of 65,536 rows, so no group's rows
     are contiguous (as after a trainer's batch balancing). ``needs`` (of the estimators run)
@@ -101,7 +71,8 @@ def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int
         ids = (np.arange(start, start + n) // group_size).astype(np.int64)
         if scattered:
             ids = rng.permutation(ids)
-        columns = {"prompt_id": ids, "reward": (rng.uniform(size=n) < 0.5).astype(np.float64)}
+        reward = (rng.uniform(size=n) < 0.5).astype(np.float64) if rewards == "binary" else np.round(rng.normal(size=n), 3)
+        columns = {"prompt_id": ids, "reward": reward}
         lengths = rng.integers(1, 2 * mean_tokens, size=n) if mean_tokens else np.zeros(n, dtype=np.int64)
         if mean_tokens:
             offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
@@ -126,7 +97,7 @@ def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int
 def run(argv: list[str]) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -140,6 +111,39 @@ def grpo() -> list[str]:
     return [found] if found else [sys.executable, "-m", "grpo_cli"]
 
 
+def baseline(name: str, *args: str) -> list[str]:
+    return [sys.executable, str(BASELINES / f"{name}.py"), *args]
+
+
+def cases(data: Path, out: Path, args: argparse.Namespace) -> list[tuple[str, str, list[str]]]:
+    """``(task, label, argv)`` of every command to time; the first of each task is its floor."""
+    src, dst = str(data), str(out)
+    peers = not args.skip_peers
+    torch = peers and importlib.util.find_spec("torch") is not None and importlib.util.find_spec("pandas") is not None
+    found = [
+        ("advantages", "floor (pyarrow read + write, 1 column)", baseline("floor", src, dst, "1")),
+        ("advantages", "pyarrow default writer, 1 column", baseline("floor", src, dst, "1", "default")),
+        *(("advantages", "grpo advantages -o" + (f" --estimator {e}" if e != "grpo" else ""),
+           [*grpo(), "advantages", src, "--estimator", e, "-o", dst, "-q"]) for e in args.estimators.split(",")),
+        *([("advantages", "polars over() script", baseline("polars_over", src, dst))] if peers else []),
+        *([("advantages", "torch-style script", baseline("torch_style", "advantages", src, dst))] if torch else []),
+        *([] if args.skip_naive else [("advantages", "naive per-sample Python loop", baseline("naive", src, dst))]),
+    ]
+    if not args.mean_tokens:
+        return found + [
+            ("summary", "read floor (pyarrow reads prompt_id, reward)", baseline("read_floor", src, "prompt_id,reward")),
+            ("summary", "grpo advantages (summary only)", [*grpo(), "advantages", src, "-q"]),
+        ]
+    return found + [
+        ("objective", "floor (pyarrow read + write, 8 columns)", baseline("floor", src, dst, "8")),
+        *(("objective", "grpo objective -o" + (f" --loss {loss}" if loss != "ppo" else ""),
+           [*grpo(), "objective", src, "--loss", loss, "-o", dst, "-q"]) for loss in args.losses.split(",")),
+        *([("objective", "torch-style script", baseline("torch_style", "objective", src, dst))] if torch else []),
+        ("summary", "read floor (pyarrow read only)", baseline("read_floor", src)),
+        ("summary", "grpo objective (summary only)", [*grpo(), "objective", src, "-q"]),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -148,45 +152,36 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None, help="where the data goes (default: a temp dir)")
+    parser.add_argument("--rewards", default="binary", help="comma-separated: binary, continuous (one table each)")
     parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--skip-peers", action="store_true", help="skip the polars and torch-style scripts")
     parser.add_argument("--scattered", action="store_true", help="shuffle ids within each chunk: no group is contiguous")
     parser.add_argument("--estimators", default="grpo", help="comma-separated: time `grpo advantages -o` with each")
     parser.add_argument("--losses", default="ppo", help="comma-separated: time `grpo objective -o` with each")
     args = parser.parse_args()
-    estimators = args.estimators.split(",")
-    needs = frozenset(n for e in estimators for n in lookup(e).needs)
+    needs = frozenset(n for e in args.estimators.split(",") for n in lookup(e).needs)
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="grpo-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    data, out = workdir / "rollouts.parquet", workdir / "out.parquet"
-    tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed, args.scattered, needs)
-    py = sys.executable
-    cases = [
-        ("advantages", "floor (pyarrow read + write, 1 column)", [py, "-c", FLOOR, str(data), str(out), "1"]),
-        *(("advantages", "grpo advantages -o" + (f" --estimator {e}" if e != "grpo" else ""),
-           [*grpo(), "advantages", str(data), "--estimator", e, "-o", str(out), "-q"]) for e in estimators),
-        ("advantages", "naive per-sample Python loop", [py, "-c", NAIVE, str(data), str(out)]),
-        ("objective", "floor (pyarrow read + write, 8 columns)", [py, "-c", FLOOR, str(data), str(out), "8"]),
-        *(("objective", "grpo objective -o" + (f" --loss {loss}" if loss != "ppo" else ""),
-           [*grpo(), "objective", str(data), "--loss", loss, "-o", str(out), "-q"]) for loss in args.losses.split(",")),
-        ("summary", "read floor (pyarrow read only)", [py, "-c", READ_FLOOR, str(data)]),
-        ("summary", "grpo objective (summary only)", [*grpo(), "objective", str(data), "-q"]),
-    ]
-    if not args.mean_tokens:
-        cases = [c for c in cases if c[0] == "advantages"]
-    if args.skip_naive:
-        cases = [c for c in cases if not c[1].startswith("naive")]
-    print(f"{args.rows:,} rows, {tokens:,} tokens, groups of {args.group_size}{' (scattered)' if args.scattered else ''}, {os.cpu_count()} cores, "
-          f"{args.runs} runs each, data {data.stat().st_size / 2**20:.1f} MiB\n")
-    print("| command | median s | x floor | peak RSS MiB |")
-    print("| --- | ---: | ---: | ---: |")
-    floor = {}
-    for task, label, argv in cases:
-        results = [run(argv) for _ in range(args.runs)]
-        median = statistics.median(t for t, _ in results)
-        peak = max(m for _, m in results)
-        floor.setdefault(task, median)
-        print(f"| {label} | {median:.3f} | {median / floor[task]:.2f} | {peak / 2**20:.0f} |", flush=True)
+    for rewards in args.rewards.split(","):
+        data, out = workdir / f"rollouts-{rewards}.parquet", workdir / "out.parquet"
+        tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed, args.scattered, needs, rewards)
+        print(f"\n{args.rows:,} rows, {rewards} rewards, {tokens:,} tokens, groups of {args.group_size}"
+              f"{' (scattered)' if args.scattered else ''}, {os.cpu_count()} cores, {args.runs} runs each, "
+              f"data {data.stat().st_size / 2**20:.1f} MiB\n")
+        print("| command | median s | x floor | peak RSS MiB | output MiB |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        floor = {}
+        for task, label, argv in cases(data, out, args):
+            out.unlink(missing_ok=True)
+            results = [run(argv)]
+            if results[0][0] < SLOW_SECONDS:
+                results += [run(argv) for _ in range(args.runs - 1)]
+            median = statistics.median(t for t, _ in results)
+            peak = max(m for _, m in results)
+            floor.setdefault(task, median)
+            size = f"{out.stat().st_size / 2**20:.1f}" if out.exists() else ""
+            print(f"| {label} | {median:.3f} | {median / floor[task]:.2f} | {peak / 2**20:.0f} | {size} |", flush=True)
     if args.workdir is None:
         shutil.rmtree(workdir)
 

@@ -36,6 +36,7 @@ from .engines import ENGINES
 from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
 from .io import FORMATS
+from .writer import CODECS
 from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
@@ -125,6 +126,8 @@ ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads f
 InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format when the name does not tell (default: suffix, then file magic).", rich_help_panel=INPUT)]
 HiveOpt = Annotated[bool, typer.Option("--hive", help="Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.", rich_help_panel=INPUT)]
 OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).", rich_help_panel=OUTPUT)]
+Codec = _choices("Codec", CODECS)
+CompressionOpt = Annotated[Optional[Codec], typer.Option(help="Parquet compression (default: the input's codec; snappy for JSON Lines input).", rich_help_panel=OUTPUT)]
 PromptColOpt = Annotated[Optional[str], _column_option("prompt", "Prompt id column.")]
 RewardColOpt = Annotated[Optional[list[str]], _column_option("reward", "Reward column (a struct field as rewards.accuracy); repeat it for several reward functions.")]
 BaselineColOpt = Annotated[Optional[str], _column_option("baseline", "Baseline reward per row (the greedy response's reward), read by --estimator remax.")]
@@ -368,6 +371,7 @@ def advantages(
     output_dir: OutputDirOpt = None,
     round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).", rich_help_panel=OUTPUT)] = None,
     output_format: OutputFormatOpt = None,
+    compression: CompressionOpt = None,
     threads: ThreadsOpt = None,
     engine: EngineOpt = EngineName.local,
     ray_address: RayAddressOpt = None,
@@ -391,7 +395,7 @@ def advantages(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=_one(reward_col),
                 baseline_col=baseline_col, num_generations=num_generations, mask_col=mask_col, logprobs_col=logprobs_col,
                 old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col, values_col=values_col, round_digits=round_digits,
-                input_format=_value(input_format), hive=hive, output_format=_value(output_format),
+                input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression),
                 threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit(figures, render_advantages, quiet, summary_json)
@@ -464,6 +468,7 @@ def objective(
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
+    compression: CompressionOpt = None,
     threads: ThreadsOpt = None,
     engine: EngineOpt = EngineName.local,
     ray_address: RayAddressOpt = None,
@@ -496,7 +501,7 @@ def objective(
                 num_generations=num_generations, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
                 ref_logprobs_col=ref_logprobs_col, rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col,
                 input_format=_value(input_format), hive=hive,
-                output_format=_value(output_format), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit(figures, render_objective, quiet, summary_json)
 
@@ -529,6 +534,7 @@ def mismatch(
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
+    compression: CompressionOpt = None,
     threads: ThreadsOpt = None,
     engine: EngineOpt = EngineName.local,
     ray_address: RayAddressOpt = None,
@@ -549,7 +555,7 @@ def mismatch(
             figures = mismatch_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, old_logprobs_col=old_logprobs_col,
                 rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col, input_format=_value(input_format), hive=hive,
-                output_format=_value(output_format), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit_json(figures, render_mismatch, quiet, json_out, summary_json)
 
@@ -633,6 +639,7 @@ def compare(
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
+    compression: CompressionOpt = None,
     threads: ThreadsOpt = None,
     engine: EngineOpt = EngineName.local,
     ray_address: RayAddressOpt = None,
@@ -652,7 +659,7 @@ def compare(
             figures = compare_file(
                 input, output, output_dir=output_dir, estimators=estimators, prompt_col=prompt_col, reward_col=_one(reward_col),
                 num_generations=num_generations, baseline_col=baseline_col, mask_col=mask_col, top=top,
-                input_format=_value(input_format), hive=hive, output_format=_value(output_format), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit_json(figures, render_compare, quiet, json_out, summary_json)
 
@@ -688,6 +695,7 @@ def filter_rows(
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
     output_format: OutputFormatOpt = None,
+    compression: CompressionOpt = None,
     threads: ThreadsOpt = None,
     engine: EngineOpt = EngineName.local,
     ray_address: RayAddressOpt = None,
@@ -708,7 +716,7 @@ def filter_rows(
             figures = filter_file(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
                 num_generations=num_generations, truncated_col=truncated_col, mask_col=mask_col, logprobs_col=logprobs_col,
-                input_format=_value(input_format), hive=hive, output_format=_value(output_format), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
             )
         _emit(figures, render_filter, quiet, summary_json)
 
@@ -731,6 +739,20 @@ def presets() -> None:
     render_presets(PRESETS, Console())
 
 
+class _WithoutPandas:
+    """An import hook under which pandas is not installed. pyarrow imports pandas, if it is,
+    on its first numpy conversion (0.2-0.3 s) only to recognise pandas objects; no command
+    uses pandas, so the command's own process does without it (the Python API does not)."""
+
+    @staticmethod
+    def find_spec(name: str, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("the grpo command does not use pandas", name=name)
+        return None
+
+
 def main() -> None:
     keep_freed_memory()
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _WithoutPandas)
     app(prog_name="grpo")

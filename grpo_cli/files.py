@@ -57,7 +57,7 @@ def advantages_file(
     or one file per input into ``output_dir``.
 
     ``options``: ``config`` (an :class:`~grpo_cli.AdvantageConfig`), ``prompt_col``,
-    ``reward_col``, ``num_generations``, ``round_digits``, ``output_dir``, ``output_format``
+    ``reward_col``, ``num_generations``, ``round_digits``, ``output_dir``, ``output_format``, ``compression``
     (see :func:`grpo_cli.plan.plan_advantages`). Returns the summary figures (see
     :func:`grpo_cli.summaries.advantage_figures`) and ``columns``, which column played which
     role. The written file holds every input column
@@ -87,7 +87,7 @@ def objective_file(
     ``options``: ``config`` (an :class:`~grpo_cli.ObjectiveConfig`), ``advantage_config``,
     ``advantage_col``, ``prompt_col``, ``reward_col``, ``num_generations``, the token columns
     ``logprobs_col``, ``old_logprobs_col``, ``ref_logprobs_col``, ``rollout_logprobs_col``, ``mask_col``, and
-    ``output_dir``, ``output_format`` (see :func:`grpo_cli.plan.plan_objective`, which also
+    ``output_dir``, ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_objective`, which also
     says where advantages come from). Returns the summary figures (see
     :meth:`grpo_cli.summaries.ObjectiveSummary.figures`): ``objective`` aggregated as
     ``config.agg`` says, and ``loss``, its negative; ``columns``, which column played which
@@ -117,7 +117,7 @@ def mismatch_file(
 
     ``options``: ``config`` (a :class:`~grpo_cli.MismatchConfig`), ``prompt_col`` (names the
     worst rows), ``old_logprobs_col``, ``rollout_logprobs_col``, ``mask_col``, ``output_dir``,
-    ``output_format`` (see :func:`grpo_cli.plan.plan_mismatch`). Returns the figures of
+    ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_mismatch`). Returns the figures of
     :meth:`grpo_cli.mismatch.MismatchSummary.figures` and ``columns``.
     """
     return run("mismatch", plan_mismatch, open_source(input, input_format, hive=hive), output,
@@ -143,7 +143,7 @@ def filter_file(
 
     ``options``: ``config`` (a :class:`~grpo_cli.FilterConfig`), ``prompt_col``,
     ``reward_col``, ``num_generations``, ``truncated_col``, ``mask_col``, ``logprobs_col``,
-    ``output_dir``, ``output_format`` (see :func:`grpo_cli.plan.plan_filter`). Returns the
+    ``output_dir``, ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_filter`). Returns the
     figures of :func:`grpo_cli.filters.filter_figures` and ``columns``.
     """
     return run("filter", plan_filter, open_source(input, input_format, hive=hive), output,
@@ -169,7 +169,7 @@ def compare_file(
 
     ``options``: ``estimators`` (e.g. ``"grpo:std=sample,eps=1e-6,rloo,verl"``), ``prompt_col``,
     ``reward_col``, ``num_generations``, ``baseline_col``, ``mask_col``, ``top``, ``output_dir``,
-    ``output_format`` (see :func:`grpo_cli.plan.plan_compare`). Returns the figures of
+    ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_compare`). Returns the figures of
     :func:`grpo_cli.compare.compare_figures`, ``columns`` and each estimator's ``config``.
     """
     return run("compare", plan_compare, open_source(input, input_format, hive=hive), output,

@@ -33,10 +33,11 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from . import jsonl
+from . import jsonl, writer
 from .parallel import default_threads, ordered_map
 from .errors import ColumnNotFoundError, InputError, OutputError, UsageError
 from .schema import check_unique_names
+from .writer import Layout, RowGroupWriter
 
 FORMATS = ("parquet", "jsonl")
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -214,15 +215,28 @@ class Source:
         return [meta.row_group(i) for meta in self._parquet_metadata for i in range(meta.num_row_groups)]
 
     @cached_property
-    def batch_rows(self) -> int:
-        """Rows per streamed batch: about :data:`BATCH_BYTES` of uncompressed data (from the
-        parquet footers, or the JSON Lines text size), within :data:`BATCH_ROWS`."""
+    def bytes_per_row(self) -> int:
+        """Uncompressed bytes per row (from the parquet footers, or the JSON Lines text size)."""
         if self.format == "parquet":
             size = sum(group.total_byte_size for group in self._row_groups)
         else:
             size = sum(part.filesystem.get_file_info(part.path).size for part in self.parts)
-        per_row = max(1, size // max(1, int(self.row_counts.sum())))
-        return int(np.clip(BATCH_BYTES // per_row, *BATCH_ROWS))
+        return max(1, size // max(1, int(self.row_counts.sum())))
+
+    @cached_property
+    def batch_rows(self) -> int:
+        """Rows per streamed batch: about :data:`BATCH_BYTES` of uncompressed data, within
+        :data:`BATCH_ROWS`."""
+        return int(np.clip(BATCH_BYTES // self.bytes_per_row, *BATCH_ROWS))
+
+    def layout(self, compression: str | None = None) -> Layout:
+        """How parquet output of these rows is written: ``compression``, else the codec of the
+        first input's first column; row groups as large as the inputs' largest (see
+        :mod:`grpo_cli.writer`)."""
+        groups = self._row_groups if self.format == "parquet" else []
+        codec = groups[0].column(0).compression.lower() if groups and groups[0].num_columns else None
+        largest = max((group.num_rows for group in groups), default=None)
+        return writer.layout(compression, codec, largest, self.bytes_per_row)
 
     @cached_property
     def pieces(self) -> tuple[str, np.ndarray]:
@@ -278,16 +292,17 @@ class Source:
         return data
 
     def _part_table(self, k: int, columns: list[str]) -> pa.Table:
-        """The named columns of part ``k`` as one table, as stored."""
+        """The named columns of part ``k`` as one table, as stored. Local parquet is read
+        without pre-buffering (3.5x faster here); object storage with it (fewer requests)."""
         part, stored = self.parts[k], self._stored(k, columns)
         if self.format == "parquet":
-            table = self._guard(part, lambda: pq.ParquetFile(part.path, filesystem=part.filesystem).read(columns=stored.names))
+            table = self._guard(part, lambda: pq.ParquetFile(part.path, filesystem=part.filesystem, pre_buffer=not part.local).read(columns=stored.names))
         else:
             table = pa.Table.from_batches(list(self._jsonl_batches(part, 1 << 20, stored)), schema=stored)
         return self._with_partitions(k, table, columns)
 
     def _parquet_batches(self, part: Part, batch_rows: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
-        batches = self._guard(part, lambda: pq.ParquetFile(part.path, filesystem=part.filesystem, pre_buffer=False).iter_batches(batch_size=batch_rows, columns=columns))
+        batches = self._guard(part, lambda: pq.ParquetFile(part.path, filesystem=part.filesystem, pre_buffer=not part.local).iter_batches(batch_size=batch_rows, columns=columns))
         while (batch := self._guard(part, lambda: next(batches, None))) is not None:
             yield batch
 
@@ -564,7 +579,7 @@ class Sink:
     nothing to the pipe either.
     """
 
-    def __init__(self, target: str, fmt: str, schema: pa.Schema):
+    def __init__(self, target: str, fmt: str, schema: pa.Schema, layout: Layout = Layout()):
         self.target = target
         self.format = fmt
         self.rows = 0
@@ -578,7 +593,7 @@ class Sink:
                 fd, tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=directory)
                 os.close(fd)
                 self.tmp = Path(tmp)
-                self._parquet = pq.ParquetWriter(self.tmp, schema) if fmt == "parquet" else None
+                self._parquet = RowGroupWriter(str(self.tmp), schema, layout) if fmt == "parquet" else None
                 self._jsonl = open(self.tmp, "wb") if fmt == "jsonl" else None
         except BaseException:
             self._discard()

@@ -19,6 +19,7 @@ from .config import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConf
 from .errors import ColumnNotFoundError, UsageError
 from .estimators import lookup
 from .io import Source, output_targets
+from .writer import Layout
 from .token_columns import StepColumns, TokenColumns
 
 OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or a preset: r - group mean
@@ -46,11 +47,13 @@ class Grouping:
 @dataclass(frozen=True)
 class Output:
     """Where the annotated rows go (no targets: the summary only) and in which format;
-    ``per_input``: one target per input file, each with that file's own columns."""
+    ``per_input``: one target per input file, each with that file's own columns; ``layout``:
+    how parquet is written."""
 
     targets: tuple[str, ...]
     format: str
     per_input: bool = False
+    layout: Layout = Layout()
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,7 @@ def plan_mismatch(
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
+    compression: str | None = None,
 ) -> MismatchPlan:
     """The plan of `grpo mismatch` on ``source`` (see :func:`grpo_cli.mismatch_file`)."""
     s, name = source.schema, source.name
@@ -199,7 +203,7 @@ def plan_mismatch(
     rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, source=name)
     tokens = TokenColumns(new=old, old=old, mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name), rollout=rollout)
     prompt = schema.resolve_column(s, "prompt", prompt_col, required=False, source=name)
-    return MismatchPlan(config or MismatchConfig(), tokens, prompt, _output(source, output, output_dir, output_format))
+    return MismatchPlan(config or MismatchConfig(), tokens, prompt, _output(source, output, output_dir, output_format, compression))
 
 
 @dataclass(frozen=True)
@@ -240,6 +244,7 @@ def plan_filter(
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
+    compression: str | None = None,
 ) -> FilterPlan:
     """The plan of `grpo filter` on ``source`` (see :func:`grpo_cli.filter_file`)."""
     s, name = source.schema, source.name
@@ -267,7 +272,7 @@ def plan_filter(
         steps = StepColumns(count, mask)
     unused = (truncated,) if truncated is not None and config.truncated is None else ()
     return FilterPlan(config, grouping, reward[0], truncated if config.truncated else None, steps, mask,
-                      _output(source, output, output_dir, output_format), unused)
+                      _output(source, output, output_dir, output_format, compression), unused)
 
 
 @dataclass(frozen=True)
@@ -302,6 +307,7 @@ def plan_compare(
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
+    compression: str | None = None,
 ) -> ComparePlan:
     """The plan of `grpo compare` on ``source`` (see :func:`grpo_cli.compare_file`): the
     column options apply to the estimators that read those columns."""
@@ -315,7 +321,7 @@ def plan_compare(
         steps = _steps(source, config, mask_col=mask_col if reads_tokens(config) else None, logprobs_col=None, old_logprobs_col=None,
                        ref_logprobs_col=None, values_col=None)
         resolved.append((label, _inputs(source, config, reward_col, baseline_col if "baseline" in needs else None, steps), config))
-    return ComparePlan(grouping, tuple(resolved), _output(source, output, output_dir, output_format), top)
+    return ComparePlan(grouping, tuple(resolved), _output(source, output, output_dir, output_format, compression), top)
 
 
 @dataclass(frozen=True)
@@ -451,11 +457,14 @@ def _steps(source: Source, config: AdvantageConfig, **columns: str | None) -> St
     return StepColumns(count, mask, policy, ref, values)
 
 
-def _output(source: Source, output: str | None, output_dir: str | None, output_format: str | None) -> Output:
-    if output is None and output_dir is None and output_format is not None:
-        raise UsageError("`output_format` applies to written rows; pass `output` or `output_dir` too, or drop it")
+def _output(source: Source, output: str | None, output_dir: str | None, output_format: str | None, compression: str | None) -> Output:
+    for name, given in (("output_format", output_format), ("compression", compression)):
+        if output is None and output_dir is None and given is not None:
+            raise UsageError(f"`{name}` applies to written rows; pass `output` or `output_dir` too, or drop it")
     targets, fmt = output_targets(source, output, output_dir, output_format)
-    return Output(tuple(targets), fmt, output_dir is not None)
+    if compression is not None and fmt != "parquet":
+        raise UsageError(f"`compression` applies to parquet output, and this output is {fmt}; drop it")
+    return Output(tuple(targets), fmt, output_dir is not None, source.layout(compression))
 
 
 def plan_advantages(
@@ -475,6 +484,7 @@ def plan_advantages(
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
+    compression: str | None = None,
 ) -> AdvantagesPlan:
     """The plan of `grpo advantages` on ``source`` (see :func:`grpo_cli.advantages_file`)."""
     config = config or AdvantageConfig()
@@ -485,7 +495,7 @@ def plan_advantages(
             raise UsageError(f"`round_digits` must be >= 0 (found {round_digits!r})")
         if output is None and output_dir is None:
             raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
-    out = _output(source, output, output_dir, output_format)
+    out = _output(source, output, output_dir, output_format, compression)
     grouping = _grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped)
     steps = _steps(source, config, mask_col=mask_col, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
                    ref_logprobs_col=ref_logprobs_col, values_col=values_col)
@@ -532,6 +542,7 @@ def plan_objective(
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
+    compression: str | None = None,
 ) -> ObjectivePlan:
     """The plan of `grpo objective` on ``source`` (see :func:`grpo_cli.objective_file`).
 
@@ -540,7 +551,7 @@ def plan_objective(
     estimator :data:`OBJECTIVE_ESTIMATOR` (or ``config.preset``'s).
     """
     config = config or ObjectiveConfig()
-    out = _output(source, output, output_dir, output_format)
+    out = _output(source, output, output_dir, output_format, compression)
     s, name = source.schema, source.name
     ref = schema.resolve_column(s, "ref", ref_logprobs_col, required=False, source=name)
     if ref is None and (config.beta > 0 or "kl" in config.given):

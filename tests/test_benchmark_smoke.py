@@ -1,5 +1,6 @@
 """CI runs the benchmark at a tiny size: it must work end to end (no timing is asserted)."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -10,15 +11,28 @@ import pytest
 from .conftest import ROOT, grpo_executable
 
 
-@pytest.mark.parametrize("mean_tokens, commands, extra", [(4, 7, []), (0, 3, []), (0, 3, ["--scattered"])])
-def test_benchmark_smoke(tmp_path, mean_tokens, commands, extra):
+TOKENS = ["floor (pyarrow read + write, 1 column)", "pyarrow default writer, 1 column", "grpo advantages -o",
+          "naive per-sample Python loop", "floor (pyarrow read + write, 8 columns)", "grpo objective -o",
+          "read floor (pyarrow read only)", "grpo objective (summary only)"]
+ADVANTAGES = ["floor (pyarrow read + write, 1 column)", "pyarrow default writer, 1 column", "grpo advantages -o", "polars over() script",
+              *(["torch-style script"] if importlib.util.find_spec("torch") else []), "naive per-sample Python loop",
+              "read floor (pyarrow reads prompt_id, reward)", "grpo advantages (summary only)"]
+
+
+@pytest.mark.parametrize("mean_tokens, labels, extra", [(4, TOKENS, ["--skip-peers"]), (0, ADVANTAGES, []),
+                                                        (0, ADVANTAGES, ["--scattered"])])
+def test_benchmark_smoke(tmp_path, mean_tokens, labels, extra):
+    """One table per reward kind, a row per command, in order; every written file's size."""
     env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks/bench.py"), "--rows", "256", "--mean-tokens", str(mean_tokens),
-         "--runs", "1", "--workdir", str(tmp_path), *extra],
+         "--runs", "1", "--workdir", str(tmp_path), "--rewards", "binary,continuous", *extra],
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) == 1 + commands
-    assert rows[2].startswith("| grpo advantages -o |")
+    rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    header = ["| command", "median s", "x floor", "peak RSS MiB", "output MiB |"]
+    assert [row for row in rows if row == header] == [header, header]
+    assert [row[0][2:] for row in rows if row != header] == labels * 2
+    writes = [row for row in rows if row != header and "read floor" not in row[0] and "summary" not in row[0]]
+    assert all(row[4].rstrip(" |") for row in writes) and not any(row[4].rstrip(" |") for row in rows if "summary" in row[0])

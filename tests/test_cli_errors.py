@@ -219,7 +219,7 @@ def test_full_disk_on_stdout_is_one_clear_line(tmp_path):
     assert proc.stderr.decode() == "Error: <stdout>: cannot write (No space left on device); nothing was written\n"
 
 
-@pytest.mark.parametrize("where", ["mkstemp", "write_batch"])
+@pytest.mark.parametrize("where", ["mkstemp", "write_table"])
 def test_write_failures_leave_no_partial_file(tmp_path, monkeypatch, where):
     """A full disk or a permission error while writing: one clear error, nothing left."""
     import errno
@@ -233,9 +233,9 @@ def test_write_failures_leave_no_partial_file(tmp_path, monkeypatch, where):
     out.mkdir()
 
     def fail(*args, **kwargs):
-        raise OSError(errno.ENOSPC if where == "write_batch" else errno.EACCES, os.strerror(errno.ENOSPC if where == "write_batch" else errno.EACCES))
+        raise OSError(errno.ENOSPC if where == "write_table" else errno.EACCES, os.strerror(errno.ENOSPC if where == "write_table" else errno.EACCES))
 
-    monkeypatch.setattr(tempfile, "mkstemp", fail) if where == "mkstemp" else monkeypatch.setattr(pq.ParquetWriter, "write_batch", fail)
+    monkeypatch.setattr(tempfile, "mkstemp", fail) if where == "mkstemp" else monkeypatch.setattr(pq.ParquetWriter, "write_table", fail)
     with pytest.raises(OutputError, match="cannot write"):
         advantages_file(str(src), str(out / "o.parquet"))
     assert list(out.iterdir()) == []

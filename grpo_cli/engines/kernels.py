@@ -60,7 +60,8 @@ def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
 def reward_values(table: pa.Table, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
     """The reward columns as float64 (rows x columns), null or NaN as NaN; an infinite reward
     is refused."""
-    values = np.column_stack([float64(field(table, path)) for path in paths]) if paths else np.zeros((table.num_rows, 0))
+    columns = [float64(field(table, path)) for path in paths]
+    values = columns[0][:, None] if len(columns) == 1 else np.column_stack(columns) if columns else np.zeros((table.num_rows, 0))
     infinite = np.isinf(values)
     if infinite.any():
         row, k = np.argwhere(infinite)[0]

@@ -293,7 +293,7 @@ class LocalEngine(Engine):
                 while len(sinks) <= index:  # also opens the outputs of inputs with no rows
                     if sinks:
                         sinks[-1].close()
-                    sinks.append(stack.enter_context(Sink(targets[len(sinks)], output.format, schemas[len(sinks)])))
+                    sinks.append(stack.enter_context(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout)))
                 return sinks[index]
 
             for part, batch, columns in batches:

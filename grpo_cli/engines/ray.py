@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from ..errors import GrpoError, UsageError
 from ..io import Sink, Source, conform
+from ..writer import Layout
 from ..plan import Grouping, Output
 from .local import LocalEngine, _annotated_schema, _set_columns, row_labeller, run_kernel
 
@@ -49,10 +50,10 @@ def _part_results(source: Source, k: int, first_row: int, prompt: str | None, ke
 
 
 def _write_part(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
-                batch_rows: int, target: str, fmt: str, schema: pa.Schema) -> tuple[Sink, list, int]:
+                batch_rows: int, target: str, fmt: str, schema: pa.Schema, layout: Layout) -> tuple[Sink, list, int]:
     """Part ``k``'s output, written by this task to a temporary file beside ``target`` (the
     driver commits it, or discards it if any part failed); its partial summaries and rows."""
-    sink = Sink(target, fmt, schema)
+    sink = Sink(target, fmt, schema, layout)
     try:
         partials = []
         for batch, written in _part_results(source, k, first_row, prompt, kernel, args, columns, True, batch_rows):
@@ -110,7 +111,7 @@ class RayEngine(LocalEngine):
             return super()._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns)
         source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
         tasks = [self._write_task.remote(source_ref, k, starts[k], grouping.prompt, kernel, args_ref, columns, batch_rows,
-                                         output.targets[k], output.format, _annotated_schema(schema, new_fields))
+                                         output.targets[k], output.format, _annotated_schema(schema, new_fields), output.layout)
                  for k, schema in enumerate(source.stored_schemas)]
         sinks, partials, failure, done = [], [], None, 0
         for k, task in enumerate(tasks):

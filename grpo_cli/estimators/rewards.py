@@ -58,7 +58,12 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
     unscorable = null.all(axis=1)
     clip = (lambda x: np.clip(x, *config.reward_clip)) if config.reward_clip is not None else (lambda x: x)
     def summed(x: np.ndarray) -> np.ndarray:  # a null counts 0; unscorable rows become NaN below
-        return sum(w[k] * np.where(null[:, k], 0.0, x[:, k]) for k in range(x.shape[1]))
+        if x.shape[1] == 1 and w[0] == 1:  # one reward column: itself (a view: no copy of every row)
+            return x[:, 0]
+        total = np.zeros(len(x))
+        for k in range(x.shape[1]):
+            total += w[k] * np.where(null[:, k], 0.0, x[:, k])
+        return total
 
     if config.multi_reward == "normalize-then-sum":  # r: only what the summary describes
         columns = clip(values)

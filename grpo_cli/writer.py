@@ -1,0 +1,128 @@
+"""Parquet output laid out for speed and size: whole row groups, a dictionary only where
+values repeat, the input's compression.
+
+- Row groups hold :attr:`Layout.row_group_rows` rows: as many as the input's largest row
+  group (parquet; JSON Lines: :data:`DEFAULT_ROW_GROUP_ROWS`), at most about
+  :data:`ROW_GROUP_BYTES` of uncompressed data. Batches are buffered until a row group is
+  full, so the file does not depend on the batch size or thread count.
+- Dictionary encoding for strings and binary, and for any other column (each leaf of a
+  nested one) whose first :data:`SAMPLE_VALUES` values in the first row group repeat: at most
+  one value in :data:`DISTINCT_SHARE` distinct (ids, steps, rewards, advantages of binary
+  rewards). Distinct floats (log-probs, advantages of continuous rewards) are written plain:
+  pyarrow's default writer tries a dictionary on every column and gives each up only after
+  its dictionary page has filled, work that is thrown away.
+- Compression: ``compression`` if given, else the input's codec, else snappy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .errors import UsageError
+
+CODECS = ("none", "snappy", "zstd", "lz4", "gzip", "brotli")
+DEFAULT_CODEC = "snappy"
+DEFAULT_ROW_GROUP_ROWS = 65_536
+ROW_GROUP_BYTES = 128 << 20
+SAMPLE_VALUES = 65_536
+DISTINCT_SHARE = 4
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How output parquet is written: its codec and rows per row group."""
+
+    compression: str = DEFAULT_CODEC
+    row_group_rows: int = DEFAULT_ROW_GROUP_ROWS
+
+
+def layout(compression: str | None, input_codec: str | None, input_row_group_rows: int | None, bytes_per_row: int) -> Layout:
+    """The :class:`Layout` for an input whose codec, largest row group and uncompressed
+    bytes per row are given (None: not parquet): see the module's docstring."""
+    if compression is not None and compression not in CODECS:
+        raise UsageError(f"unknown `compression` {compression!r} (valid: {', '.join(CODECS)})")
+    codec = compression or {"uncompressed": "none"}.get(input_codec, input_codec) or DEFAULT_CODEC
+    rows = min(input_row_group_rows or DEFAULT_ROW_GROUP_ROWS, max(1, ROW_GROUP_BYTES // max(1, bytes_per_row)))
+    return Layout(codec if codec in CODECS else DEFAULT_CODEC, rows)
+
+
+class RowGroupWriter:
+    """A parquet file written a whole row group at a time (see the module's docstring)."""
+
+    def __init__(self, path: str, schema: pa.Schema, layout: Layout):
+        self.path, self.schema, self.layout = path, schema, layout
+        self._pending: list[pa.RecordBatch] = []
+        self._rows = 0
+        self._writer: pq.ParquetWriter | None = None
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        self._pending.append(batch)
+        self._rows += batch.num_rows
+        while self._rows >= self.layout.row_group_rows:
+            self._flush(self.layout.row_group_rows)
+
+    def close(self) -> None:
+        self._flush(self._rows)
+        self._writer.close()
+
+    def _flush(self, rows: int) -> None:
+        """Write the first ``rows`` pending rows as one row group (none: only open the file)."""
+        table = pa.Table.from_batches(self._pending, self.schema)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression,
+                                            use_dictionary=dictionary_columns(table))
+        if rows:
+            self._writer.write_table(table.slice(0, rows), row_group_size=rows)
+        rest = table.slice(rows)
+        self._pending, self._rows = rest.to_batches(), rest.num_rows
+
+
+def dictionary_columns(table: pa.Table) -> list[str]:
+    """The parquet column paths (leaves) of ``table`` to dictionary-encode: strings and
+    binary, and values that repeat (at most one in :data:`DISTINCT_SHARE` distinct) among
+    the first :data:`SAMPLE_VALUES` of each leaf."""
+    if table.num_rows == 0:
+        return []
+    sample = table.slice(0, SAMPLE_VALUES).combine_chunks()
+    leaves = [leaf for column in sample.columns for chunk in column.chunks[:1] for leaf in _leaves(chunk)]
+    return [path for path, values in zip(leaf_paths(table.schema), leaves, strict=True) if _repeats(values)]
+
+
+def leaf_paths(schema: pa.Schema) -> list[str]:
+    """The parquet column paths of ``schema``'s leaves (``tokens.list.element``), in order."""
+    sink = pa.BufferOutputStream()
+    pq.ParquetWriter(sink, schema).close()
+    meta = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+    return [meta.schema.column(i).path for i in range(len(meta.schema))]
+
+
+def _leaves(values: pa.Array) -> Iterator[pa.Array]:
+    """Each leaf's first values, depth first (the order of :func:`leaf_paths`)."""
+    t = values.type
+    if isinstance(t, pa.ExtensionType):
+        yield from _leaves(values.storage)
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from _leaves(values.field(i))
+    elif pa.types.is_map(t):
+        yield from _leaves(values.keys)
+        yield from _leaves(values.items)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
+        yield from _leaves(values.flatten())
+    else:
+        yield values.slice(0, SAMPLE_VALUES)
+
+
+def _repeats(values: pa.Array) -> bool:
+    t = values.type
+    if pa.types.is_dictionary(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+            or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return True
+    if pa.types.is_boolean(t) or pa.types.is_null(t) or len(values) == 0:
+        return False
+    return pc.count_distinct(values, mode="all").as_py() * DISTINCT_SHARE <= len(values)

@@ -1,0 +1,109 @@
+"""Parquet output: row groups as large as the input's whatever the batch size, a dictionary
+only for values that repeat, the input's compression or `--compression`, and files no larger
+than pyarrow's default writer makes of the same rows."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from grpo_cli import advantages_file, objective_file
+from grpo_cli.errors import UsageError
+from grpo_cli.writer import DEFAULT_ROW_GROUP_ROWS, Layout, dictionary_columns, layout
+
+from .conftest import SAMPLE, run_grpo
+
+
+def _rollouts(path, rows=3000, rewards="continuous", row_group_size=1000, compression="snappy"):
+    rng = np.random.default_rng(0)
+    reward = np.round(rng.normal(size=rows), 1) if rewards == "continuous" else (rng.uniform(size=rows) < 0.5).astype(float)
+    lengths = rng.integers(1, 9, size=rows)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    old = -rng.gamma(0.6, 0.8, size=int(lengths.sum())).astype(np.float32)
+    table = pa.table({
+        "prompt_id": np.arange(rows) // 8,
+        "source": pa.array([f"set-{k % 3}" for k in range(rows)]),
+        "reward": reward,
+        "logprobs": pa.ListArray.from_arrays(pa.array(offsets), pa.array(old)),
+        "old_logprobs": pa.ListArray.from_arrays(pa.array(offsets), pa.array(old)),
+    })
+    pq.write_table(table, path, row_group_size=row_group_size, compression=compression)
+    return path
+
+
+def _columns(path) -> dict[str, tuple[bool, str]]:
+    """Each leaf: (dictionary page?, codec), from the first row group."""
+    group = pq.read_metadata(path).row_group(0)
+    return {group.column(j).path_in_schema: (group.column(j).has_dictionary_page, group.column(j).compression) for j in range(group.num_columns)}
+
+
+def test_row_groups_are_the_inputs_whatever_the_batch_size(tmp_path):
+    source = _rollouts(tmp_path / "in.parquet")
+    for batch_rows in (7, 64, 4096):
+        advantages_file(str(source), str(tmp_path / f"out-{batch_rows}.parquet"), batch_rows=batch_rows)
+    meta = pq.read_metadata(tmp_path / "out-7.parquet")
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [1000, 1000, 1000]
+    assert (tmp_path / "out-7.parquet").read_bytes() == (tmp_path / "out-64.parquet").read_bytes() == (tmp_path / "out-4096.parquet").read_bytes()
+
+
+def test_a_dictionary_only_where_values_repeat(tmp_path):
+    source = _rollouts(tmp_path / "in.parquet")
+    objective_file(str(source), str(tmp_path / "out.parquet"))
+    written = {path: dictionary for path, (dictionary, _) in _columns(tmp_path / "out.parquet").items()}
+    assert written["prompt_id"] and written["source"] and written["reward"]  # 8 rows an id, 3 strings, ~60 distinct rewards
+    assert not written["logprobs.list.element"] and not written["old_logprobs.list.element"]  # distinct floats: plain
+    assert not written["advantage"] and not written["objective_sum"]  # continuous rewards: distinct advantages
+    assert written["n_tokens"]  # 1-8
+
+
+def test_advantages_of_binary_rewards_repeat_and_get_a_dictionary(tmp_path):
+    source = _rollouts(tmp_path / "in.parquet", rewards="binary")
+    advantages_file(str(source), str(tmp_path / "out.parquet"))
+    assert _columns(tmp_path / "out.parquet")["advantage"][0]
+
+
+def test_dictionary_columns_of_nested_types():
+    table = pa.table({
+        "s": pa.array([{"a": k % 2, "b": float(k)} for k in range(100)]),
+        "m": pa.array([[("k", k % 2)] for k in range(100)], pa.map_(pa.string(), pa.int64())),
+        "d": pa.array(["x", "y"] * 50).dictionary_encode(),
+        "flag": pa.array([True, False] * 50),
+    })
+    assert dictionary_columns(table) == ["s.a", "m.key_value.key", "m.key_value.value", "d"]
+    assert dictionary_columns(table.slice(0, 0)) == []
+
+
+def test_compression_is_the_inputs_unless_given(tmp_path):
+    source = _rollouts(tmp_path / "in.parquet", compression="zstd")
+    advantages_file(str(source), str(tmp_path / "same.parquet"))
+    advantages_file(str(source), str(tmp_path / "none.parquet"), compression="none")
+    assert {codec for _, codec in _columns(tmp_path / "same.parquet").values()} == {"ZSTD"}
+    assert {codec for _, codec in _columns(tmp_path / "none.parquet").values()} == {"UNCOMPRESSED"}
+    run_grpo("advantages", str(SAMPLE / "rollouts.jsonl"), "-o", str(tmp_path / "from-jsonl.parquet"))
+    assert {codec for _, codec in _columns(tmp_path / "from-jsonl.parquet").values()} == {"SNAPPY"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--compression", "zstd"], "Error: --compression applies to written rows; pass --output or --output-dir too, or drop it\n"),
+    (["--compression", "zstd", "-o", "x.jsonl"], "Error: --compression applies to parquet output, and this output is jsonl; drop it\n"),
+])
+def test_compression_without_parquet_output_is_refused(tmp_path, args, message):
+    proc = run_grpo("advantages", str(SAMPLE / "rollouts.parquet"), *[str(tmp_path / a) if a.endswith(".jsonl") else a for a in args], check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == message
+
+
+def test_layout_numbers():
+    assert layout(None, None, None, 100) == Layout("snappy", DEFAULT_ROW_GROUP_ROWS)
+    assert layout(None, "uncompressed", 1_000_000, 2048) == Layout("none", 65_536)  # capped at 128 MiB a row group
+    assert layout("zstd", "snappy", 1000, 16) == Layout("zstd", 1000)
+    with pytest.raises(UsageError, match="unknown `compression` 'lzo'"):
+        layout("lzo", None, None, 1)
+
+
+@pytest.mark.parametrize("rewards", ["binary", "continuous"])
+def test_files_are_no_larger_than_pyarrows_default_writer(tmp_path, rewards):
+    source = _rollouts(tmp_path / "in.parquet", rows=20_000, rewards=rewards, row_group_size=65_536)
+    objective_file(str(source), str(tmp_path / "ours.parquet"))
+    pq.write_table(pq.read_table(tmp_path / "ours.parquet"), tmp_path / "default.parquet")
+    assert (tmp_path / "ours.parquet").stat().st_size <= (tmp_path / "default.parquet").stat().st_size
