@@ -36,6 +36,8 @@ from .engines import ENGINES
 from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
 from .io import FORMATS
+from .numerics import ROUND_DIGITS_MAX
+from .parallel import IN_FLIGHT_PER_CORE
 from .writer import CODECS
 from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
 from .objective.rollout import REJECT_LEVELS
@@ -122,7 +124,7 @@ ESTIMATOR_LIST = _listing({" = ".join((e.name, *e.aliases)): e.help for e in est
 InputArg = Annotated[list[str], typer.Argument(help="Rollout files (.parquet, .jsonl, .ndjson), folders of them (with their sub-folders), or quoted globs (** for any depth), local or URIs (s3://, gs://, hdfs://), read as one dataset; or - for stdin.", show_default=False)]
 OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the summary is printed.", rich_help_panel=OUTPUT)]
 OutputDirOpt = Annotated[Optional[str], typer.Option(help="Write one annotated file per input file into this folder (made if missing), at the input's path below its folder or glob.", rich_help_panel=OUTPUT)]
-ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help="Worker threads for the math (default: one per core). Results do not depend on it.", rich_help_panel=OUTPUT)]
+ThreadsOpt = Annotated[Optional[int], typer.Option(min=1, help=f"Worker threads for the math (default: one per core; at most {IN_FLIGHT_PER_CORE} per core run at once, so memory does not grow with it). Results do not depend on it.", rich_help_panel=OUTPUT)]
 InputFormatOpt = Annotated[Optional[Format], typer.Option(help="Input format when the name does not tell (default: suffix, then file magic).", rich_help_panel=INPUT)]
 HiveOpt = Annotated[bool, typer.Option("--hive", help="Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.", rich_help_panel=INPUT)]
 OutputFormatOpt = Annotated[Optional[Format], typer.Option(help="Output format (default: suffix of -o; for stdout, the input's format).", rich_help_panel=OUTPUT)]
@@ -369,7 +371,7 @@ def advantages(
     whiten_eps: WhitenEpsOpt = None,
     output: OutputOpt = None,
     output_dir: OutputDirOpt = None,
-    round_digits: Annotated[Optional[int], typer.Option("--round", min=0, help="Round the written advantages to N decimals (the summary is never rounded).", rich_help_panel=OUTPUT)] = None,
+    round_digits: Annotated[Optional[int], typer.Option("--round", help=f"Round the written advantages to N decimals, 0 to {ROUND_DIGITS_MAX} (the summary is never rounded).", rich_help_panel=OUTPUT)] = None,
     output_format: OutputFormatOpt = None,
     compression: CompressionOpt = None,
     threads: ThreadsOpt = None,

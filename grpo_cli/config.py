@@ -17,7 +17,7 @@ import numpy as np
 
 from . import estimators
 from .errors import UsageError
-from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
+from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOGRATIO_CLAMP_MAX, LOSSES, RATIO_LEVELS
 from .objective.rollout import IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS
 from .presets import PRESETS, preset_values
 
@@ -60,6 +60,20 @@ def numbers(text: str | None, name: str) -> tuple[float, ...] | None:
         return tuple(float(part) for part in text.split(","))
     except ValueError:
         raise UsageError(f"`{name}` takes numbers separated by commas (found {text!r})") from None
+
+
+def check_range(name: str, value: float, low: float, high: float = np.inf, *, open_low: bool = False) -> None:
+    """Refuse ``value`` unless it is finite and in ``[low, high]`` (``open_low``: ``low`` excluded).
+
+    >>> check_range("beta", float("inf"), 0)
+    Traceback (most recent call last):
+    ...
+    grpo_cli.errors.UsageError: `beta` must be >= 0 and finite (found inf)
+    """
+    if not ((value > low if open_low else value >= low) and value <= high and np.isfinite(value)):
+        bounds = (f"{'>' if open_low else '>='} {low:g} and finite" if high == np.inf
+                  else f"in {'(' if open_low else '['}{low:g}, {high:g}]")
+        raise UsageError(f"`{name}` must be {bounds} (found {value!r})")
 
 
 def weight_bounds(bounds) -> tuple[float, float] | None:
@@ -196,15 +210,14 @@ class AdvantageConfig(_Options):
         if self.kl_in_reward is None:
             if "kl" in given:
                 raise UsageError("`kl` is the estimator of `kl_in_reward`; pass `kl_in_reward` BETA too, or drop `kl`")
-        elif not self.kl_in_reward >= 0:
-            raise UsageError(f"`kl_in_reward` must be >= 0 (found {self.kl_in_reward!r})")
-        elif self.multi_reward == "normalize-then-sum":
-            raise UsageError("`kl_in_reward` subtracts from one reward, and `multi_reward` 'normalize-then-sum' estimates each "
-                             "column apart; pass `multi_reward` 'sum-then-normalize', or drop `kl_in_reward`")
+        else:
+            check_range("kl_in_reward", self.kl_in_reward, 0)
+            if self.multi_reward == "normalize-then-sum":
+                raise UsageError("`kl_in_reward` subtracts from one reward, and `multi_reward` 'normalize-then-sum' estimates each "
+                                 "column apart; pass `multi_reward` 'sum-then-normalize', or drop `kl_in_reward`")
         _choice("kl", self.kl, tuple(KL_ESTIMATORS))
         for name in ("gamma", "lam"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise UsageError(f"`{name}` must be in [0, 1] (found {getattr(self, name)!r})")
+            check_range(name, getattr(self, name), 0, 1)
         if spec.whitens or self.multi_reward == "normalize-then-sum":
             self._set(whiten=True)  # part of the estimator (REINFORCE++, GAE) or of the aggregation (GDPO)
         for name in sorted(given & {"whiten_std", "whiten_eps_at", "whiten_eps"}):
@@ -212,13 +225,11 @@ class AdvantageConfig(_Options):
                 raise UsageError(f"`{name}` applies only with `whiten`; pass `whiten` too, or drop it")
         _choice("whiten_std", self.whiten_std, tuple(STD_KINDS))
         _choice("whiten_eps_at", self.whiten_eps_at, WHITEN_EPS_AT)
-        if not self.whiten_eps >= 0:
-            raise UsageError(f"`whiten_eps` must be >= 0 (found {self.whiten_eps!r})")
+        check_range("whiten_eps", self.whiten_eps, 0)
         if self.singleton == "unit-std" and scale == "batch" and "singleton" in given:
             raise UsageError("`singleton` 'unit-std' gives a group of one std 1, which `scale` 'batch' does not use; "
                              "pass `singleton` 'zero' or 'reward', or `scale` 'group' or 'none'")
-        if not self.eps >= 0:
-            raise UsageError(f"`eps` must be >= 0 (found {self.eps!r})")
+        check_range("eps", self.eps, 0)
         if scale == "none":
             for name in sorted(given & {"std", "eps"}):
                 raise UsageError(f"`{name}` applies only to scaled advantages and `scale` is 'none'; "
@@ -327,12 +338,10 @@ class ObjectiveConfig(_Options):
         if self.delta is not None:
             if "dual_clip" in given:
                 raise UsageError("`dual_clip` and `delta` both cap the ratio where A < 0 (verl's and TRL's name); pass one")
-            if not self.delta > 1:
-                raise UsageError(f"`delta` must be > 1 (found {self.delta!r})")
+            check_range("delta", self.delta, 1, open_low=True)
             self._set(dual_clip=None)  # a preset's dual clip gives way to the delta given
         for name in ("tau_pos", "tau_neg"):
-            if not getattr(self, name) > 0:
-                raise UsageError(f"`{name}` must be > 0 (found {getattr(self, name)!r})")
+            check_range(name, getattr(self, name), 0, open_low=True)
         if {"epsilon", "epsilon_low", "epsilon_high"} <= given:
             raise UsageError("`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three")
         self._set(
@@ -341,14 +350,12 @@ class ObjectiveConfig(_Options):
             _given=given,
         )
         for name in ("epsilon", "epsilon_low", "epsilon_high"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise UsageError(f"`{name}` must be > 0 (found {value!r})")
+            check_range(name, getattr(self, name), 0, open_low=True)
         if not self.epsilon_low <= 1:
             raise UsageError(f"`epsilon_low` must be <= 1 (1 - epsilon_low is the lower bound of the ratio; 1: none) "
                              f"(found {self.epsilon_low!r})")
-        if self.dual_clip is not None and not self.dual_clip > 1:
-            raise UsageError(f"`dual_clip` must be > 1 (found {self.dual_clip!r})")
+        if self.dual_clip is not None:
+            check_range("dual_clip", self.dual_clip, 1, open_low=True)
         _choice("ratio_level", self.ratio_level, tuple(RATIO_LEVELS))
         _choice("agg", self.agg, (*AGGREGATIONS, *ALIASES))
         self._set(agg=ALIASES.get(self.agg, self.agg))
@@ -358,11 +365,9 @@ class ObjectiveConfig(_Options):
         elif "max_length" in given:
             normed = " or ".join(repr(name) for name, a in AGGREGATIONS.items() if a.needs_max_length)
             raise UsageError(f"`max_length` applies only to `agg` {normed} (found `agg` {self.agg!r}); drop it")
-        if not self.beta >= 0:
-            raise UsageError(f"`beta` must be >= 0 (found {self.beta!r})")
+        check_range("beta", self.beta, 0)
         _choice("kl", self.kl, tuple(KL_ESTIMATORS))
-        if not self.logratio_clamp > 0:
-            raise UsageError(f"`logratio_clamp` must be > 0 (found {self.logratio_clamp!r})")
+        check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)
         if self.is_level is not None and self.loss == "gmpo":
             raise UsageError("loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, "
                              "or pass another `loss`")
@@ -381,8 +386,8 @@ class ObjectiveConfig(_Options):
                     raise UsageError(f"`is_level` {self.is_level!r} takes `{bound}` (and not `{other}`); pass `is_level` "
                                      f"{level!r} to combine both")
                 self._set(is_level=level)
-        if self.is_cap is not None and not self.is_cap > 0:
-            raise UsageError(f"`is_cap` must be > 0 (found {self.is_cap!r})")
+        if self.is_cap is not None:
+            check_range("is_cap", self.is_cap, 0, open_low=True)
         self._set(is_mask=weight_bounds(self.is_mask))
         if self.reject is None:
             for name in sorted(given & {"reject_level", "reject_threshold"}):
@@ -435,8 +440,8 @@ class ObjectiveConfig(_Options):
                         for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")}
         return {"preset": self.preset, "loss": self.loss, "agg": self.agg, **loss_options, "ratio_level": self.ratio_level,
                 "beta": self.beta, "kl": self.kl, "max_length": self.max_length,
-                "logratio_clamp": self.logratio_clamp if np.isfinite(self.logratio_clamp) else None,
-                "is_level": self.is_level, "is_cap": self.is_cap, "is_mask": self.is_mask, "reject": self.reject,
+                "logratio_clamp": self.logratio_clamp, "is_level": self.is_level, "is_cap": self.is_cap, "is_mask": self.is_mask,
+                "reject": self.reject,
                 **{k: getattr(self, k) if self.reject else None for k in ("reject_level", "reject_threshold")}}
 
 
@@ -462,11 +467,9 @@ class MismatchConfig(_Options):
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("mismatch")
-        if not self.is_cap > 0:
-            raise UsageError(f"`is_cap` must be > 0 (found {self.is_cap!r})")
+        check_range("is_cap", self.is_cap, 0, open_low=True)
         self._set(is_mask=weight_bounds(self.is_mask))
-        if not self.logratio_clamp > 0:
-            raise UsageError(f"`logratio_clamp` must be > 0 (found {self.logratio_clamp!r})")
+        check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)
         if not (isinstance(self.worst, int) and self.worst >= 0):
             raise UsageError(f"`worst` must be an integer >= 0 (found {self.worst!r})")
         self._set(_given=given)
@@ -475,7 +478,7 @@ class MismatchConfig(_Options):
     def figures(self) -> dict:
         """The resolved options as the report records them."""
         return {"is_cap": self.is_cap, "is_mask": None if self.is_mask is None else list(self.is_mask),
-                "logratio_clamp": self.logratio_clamp if np.isfinite(self.logratio_clamp) else None, "worst": self.worst}
+                "logratio_clamp": self.logratio_clamp, "worst": self.worst}
 
 
 KEEP_IF = re.compile(r"^\s*(?:(?P<lo>[-+0-9.eE]+)\s*(?P<lo_op><=?)\s*)?(?P<stat>mean|std|min|max)\s*"
@@ -524,8 +527,7 @@ class FilterConfig(_Options):
                 raise UsageError("`overlong_buffer` needs `max_length`, the maximum response length")
             if not 0 < self.overlong_buffer <= self.max_length:
                 raise UsageError(f"`overlong_buffer` must be in [1, max_length] (found {self.overlong_buffer!r}, max_length {self.max_length!r})")
-            if not self.overlong_factor >= 0:
-                raise UsageError(f"`overlong_factor` must be >= 0 (found {self.overlong_factor!r})")
+            check_range("overlong_factor", self.overlong_factor, 0)
         if not (self.drop_zero_variance or self.keep_if or self.truncated or self.overlong_buffer):
             raise UsageError("no rule given: pass `drop_zero_variance`, `keep_if`, `truncated` or `overlong_buffer`")
         self._set(_given=given)

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .estimators import Groups
+from .estimators import Groups, in_units
 
 
 def statistic(groups: Groups, name: str) -> np.ndarray:
-    """Per group: ``mean``, ``std`` (population), ``min`` or ``max`` of the rewards."""
-    return groups.std(0) if name == "std" else getattr(groups, name)
+    """Per group: ``mean``, ``std`` (population), ``min`` or ``max`` of the rewards; the mean
+    and std in the group's unit (:func:`~grpo_cli.estimators.in_units`), so that sums and
+    squares of rewards beyond 2^500 do not overflow."""
+    if name in ("min", "max"):
+        return getattr(groups, name)
+    scaled, u = in_units(groups, file_wide=False)
+    return (scaled.std(0) if name == "std" else scaled.mean) * u
 
 
 def group_rules(groups: Groups, config) -> dict[str, np.ndarray]:

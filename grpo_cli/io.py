@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from . import jsonl, writer
 from .parallel import default_threads, ordered_map
 from .errors import ColumnNotFoundError, InputError, OutputError, UsageError
+from .numerics import inexact_integers
 from .schema import check_unique_names
 from .writer import Layout, RowGroupWriter
 
@@ -338,6 +339,11 @@ def _cast(column, field: pa.Field, name: str):
     try:
         return column.cast(field.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        if pa.types.is_integer(column.type) and pa.types.is_floating(field.type):
+            ints = column.fill_null(0).to_numpy()
+            value = ints[inexact_integers(ints)][0]
+            raise InputError(f"{name}: column {field.name!r} holds the integer {value}, which {field.type} (its type in other files) "
+                             "would round; rescale it to at most 2^53, or write it as a string") from None
         raise InputError(f"{name}: column {field.name!r} ({column.type}) does not fit {field.type}, its type in other files ({_first_line(exc)})") from None
 
 
@@ -549,25 +555,52 @@ def _with_rows(source: Source) -> Source:
     return source
 
 
-def write_jsonl(batch: pa.RecordBatch | pa.Table, file) -> None:
-    """Write rows as JSON Lines. float32 values (and lists of them) are written as float64:
-    JSON readers parse numbers as float64, and the widened digits give back exactly the
-    float32 value, so JSON Lines output computes the same numbers as the parquet it came from.
-    """
+def write_jsonl(batch: pa.RecordBatch, file) -> None:
+    """Write rows as JSON Lines, each value as :func:`json_values` makes it."""
     import polars as pl  # only for JSON Lines output (importing it costs ~0.15 s)
 
-    schema = pa.schema([f.with_type(_widen_float32(f.type)) for f in batch.schema])
-    pl.from_arrow(batch.cast(schema)).write_ndjson(file)
+    columns = [json_values(column) for column in batch.columns]
+    pl.from_arrow(pa.RecordBatch.from_arrays(columns, names=batch.schema.names)).write_ndjson(file)
 
 
-def _widen_float32(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_float32(t) or pa.types.is_float16(t):
-        return pa.float64()
-    if pa.types.is_list(t):
-        return pa.list_(_widen_float32(t.value_type))
-    if pa.types.is_large_list(t):
-        return pa.large_list(_widen_float32(t.value_type))
-    return t
+def json_values(values: pa.Array) -> pa.Array:
+    """``values`` as JSON Lines holds them, at any depth (struct fields; entries of lists, large
+    lists, fixed-size lists and maps): float16 and float32 as float64 (JSON readers parse
+    float64, and the widened digits give back exactly the value, so JSON Lines output computes
+    the same numbers as the parquet it came from); binary as its base64 text (JSON has no
+    bytes). Arrays with neither are returned as they are."""
+    t = values.type
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return values.cast(pa.float64())
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):
+        import polars as pl
+
+        return pl.Series(values.cast(pa.large_binary())).bin.encode("base64").to_arrow()
+    if pa.types.is_struct(t):
+        children = values.flatten()
+        written = [json_values(child) for child in children]
+        if all(new is old for new, old in zip(written, children)):
+            return values
+        return pa.StructArray.from_arrays(written, fields=[f.with_type(c.type) for f, c in zip(t, written)], mask=_nulls(values))
+    if pa.types.is_map(t):
+        keys, items = json_values(values.keys), json_values(values.items)
+        if keys is values.keys and items is values.items:
+            return values
+        return pa.MapArray.from_arrays(values.offsets, keys, items, mask=_nulls(values))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        size = t.list_size if pa.types.is_fixed_size_list(t) else None
+        entries = values.values.slice(values.offset * size, len(values) * size) if size else values.values
+        written = json_values(entries)
+        if written is entries:
+            return values
+        if size:
+            return pa.FixedSizeListArray.from_arrays(written, size, mask=_nulls(values))
+        return type(values).from_arrays(values.offsets, written, mask=_nulls(values))
+    return values
+
+
+def _nulls(values: pa.Array) -> pa.Array | None:
+    return values.is_null() if values.null_count else None
 
 
 class Sink:
@@ -621,21 +654,17 @@ class Sink:
         self.rows += batch.num_rows
 
     def _check_json_numbers(self, batch: pa.RecordBatch) -> None:
-        """JSON has no NaN or infinity: refuse them rather than write null in their place."""
+        """JSON has no NaN or infinity: refuse them, at any depth, rather than write null in
+        their place."""
         for name, column in zip(batch.schema.names, batch.columns):
-            nested = pa.types.is_list(column.type) or pa.types.is_large_list(column.type)
-            values = column.flatten() if nested else column
-            if not pa.types.is_floating(values.type):
-                continue
-            bad = pc.invert(pc.fill_null(pc.is_finite(values), True)).to_numpy(zero_copy_only=False)
-            if bad.any():
-                token = int(np.flatnonzero(bad)[0])
-                ends = np.cumsum(pc.fill_null(pc.list_value_length(column), 0).to_numpy()) if nested else None
-                row = int(np.searchsorted(ends, token, side="right")) if nested else token
-                raise InputError(
-                    f"{self.target}: row {self.rows + row}: column {name!r} holds NaN or infinity, "
-                    "which JSON Lines cannot hold; write parquet instead"
-                )
+            first: list[int] = []  # each float leaf's first row with NaN or infinity
+            for _, values, rows in jsonl.leaves(column):
+                if pa.types.is_floating(values.type):
+                    bad = pc.invert(pc.fill_null(pc.is_finite(values), True)).to_numpy(zero_copy_only=False)
+                    first += rows(np.flatnonzero(bad)[:1]).tolist()
+            if first:
+                raise InputError(f"{self.target}: row {self.rows + min(first)}: column {name!r} holds NaN or infinity, "
+                                 "which JSON Lines cannot hold; write parquet instead")
 
     def close(self) -> None:
         """Finish the temporary file (the target is untouched until :meth:`commit`)."""

@@ -6,20 +6,34 @@ later holds 1.5. So a first pass parses every chunk and unifies the chunk schema
 widens to any type, integers to floats); later passes parse against that schema. When
 pyarrow rejects a chunk, the chunk's lines are re-read with Python's ``json`` to name the
 first bad line (this only runs on the error path).
+
+What JSON says is kept: a string stays a string (pyarrow guesses timestamps from date-like
+strings; the schema says string instead), and an integer is never rounded: a column that
+holds integers beyond 2^53 and fractions (float64 would round those integers), or integers
+beyond int64 (which pyarrow reads as float64), is refused, naming the line. Lines may nest
+at most :data:`MAX_DEPTH` levels (deeper ones crash the parser); the first pass checks the
+raw bytes before pyarrow sees them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Collection, Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from .errors import InputError
+from .numerics import EXACT_INTEGERS, inexact_integers
 
 CHUNK_BYTES = 8 << 20
+MAX_DEPTH = 64  # levels of objects and lists in a line, the line's own object included
+OPENS, CLOSES = ord("{"), ord("}")  # byte | 0x20 is one of them for { and [, or } and ] (and no other byte)
+LONG_INTEGER = re.compile(rb"(?<![\w.+-])-?\d{16,}(?![\w.])")  # an integer literal of 16 digits or more (or such text in a string)
 
 
 def line_chunks(open_file: Callable[[], BinaryIO], chunk_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
@@ -58,16 +72,178 @@ class Scan:
 
 
 def scan(open_file: Callable[[], BinaryIO], name: str) -> Scan:
-    """Parse every chunk of the file that ``open_file()`` opens and unify the chunk schemas (mixed types are an error)."""
+    """Parse every chunk of the file that ``open_file()`` opens and unify the chunk schemas
+    (mixed types are an error), date-like strings as strings; a line nested deeper than
+    :data:`MAX_DEPTH`, or an integer that float64 would round, is refused (see the module
+    docstring)."""
     schema, rows = pa.schema([]), 0
+    wide: dict[tuple[str, ...], tuple[int, int]] = {}  # (column, *leaf path): (line, value) of its first integer beyond 2^53
     for first_line, chunk in line_chunks(open_file):
+        check_depth(chunk, first_line, name)
         table = parse_chunk(chunk, first_line, name)
+        _check_rounded(table, chunk, first_line, name)
+        wide.update(_wide_integers(table, chunk, first_line, skip=wide.keys()))
         try:
-            schema = pa.unify_schemas([schema, table.schema], promote_options="permissive")
+            schema = pa.unify_schemas([schema, _strings(table.schema)], promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise InputError(f"{name}: {locate_error(chunk, first_line, schema, exc)}") from None
         rows += table.num_rows
+    _check_widened(schema, wide, name)
     return Scan(schema, rows)
+
+
+def check_depth(chunk: bytes, first_line: int, name: str) -> None:
+    """Refuse the first line of ``chunk`` that nests deeper than :data:`MAX_DEPTH` levels,
+    counting the brackets outside strings (a quote escaped by an odd run of backslashes does
+    not end a string). Vectorized over the chunk's bytes; the exact count runs only where a
+    line opens more than :data:`MAX_DEPTH` brackets at all."""
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    folded = data | 0x20
+    opens = np.flatnonzero(folded == OPENS)
+    ends = np.flatnonzero(data == ord("\n"))
+    if np.bincount(np.searchsorted(ends, opens)).max(initial=0) <= MAX_DEPTH:  # no line opens more levels than that
+        return
+    closes = np.flatnonzero(folded == CLOSES)
+    order = np.argsort(np.concatenate([opens, closes]), kind="stable")
+    at = np.concatenate([opens, closes])[order]
+    step = np.concatenate([np.ones(len(opens), np.int64), -np.ones(len(closes), np.int64)])[order]
+    line = np.searchsorted(ends, at)  # each bracket's line, 0-based in the chunk
+    quotes = np.flatnonzero(data == ord('"'))
+    quotes = quotes[~_escaped(data, quotes)]
+    starts = np.concatenate([[0], ends + 1])[line]
+    outside = (np.searchsorted(quotes, at) - np.searchsorted(quotes, starts)) % 2 == 0
+    at, line, step = at[outside], line[outside], step[outside]
+    depth = np.cumsum(step)
+    first = np.flatnonzero(np.diff(line, prepend=-1))  # each line's first bracket
+    level = depth - np.repeat((depth - step)[first], np.diff(np.append(first, len(at))))
+    deep = np.flatnonzero(level > MAX_DEPTH)
+    if len(deep):
+        raise InputError(f"{name}: line {first_line + int(line[deep[0]])}: nested deeper than {MAX_DEPTH} levels, "
+                         "the most JSON Lines input may nest")
+
+
+def _escaped(data: np.ndarray, quotes: np.ndarray) -> np.ndarray:
+    """Which of the ``quotes`` (positions in ``data``) follow an odd run of backslashes."""
+    slashes = np.flatnonzero(data == ord("\\"))
+    if not len(slashes):
+        return np.zeros(len(quotes), dtype=bool)
+    run_start = np.maximum.accumulate(np.where(np.diff(slashes, prepend=-2) != 1, np.arange(len(slashes)), 0))
+    last = np.searchsorted(slashes, quotes - 1, side="right") - 1  # the last backslash at or before each quote's byte before
+    k = np.maximum(last, 0)
+    run = np.where((last >= 0) & (slashes[k] == quotes - 1), k - run_start[k] + 1, 0)
+    return run % 2 == 1
+
+
+def leaves(column: pa.Array | pa.ChunkedArray) -> Iterator[tuple[tuple[str, ...], pa.Array, Callable[[np.ndarray], np.ndarray]]]:
+    """Every array of plain values inside ``column``, at any depth (struct fields; entries of
+    lists, large lists, fixed-size lists and maps; dictionary values), with its path (field
+    names, ``[]`` for entries) and a function from positions in it to the rows of ``column``
+    that hold them."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    yield from _leaves(column, (), lambda positions: positions)
+
+
+def _leaves(values: pa.Array, path: tuple[str, ...], rows: Callable[[np.ndarray], np.ndarray]) -> Iterator:
+    t = values.type
+    if pa.types.is_dictionary(t):
+        yield from _leaves(values.dictionary_decode(), path, rows)
+    elif pa.types.is_struct(t):
+        for f, child in zip(t, values.flatten()):
+            yield from _leaves(child, (*path, f.name), rows)
+    elif pa.types.is_map(t):
+        yield from _leaves(values.view(pa.list_(pa.struct([t.key_field, t.item_field]))), path, rows)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        if pa.types.is_null(t.value_type):
+            return  # entries that are all null (pyarrow's JSON reader gives such lists offsets that cannot be flattened)
+
+        def parents(positions: np.ndarray, lists: pa.Array = values) -> np.ndarray:
+            return rows(pc.list_parent_indices(lists).to_numpy()[positions])
+        yield from _leaves(pc.list_flatten(values), (*path, "[]"), parents)
+    else:
+        yield path, values, rows
+
+
+def _wide_integers(table: pa.Table, chunk: bytes, first_line: int, skip: Collection[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[int, int]]:
+    """``(column, *leaf path)``: ``(line, value)`` of the first integer beyond 2^53 in each
+    integer leaf of ``table`` that holds one (a later float there would round it), but
+    those in ``skip``."""
+    found = {}
+    for name, column in zip(table.column_names, table.columns):
+        for path, values, rows in leaves(column):
+            if pa.types.is_integer(values.type) and (name, *path) not in skip:
+                ints = values.fill_null(0).to_numpy()
+                beyond = np.flatnonzero(inexact_integers(ints))
+                if len(beyond):
+                    found[(name, *path)] = (first_line + _rows(chunk)[int(rows(beyond[:1])[0])][0], int(ints[beyond[0]]))
+    return found
+
+
+def _check_widened(schema: pa.Schema, wide: dict[tuple[str, ...], tuple[int, int]], name: str) -> None:
+    """Refuse the first integer beyond 2^53 whose leaf the unified ``schema`` made float64."""
+    floats = {(f.name, *path) for f in schema for path, values, _ in leaves(pa.array([], f.type)) if pa.types.is_floating(values.type)}
+    rounded = sorted((line, key[0], value) for key, (line, value) in wide.items() if key in floats)
+    if rounded:
+        raise _rounded_error(name, *rounded[0])
+
+
+def _check_rounded(table: pa.Table, chunk: bytes, first_line: int, name: str) -> None:
+    """Refuse an integer beyond 2^53 (or beyond int64) that pyarrow read into a float64 leaf of
+    this chunk: it is rounded. Only the rows whose float there is that large are looked at
+    closer (their lines, if they hold a long integer literal, read with Python's ``json``)."""
+    suspects = []
+    for column_name, column in zip(table.column_names, table.columns):
+        for path, values, rows in leaves(column):
+            if pa.types.is_floating(values.type):
+                big = np.flatnonzero(np.abs(values.to_numpy(zero_copy_only=False)) >= EXACT_INTEGERS)
+                suspects += [(int(row), column_name, path) for row in np.unique(rows(big))]
+    lines = _rows(chunk) if suspects else []
+    for row, column, path in sorted(suspects):
+        k, raw = lines[row]
+        if LONG_INTEGER.search(raw):
+            value = next((v for v in _at(json.loads(raw)[column], path) if _is_int(v) and abs(v) > EXACT_INTEGERS), None)
+            if value is not None:
+                raise _rounded_error(name, first_line + k, column, value)
+
+
+def _at(value, path: tuple[str, ...]) -> Iterator:
+    """The values at ``path`` (field names, ``[]`` for entries) in a parsed JSON value."""
+    if not path:
+        yield value
+    elif path[0] == "[]" and isinstance(value, list):
+        for item in value:
+            yield from _at(item, path[1:])
+    elif isinstance(value, dict) and path[0] in value:
+        yield from _at(value[path[0]], path[1:])
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _rows(chunk: bytes) -> list[tuple[int, bytes]]:
+    """Each row of ``chunk``: its line's index in the chunk (blank lines hold no row), and the line."""
+    return [(k, raw) for k, raw in enumerate(chunk.split(b"\n")) if raw.strip()]
+
+
+def _rounded_error(name: str, line: int, column: str, value: int) -> InputError:
+    return InputError(f"{name}: line {line}: column {column!r} holds the integer {value}, which float64 would round "
+                      "(the column holds fractions too, or the integer is beyond int64); write such numbers as JSON strings")
+
+
+def _strings(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each timestamp (pyarrow's guess for a date-like JSON string) a string."""
+    return pa.schema([f.with_type(_string_type(f.type)) for f in schema], metadata=schema.metadata)
+
+
+def _string_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(t):
+        return pa.string()
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_string_type(f.type)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_string_type(t.value_type)))
+    return t
 
 
 def locate_error(chunk: bytes, first_line: int, schema: pa.Schema | None, exc: Exception) -> str:
@@ -140,7 +316,7 @@ def _kind_of_type(t: pa.DataType) -> str | None:
         return "boolean"
     if pa.types.is_integer(t) or pa.types.is_floating(t):
         return "number"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_timestamp(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "string"
     if pa.types.is_struct(t):
         return "object"

@@ -17,7 +17,7 @@ import numpy as np
 
 from .objective.rollout import log_ratios, mismatch_terms
 from .objective.tokens import Tokens, row_count, row_sum
-from .summaries import BlockSums
+from .summaries import BlockSums, finite_or_null
 
 BUCKETS = 24  # powers of two: positions and lengths 1, 2-3, 4-7, ..., the last open-ended
 STATS = ("rows", "tokens", "abs_diff", "k1", "k3")  # per bucket: rows in it, its tokens, three sums
@@ -59,8 +59,9 @@ def batch_terms(tokens: Tokens, config) -> dict[str, np.ndarray]:
     with np.errstate(over="ignore"):  # inf perplexities are reported as null
         train_ppl, rollout_ppl = (np.where(has, np.exp(-terms[k] / safe_n), 0.0) for k in ("old_sum", "rollout_sum"))
         ppl_ratio = np.where(has, np.exp((terms["rollout_sum"] - terms["old_sum"]) / safe_n), 0.0)
-    terms.update(w_sum=row_sum(w, tokens), w2_sum=row_sum(w * w, tokens), seq_w=seq_w, seq_w2=seq_w * seq_w,
-                 train_ppl=train_ppl, rollout_ppl=rollout_ppl, ppl_ratio=ppl_ratio, seq_log_weight=seq_log_w)
+    with np.errstate(over="ignore"):  # squares of weights near e^709 are inf: their figures are null
+        terms.update(w_sum=row_sum(w, tokens), w2_sum=row_sum(w * w, tokens), seq_w=seq_w, seq_w2=seq_w * seq_w,
+                     train_ppl=train_ppl, rollout_ppl=rollout_ppl, ppl_ratio=ppl_ratio, seq_log_weight=seq_log_w)
     for name, bounds in (("cap", (0.0, config.is_cap)), ("mask", config.is_mask)):
         if bounds is not None:
             lo, hi = bounds
@@ -128,12 +129,12 @@ class MismatchSummary:
         n, rows = c["tokens"], c["scored_rows"]
 
         def mean(key: str, over: int) -> float | None:
-            value = self.sums.total(key) / over if over else None
-            return value if value is None or np.isfinite(value) else None
+            return finite_or_null(self.sums.total(key) / over) if over else None
 
         def ess(total: str, squares: str, over: int) -> dict:
             s, s2 = self.sums.total(total), self.sums.total(squares)
-            count = s * s / s2 if s2 > 0 else None
+            with np.errstate(over="ignore"):
+                count = finite_or_null(s * s / s2) if 0 < s2 < np.inf else None
             return {"count": count, "share": count / over if count is not None else None}
 
         def touched(name: str) -> dict:

@@ -15,19 +15,34 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+IN_FLIGHT_PER_CORE = 2  # calls in flight per core: more only wait, holding their items
+
+
+def cores() -> int:
+    """The cores this process may use."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 def default_threads() -> int:
     """Worker threads when none are asked for: the cores this process may use, at most 8."""
-    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    return min(8, cores())
+
+
+def max_in_flight() -> int:
+    """The most calls :func:`ordered_map` runs at once, whatever ``threads`` asks for."""
+    return IN_FLIGHT_PER_CORE * cores()
 
 
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:
-    """``map(fn, items)`` with up to ``threads`` calls in flight; results keep the order of
-    ``items``, and an exception surfaces at its item's turn. At most ``threads + 1`` items are
-    held at once, so memory stays bounded by the batch size.
+    """``map(fn, items)`` with up to ``threads`` calls in flight (at most :func:`max_in_flight`);
+    results keep the order of ``items``, and an exception surfaces at its item's turn. At most
+    one more item than calls in flight is held at once, so memory stays bounded by the batch
+    size, not by the thread count.
 
     >>> list(ordered_map(lambda x: x * x, range(5), threads=2))
     [0, 1, 4, 9, 16]
     """
+    threads = min(threads, max_in_flight())
     if threads <= 1:
         yield from map(fn, items)
         return

@@ -15,10 +15,11 @@ import pyarrow as pa
 
 from . import schema
 from .compare import parse_estimators
-from .config import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig
+from .config import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, check_range
 from .errors import ColumnNotFoundError, UsageError
 from .estimators import lookup
 from .io import Source, output_targets
+from .numerics import ROUND_DIGITS_MAX
 from .writer import Layout
 from .token_columns import StepColumns, TokenColumns
 
@@ -491,8 +492,7 @@ def plan_advantages(
     if round_digits is not None and lookup(config.estimator).level == "token":
         raise UsageError(f"`round_digits` rounds the per-row advantage column, and estimator {config.estimator!r} writes per-token lists; drop it")
     if round_digits is not None:
-        if round_digits < 0:
-            raise UsageError(f"`round_digits` must be >= 0 (found {round_digits!r})")
+        check_range("round_digits", round_digits, 0, ROUND_DIGITS_MAX)
         if output is None and output_dir is None:
             raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
     out = _output(source, output, output_dir, output_format, compression)

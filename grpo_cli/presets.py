@@ -7,8 +7,9 @@ framework does something no option here models, ``differs`` says so.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+
+from .objective import LOGRATIO_CLAMP_MAX
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ PRESETS = {p.name: p for p in (
         "trl", "TRL 1.9.0 (f2cd5771): trainer/grpo_trainer.py, grpo_config.py",
         advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-4, "singleton": "zero",
                    "whiten_std": "sample", "whiten_eps_at": "std", "whiten_eps": 1e-4},
-        objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": math.inf},
+        objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},
         differs="loss_type 'dapo' normalises by the generation batch's tokens (the whole file here); its CISPO caps the "
                 "ratio at epsilon_high itself, from above only (pass --epsilon-low 1 --epsilon-high C-1); with vLLM its "
                 "importance sampling is on by default (sequence_mask, clip_max 3): pass --is sequence_mask --is-mask 0,3",

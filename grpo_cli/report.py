@@ -25,8 +25,12 @@ def write_json(figures: dict, path: str) -> None:
         Path(path).write_text(text)
 
 
-def _fmt(x) -> str:
-    return f"{x:.6g}" if isinstance(x, float) else str(x)
+def _fmt(x, spec: str = ".6g") -> str:
+    """A figure for a table: a float as ``spec`` says; ``null`` for a figure with no value
+    (one beyond float64)."""
+    if x is None:
+        return "null"
+    return format(x, spec) if isinstance(x, float) else str(x)
 
 
 def _lines(items, width: int = VALUE_WIDTH) -> str:
@@ -142,10 +146,10 @@ def _rollout_lines(r: dict) -> list[str]:
     """The train/rollout mismatch and what the correction did, in a few words each."""
     if not r["tokens"]:
         return ["no counted tokens"]
-    lines = [f"|old - rollout| mean {r['abs_diff_mean']:.6g}  max {r['abs_diff_max']:.6g}",
-             f"KL(rollout || old) k1 {r['kl_k1']:.6g}  k3 {r['kl_k3']:.6g}"]
+    lines = [f"|old - rollout| mean {_fmt(r['abs_diff_mean'])}  max {_fmt(r['abs_diff_max'])}",
+             f"KL(rollout || old) k1 {_fmt(r['kl_k1'])}  k3 {_fmt(r['kl_k3'])}"]
     if r["is"] is not None:
-        lines.append(f"IS weight mean {r['is']['weight_mean']:.6g}  masked {r['is']['masked_tokens']} tokens  "
+        lines.append(f"IS weight mean {_fmt(r['is']['weight_mean'])}  masked {r['is']['masked_tokens']} tokens  "
                      f"truncated {r['is']['truncated_tokens']} tokens")
     if r["rejected"] is not None:
         lines.append(f"rejected {r['rejected']['tokens']} tokens ({r['rejected']['token_share']:.4%}) in {r['rejected']['rows']} rows")
@@ -156,19 +160,19 @@ def render_objective(figures: dict, console: Console) -> None:
     """The `grpo objective` summary as a rich table."""
     cfg = figures["config"]
     t = _table("grpo objective")
-    t.add_row("objective", f"{figures['objective']:.8g}  ({cfg['agg']}; maximise)")
+    t.add_row("objective", f"{_fmt(figures['objective'], '.8g')}  ({cfg['agg']}; maximise)")
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
-    t.add_row("loss", f"{figures['loss']:.8g}  ({cfg['loss']})")
+    t.add_row("loss", f"{_fmt(figures['loss'], '.8g')}  ({cfg['loss']})")
     options = {"eps_low": cfg["epsilon_low"], "eps_high": cfg["epsilon_high"], "dual": cfg["dual_clip"], "delta": cfg["delta"],
                "tau_pos": cfg["tau_pos"], "tau_neg": cfg["tau_neg"], "ratio": cfg["ratio_level"]}
     t.add_row("loss options", _lines(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items() if v is not None))
     if figures["clip_frac"]:
         t.add_row("clip fraction", _lines(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
     _stats_row(t, "ratio", figures["ratio"])
-    kl = [f"old (k3) {figures['kl_old']:.6g}"]
+    kl = [f"old (k3) {_fmt(figures['kl_old'])}"]
     if figures["kl_ref"] is not None:
-        kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {figures['kl_ref']:.6g}", f"beta {cfg['beta']:g}"]
+        kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {_fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
     t.add_row("KL", _lines(kl))
     if figures["rollout"] is not None:
         t.add_row("rollout mismatch", _lines(_rollout_lines(figures["rollout"])))
@@ -194,8 +198,8 @@ def render_mismatch(figures: dict, console: Console) -> None:
     t = _table("grpo mismatch")
     t.add_row("rows, tokens", f"{f['rows']}, {f['tokens']}")
     if f["tokens"]:
-        t.add_row("|old - rollout|", f"mean {f['abs_diff_mean']:.6g}  max {f['abs_diff_max']:.6g}")
-        t.add_row("KL(rollout || old)", f"k1 {f['kl_k1']:.6g}  k3 {f['kl_k3']:.6g}")
+        t.add_row("|old - rollout|", f"mean {_fmt(f['abs_diff_mean'])}  max {_fmt(f['abs_diff_max'])}")
+        t.add_row("KL(rollout || old)", f"k1 {_fmt(f['kl_k1'])}  k3 {_fmt(f['kl_k3'])}")
         t.add_row("perplexity", _lines(f"{k} {_fmt(f[key])}" for k, key in (("train", "train_ppl"), ("rollout", "rollout_ppl"),
                                                                               ("ratio", "ppl_ratio"))))
         t.add_row("chi-square", f"token {_fmt(f['chi2_token'])}  sequence {_fmt(f['chi2_seq'])}")

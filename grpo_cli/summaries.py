@@ -63,7 +63,8 @@ class BlockSums:
     def _finished(self, values: np.ndarray) -> float | np.ndarray | _Rows:
         """A whole block's sum, or a copy of the rows of a block not yet whole (a copy: a
         partial never holds on to, or sees changes of, the array it was taken from)."""
-        return np.add.reduceat(values, [0])[0] if len(values) == self.block else _Rows(values.copy())
+        with np.errstate(over="ignore", invalid="ignore"):  # a sum beyond float64: its figure is null
+            return np.add.reduceat(values, [0])[0] if len(values) == self.block else _Rows(values.copy())
 
     def merge(self, later: "BlockSums") -> "BlockSums":
         """These rows and ``later``'s, which start where these stop."""
@@ -90,12 +91,13 @@ class BlockSums:
         *whole, last = [blocks[k] for k in sorted(blocks)] or [_Rows(np.empty(0))]
         if self.start != 0 or any(isinstance(s, _Rows) for s in whole):
             raise ValueError(f"rows [{self.start}, {self.stop}) are not the input from its first row")
-        if isinstance(last, _Rows):
-            tail = last.values.sum(axis=0)
-        else:
-            whole.append(last)
-            tail = np.zeros_like(last)
-        total = np.array([*whole, tail]).sum(axis=0) if whole else tail
+        with np.errstate(over="ignore", invalid="ignore"):  # a total beyond float64: its figure is null
+            if isinstance(last, _Rows):
+                tail = last.values.sum(axis=0)
+            else:
+                whole.append(last)
+                tail = np.zeros_like(last)
+            total = np.array([*whole, tail]).sum(axis=0) if whole else tail
         return float(total) if np.ndim(total) == 0 else total
 
 
@@ -165,6 +167,11 @@ class Spread:
         return Spread(self.squares.merge(later.squares), counts)
 
 
+def finite_or_null(figure: float | None) -> float | None:
+    """A figure as reported: null where it is not a float64 number (a total beyond float64)."""
+    return figure if figure is None or np.isfinite(figure) else None
+
+
 def describe(moments: Moments, spread: Spread) -> dict:
     """mean / std (population) / min / max."""
     return {
@@ -223,10 +230,11 @@ def token_advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tupl
                             moments: dict[str, np.ndarray], mu: float, scale: float, config) -> dict:
     """The figures of `grpo advantages` with a token-level estimator: ``advantage`` describes
     the written ``(A - mu) / scale`` over every valid token (``tokens``), from each row's
-    ``count``, ``mean``, ``m2``, ``min`` and ``max`` of its raw token advantages; no histogram."""
-    n, mean, m2 = pooled(moments["count"], moments["mean"], moments["m2"])
+    ``count``, ``mean``, ``m2`` (in its ``unit`` squared), ``min`` and ``max`` of its raw
+    token advantages; no histogram."""
+    n, mean, m2, u = pooled(moments["count"], moments["mean"], moments["m2"], moments["unit"])
     has = moments["count"] > 0
-    figures = {"mean": (mean - mu) / scale, "std": float(np.sqrt(m2 / n)) / scale,
+    figures = {"mean": (mean - mu) / scale, "std": float(np.sqrt(m2 / n)) * u / scale,
                "min": (float(moments["min"][has].min()) - mu) / scale, "max": (float(moments["max"][has].max()) - mu) / scale} \
         if n else {"mean": None, "std": None, "min": None, "max": None}
     return {**reward_figures(groups, grouped_by, rewards, rows), "tokens": int(n), "advantage": figures,
@@ -257,7 +265,8 @@ class ObjectiveSummary:
     """The figures of `grpo objective`, from the per-row terms of
     :func:`grpo_cli.objective.row_terms` of consecutive rows.
 
-    Token shares (clip fractions, ratio mean) are over counted (unmasked) tokens.
+    Token shares (clip fractions, ratio mean) are over counted (unmasked) tokens. A figure
+    whose total over the rows is beyond float64 (each row's is a number) is null.
     """
 
     sums: BlockSums = field(default_factory=BlockSums)
@@ -304,17 +313,18 @@ class ObjectiveSummary:
         c = self.counts
         tokens = c["tokens"]
 
-        def share(total: float) -> float:
-            return float(total / tokens) if tokens else 0.0
+        def share(total: float) -> float | None:
+            return finite_or_null(float(total / tokens)) if tokens else 0.0
 
-        def agg(key: str) -> float:
+        def agg(key: str) -> float | None:
             totals = Totals(self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"], tokens, config.max_length)
-            return float(aggregate(config.agg, totals))
+            with np.errstate(invalid="ignore"):
+                return finite_or_null(float(aggregate(config.agg, totals)))
 
         objective = agg("objective_sum")
         return {
             "objective": objective,
-            "loss": -objective,
+            "loss": None if objective is None else -objective,
             "surrogate": agg("surrogate_sum"),
             "kl_ref": agg("kl_ref_sum") if self.has_kl_ref else None,
             "kl_old": share(self.sums.total("kl_old_sum")),
@@ -341,7 +351,7 @@ class ObjectiveSummary:
         n = c["mismatch_tokens"]
 
         def mean(key: str) -> float | None:
-            return self.sums.total(key) / n if n else None
+            return finite_or_null(self.sums.total(key) / n) if n else None
 
         figures = {"tokens": n, "abs_diff_mean": mean("abs_diff_sum"), "abs_diff_max": self.abs_diff_max if n else None,
                    "kl_k1": mean("k1_sum"), "kl_k3": mean("k3_sum"), "is": None, "rejected": None}

@@ -114,7 +114,7 @@ def test_help_has_panels_and_flags_without_a_type(command):
 
 def test_a_library_range_error_names_the_flag(sample_parquet):
     err = run_grpo("objective", str(sample_parquet), "--epsilon", "-1", check=False).stderr.decode()
-    assert err.startswith("Error: --epsilon must be > 0 (found -1.0)") and "epsilon`" not in err, err
+    assert err.startswith("Error: --epsilon must be > 0 and finite (found -1.0)") and "epsilon`" not in err, err
 
 
 def on_a_terminal(args: list[str]) -> tuple[subprocess.CompletedProcess, bytes]:

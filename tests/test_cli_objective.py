@@ -85,9 +85,9 @@ def test_bad_token_data(tmp_path, bad, message):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--epsilon", "0"], "--epsilon must be > 0 (found 0.0)"),
-        (["--epsilon-high", "-1"], "--epsilon-high must be > 0 (found -1.0)"),
-        (["--dual-clip", "1"], "--dual-clip must be > 1 (found 1.0)"),
+        (["--epsilon", "0"], "--epsilon must be > 0 and finite (found 0.0)"),
+        (["--epsilon-high", "-1"], "--epsilon-high must be > 0 and finite (found -1.0)"),
+        (["--dual-clip", "1"], "--dual-clip must be > 1 and finite (found 1.0)"),
         (["--beta", "0.1"], "--beta > 0 needs reference log-probs: pass --ref-logprobs-col (looked for ref_logprobs, ref_log_probs, ref_log_prob, ref_per_token_logps, base_action_log_probs)"),
         (["--agg", "seq-mean-token-sum-norm"], "--agg 'seq-mean-token-sum-norm' needs --max-length >= 1 (found None)"),
     ],

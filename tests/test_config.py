@@ -38,7 +38,7 @@ def test_unknown_names_list_the_valid_ones():
         ({"estimator": "drgrpo", "eps": 1e-6}, "estimator 'drgrpo' takes no `eps`; it is never scaled"),
         ({"scale": "none", "std": "sample"}, "`std` applies only to scaled advantages and `scale` is 'none'; drop `std`, or pass `scale` 'group' or 'batch'"),
         ({"estimator": "rloo", "scale": "none", "eps": 1e-8}, "`eps` applies only to scaled advantages"),
-        ({"eps": -1.0}, r"`eps` must be >= 0 \(found -1.0\)"),
+        ({"eps": -1.0}, r"`eps` must be >= 0 and finite \(found -1.0\)"),
     ],
 )
 def test_advantage_options_that_do_not_apply_are_refused(options, message):
@@ -49,9 +49,9 @@ def test_advantage_options_that_do_not_apply_are_refused(options, message):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"epsilon": 0.0}, r"`epsilon` must be > 0 \(found 0.0\)"),
+        ({"epsilon": 0.0}, r"`epsilon` must be > 0 and finite \(found 0.0\)"),
         ({"epsilon": -0.1}, r"`epsilon` must be > 0"),
-        ({"dual_clip": 1.0}, r"`dual_clip` must be > 1 \(found 1.0\)"),
+        ({"dual_clip": 1.0}, r"`dual_clip` must be > 1 and finite \(found 1.0\)"),
         ({"agg": "mean"}, r"unknown `agg` 'mean' \(valid: seq-mean-token-sum, "),
     ],
 )

@@ -18,6 +18,7 @@ from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
 from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..mismatch import MismatchSummary, batch_terms
+from ..numerics import inexact_integers, units
 from ..plan import AdvantagesPlan, FilterPlan, Grouping, InspectPlan, MismatchPlan, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
 from ..token_columns import StepColumns, StepData, read_steps, read_tokens
@@ -39,9 +40,16 @@ class Written:
         return batch.filter(self.keep), {name: values.filter(self.keep) for name, values in self.columns.items()}
 
 
-def float64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A numeric column as float64 with nulls as NaN."""
-    return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+def float64(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
+    """A numeric column (named ``name``) as float64 with nulls as NaN; an integer that float64
+    would round (beyond 2^53) is refused, naming its row."""
+    try:
+        values = pc.cast(column, pa.float64())
+    except pa.ArrowInvalid:  # the safe cast refuses integers beyond 2^53
+        ints = column.fill_null(0).to_numpy()
+        row = int(np.flatnonzero(inexact_integers(ints))[0])
+        raise RowError(row, f"column {name!r} holds the integer {ints[row]}, which float64 would round; rescale it to at most 2^53") from None
+    return values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
 
 def field(table: pa.Table | pa.RecordBatch, path: tuple[str, ...]) -> pa.ChunkedArray | pa.Array:
@@ -52,7 +60,7 @@ def field(table: pa.Table | pa.RecordBatch, path: tuple[str, ...]) -> pa.Chunked
 
 def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     """A reward or advantage column as float64; null, NaN or infinite values are refused."""
-    values = float64(column)
+    values = float64(column, name)
     schema.check_finite_scalars(values, name)
     return values
 
@@ -60,7 +68,7 @@ def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
 def reward_values(table: pa.Table, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
     """The reward columns as float64 (rows x columns), null or NaN as NaN; an infinite reward
     is refused."""
-    columns = [float64(field(table, path)) for path in paths]
+    columns = [float64(field(table, path), name) for path, name in zip(paths, names)]
     values = columns[0][:, None] if len(columns) == 1 else np.column_stack(columns) if columns else np.zeros((table.num_rows, 0))
     infinite = np.isinf(values)
     if infinite.any():
@@ -136,13 +144,21 @@ def token_estimates(batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray) 
 
 def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray) -> dict[str, np.ndarray]:
     """Per row of the batch, of its raw token advantages: ``count``, ``mean``, ``m2`` (sum of
-    squared deviations from the row's mean), ``min``, ``max`` (NaN for rows without steps)."""
+    squared deviations from the row's mean, in units of ``unit`` squared), ``unit`` (the
+    power of two of the row's largest magnitude, :func:`~grpo_cli.numerics.units`: 1 for
+    ordinary values), ``min``, ``max`` (NaN for rows without steps). A token advantage
+    beyond float64 is refused."""
     _, s, _, a, _ = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
     n = s.lengths
-    mean = reduce_rows(a, n) / np.where(n > 0, n, 1)
-    d = a - np.repeat(mean, n)
-    return {"count": n, "mean": mean, "m2": reduce_rows(d * d, n),
-            "min": reduce_rows(a, n, np.minimum, np.nan), "max": reduce_rows(a, n, np.maximum, np.nan)}
+    lo, hi = reduce_rows(a, n, np.minimum, np.nan), reduce_rows(a, n, np.maximum, np.nan)
+    beyond = np.flatnonzero((n > 0) & ~(np.isfinite(lo) & np.isfinite(hi)))
+    if len(beyond):
+        raise RowError(int(beyond[0]), "a token advantage is beyond float64; rescale the rewards (or values)")
+    u = units(np.fmax(np.abs(lo), np.abs(hi)))
+    scaled = a / np.repeat(u, n) if (u != 1.0).any() else a
+    mean = reduce_rows(scaled, n) / np.where(n > 0, n, 1)
+    d = scaled - np.repeat(mean, n)
+    return {"count": n, "mean": mean * u, "m2": reduce_rows(d * d, n), "unit": u, "min": lo, "max": hi}
 
 
 def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, mu: float, scale: float) -> Written:
@@ -206,8 +222,23 @@ def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, 
     else:
         adv = None
     terms = row_terms(tokens, adv, plan.config)
+    check_row_sums(terms)
     summary = ObjectiveSummary.of(terms, first_row)
     return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
+
+
+ROW_SUMS = {"objective_sum": "objective sum", "surrogate_sum": "surrogate sum", "kl_ref_sum": "KL sum against the reference",
+            "kl_old_sum": "KL sum against the old policy", "ratio_sum": "ratio sum", "is_weight_sum": "importance weight sum"}
+
+
+def check_row_sums(terms: dict[str, np.ndarray]) -> None:
+    """Each row's sums must be float64 numbers (an advantage near 1.8e308 times a ratio, or many
+    ratios near e^709, are not): the first row with one that is not is refused."""
+    found = [(int(np.flatnonzero(~finite)[0]), k, label) for k, (key, label) in enumerate(ROW_SUMS.items())
+             if key in terms and not (finite := np.isfinite(terms[key])).all()]
+    if found:
+        row, _, label = min(found)
+        raise RowError(row, f"its {label} is beyond float64; rescale the advantages, or lower `logratio_clamp`")
 
 
 def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:

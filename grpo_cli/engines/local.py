@@ -24,6 +24,7 @@ from ..estimators import GroupIndex, Groups, RowInputs, lookup, row_inputs, whit
 from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
 from ..mismatch import MismatchSummary
+from ..numerics import round_decimals
 from ..compare import column_name, compare_figures
 from ..filters import filter_figures, group_rules, overlong_penalty
 from ..inspection import inspect_figures
@@ -50,7 +51,7 @@ class LocalEngine(Engine):
                 group_summary, plan.grouping.described, described(_scored(inputs)), described(adv, histogram=True), plan.estimator,
                 len(adv)))
             if plan.output.targets:
-                written = adv if plan.round_digits is None else np.round(adv, plan.round_digits)
+                written = adv if plan.round_digits is None else round_decimals(adv, plan.round_digits)
                 self._write_pass(source, plan.grouping, plan.output, [pa.field("advantage", pa.float64())], kernels.row_columns,
                                  {"advantage": written}, columns=[])
             return figures.result()
@@ -204,8 +205,8 @@ class LocalEngine(Engine):
         config, columns = plan.estimator, plan.inputs.steps.names
         parts = [part for _, _, part in self._batches(source, plan.grouping, kernels.token_moments, plan, inputs.r,
                                                        columns=columns, carry=False)]
-        moments = _joined(parts, ("count", "mean", "m2", "min", "max"))
-        mu, scale = whitening(moments["count"], moments["mean"], moments["m2"], config)
+        moments = _joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
+        mu, scale = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
         groups = Groups(inputs.r, index)
         figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(_scored(inputs)), len(inputs.r),
                                           moments, mu, scale, config)

@@ -20,7 +20,7 @@ from .singleton import SINGLETONS
 from .whiten import pooled, whitened, whitening
 
 __all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "RowInputs", "Steps", "advantage",
-           "group_index", "lookup", "names", "pooled", "row_advantages", "row_inputs",
+           "group_index", "in_units", "lookup", "names", "pooled", "row_advantages", "row_inputs",
            "whitened", "whitened_rows", "whitening"]
 
 

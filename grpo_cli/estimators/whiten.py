@@ -5,45 +5,62 @@ value per row, or one per valid token), so they depend on the rows alone, never 
 
 .. math:: \\mu = \\frac{\\sum_i n_i m_i}{N}, \\quad
           \\sigma^2 = \\frac{\\sum_i M2_i + \\sum_i n_i (m_i - \\mu)^2}{N - \\mathrm{ddof}}
+
+Sums and squares of values beyond 2^500 overflow: they are taken in a power-of-two unit U
+(:mod:`grpo_cli.numerics`; 1 for ordinary values, whose numbers do not change by a bit).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..numerics import unit
+
+# s from var, the variance in unit u (sigma^2 / u^2; u = 1 for ordinary values)
 EPS_AT = {
-    "std": lambda var, eps: np.sqrt(var) + eps,  # TRL: (A - mu) / (std + eps)
-    "var": lambda var, eps: np.sqrt(var + eps),  # verl masked_whiten: (A - mu) * rsqrt(var + eps)
-    "var-floor": lambda var, eps: np.sqrt(max(var, eps)),  # OpenRLHF: (A - mu) * rsqrt(clamp(var, min=eps))
+    "std": lambda var, eps, u: np.sqrt(var) * u + eps,  # TRL: (A - mu) / (std + eps)
+    "var": lambda var, eps, u: np.sqrt(var + eps / u / u) * u,  # verl masked_whiten: (A - mu) * rsqrt(var + eps)
+    "var-floor": lambda var, eps, u: np.sqrt(max(var, eps / u / u)) * u,  # OpenRLHF: (A - mu) * rsqrt(clamp(var, min=eps))
 }
 
 
-def whitening(count: np.ndarray, mean: np.ndarray, m2: np.ndarray, config) -> tuple[float, float]:
-    """``(mu, s)`` over every value of the rows, ``s`` as ``config.whiten_std`` and
-    ``config.whiten_eps_at`` say; ``(0, inf)`` (so every ``A'`` is 0) when there are no
-    more values than the std's ddof.
+def whitening(count: np.ndarray, mean: np.ndarray, m2: np.ndarray, config, m2_unit: np.ndarray | None = None) -> tuple[float, float]:
+    """``(mu, s)`` over every value of the rows (``m2`` in units of ``m2_unit`` squared, see
+    :func:`pooled`), ``s`` as ``config.whiten_std`` and ``config.whiten_eps_at`` say;
+    ``(0, inf)`` (so every ``A'`` is 0) when there are no more values than the std's ddof.
 
     >>> from grpo_cli import AdvantageConfig
     >>> whitening(np.array([1, 1, 2]), np.array([1.0, 3.0, 2.0]), np.zeros(3), AdvantageConfig(whiten=True, whiten_eps=0.0))
     (2.0, 0.816496580927726)
     """
     ddof = 1 if config.whiten_std == "sample" else 0
-    n, mu, total_m2 = pooled(count, mean, m2)
+    n, mu, total_m2, u = pooled(count, mean, m2, m2_unit)
     if n <= ddof:
         return 0.0, np.inf
-    return mu, float(EPS_AT[config.whiten_eps_at](total_m2 / (n - ddof), config.whiten_eps))
+    return mu, float(EPS_AT[config.whiten_eps_at](total_m2 / (n - ddof), config.whiten_eps, u))
 
 
-def pooled(count: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> tuple[float, float, float]:
-    """``(N, mu, M2)`` of all the values of rows with ``count``, ``mean`` and ``m2`` each
-    (``mu`` is NaN when ``N`` is 0)."""
+def pooled(count: np.ndarray, mean: np.ndarray, m2: np.ndarray, m2_unit: np.ndarray | None = None) -> tuple[float, float, float, float]:
+    """``(N, mu, M2 / U^2, U)`` of all the values of rows with ``count``, ``mean`` and ``m2``
+    each, ``m2`` in units of each row's ``m2_unit`` squared (default 1), ``U`` the unit of
+    the means and row units (``mu`` is NaN when ``N`` is 0).
+
+    >>> pooled(np.array([1, 1]), np.array([2.0**1000, -(2.0**1000)]), np.zeros(2))[1:] == (0.0, 2.0, 2.0**1000)
+    True
+    """
     n = float(count.sum())
     if n == 0:
-        return 0.0, float("nan"), 0.0
+        return 0.0, float("nan"), 0.0, 1.0
     weighted = count > 0  # rows without values may hold NaN means
-    mu = float(np.sum(count[weighted] * mean[weighted]) / n)
-    d = mean[weighted] - mu
-    return n, mu, float(np.sum(m2[weighted]) + np.sum(count[weighted] * d * d))
+    c, m = count[weighted], mean[weighted]
+    row_unit = None if m2_unit is None else m2_unit[weighted]
+    u = unit(np.abs(m) if row_unit is None else np.concatenate([np.abs(m), row_unit]))
+    if u != 1.0:
+        m = m / u
+    mu = float(np.sum(c * m) / n)
+    d = m - mu
+    share = 1.0 if row_unit is None else row_unit / u  # each row's unit, in U
+    return n, mu * u, float(np.sum(m2[weighted] * share * share) + np.sum(c * d * d)), u
 
 
 def whitened(a: np.ndarray, config, count: np.ndarray | None = None) -> np.ndarray:

@@ -12,11 +12,11 @@ from . import ppo, sapo, cispo, gmpo, gpg  # noqa: F401, I001  (each loss regist
 from .aggregation import AGGREGATIONS, ALIASES, Totals, aggregate
 from .kl import KL_ESTIMATORS
 from .losses import LOSSES, Flag, Loss, LossInputs, SignedFactors
-from .ratio import RATIO_LEVELS
+from .ratio import LOGRATIO_CLAMP_MAX, RATIO_LEVELS
 from .terms import block_terms, row_terms
 from .tokens import BLOCK_TOKENS, Tokens, reduce_rows
 
 __all__ = [
-    "AGGREGATIONS", "ALIASES", "BLOCK_TOKENS", "KL_ESTIMATORS", "LOSSES", "RATIO_LEVELS", "Flag", "Loss", "LossInputs", "SignedFactors",
+    "AGGREGATIONS", "ALIASES", "BLOCK_TOKENS", "KL_ESTIMATORS", "LOGRATIO_CLAMP_MAX", "LOSSES", "RATIO_LEVELS", "Flag", "Loss", "LossInputs", "SignedFactors",
     "Tokens", "Totals", "aggregate", "reduce_rows", "block_terms", "row_terms",
 ]

@@ -6,6 +6,8 @@ import numpy as np
 
 from .tokens import Tokens, row_sum
 
+LOGRATIO_CLAMP_MAX = 709.0  # the largest clamp: exp of a larger log-ratio is beyond float64 (its largest value is e^709.78)
+
 
 def token_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray | None]:
     """token (PPO): log rho_it = new_it - old_it.

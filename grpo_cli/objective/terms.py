@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kl import KL_ESTIMATORS, k3
+from .kl import KL_ESTIMATORS, k3, k3_with_ratio
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
 from .rollout import corrected, log_ratios, mismatch_terms
@@ -23,7 +23,8 @@ def row_terms(tokens: Tokens, advantages: np.ndarray | None, config, block_token
     holds one per token. ``config`` is an :class:`~grpo_cli.config.ObjectiveConfig`.
     """
     blocks = tokens.row_blocks(block_tokens)
-    parts = [block_terms(tokens.rows_slice(a, b), None if advantages is None else advantages[a:b], config) for a, b in blocks]
+    with np.errstate(over="ignore", invalid="ignore"):  # a row's sum beyond float64 is inf or NaN, which the kernel refuses
+        parts = [block_terms(tokens.rows_slice(a, b), None if advantages is None else advantages[a:b], config) for a, b in blocks]
     if len(parts) == 1:
         return parts[0]
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
@@ -34,6 +35,8 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[s
 
     The per-token objective is ``w_it L_it - beta * KL_it``; ``objective_sum`` is its row
     sum. One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
+    Every KL estimator takes its log-ratio clamped to ``[-c, c]`` (``config.logratio_clamp``)
+    as the ratio does, so a token's KL is a float64 number however far the policies are.
     With the rollout sampler's log-probs: their mismatch figures (on the mask as given),
     then the rollout correction (importance weights ``w``, rejected tokens out of the mask).
     """
@@ -47,11 +50,10 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[s
     logratio, clamped = RATIO_LEVELS[config.ratio_level](new_minus_old, tokens, config.logratio_clamp)
     ratio_minus_one = np.expm1(logratio)
     ratio = ratio_minus_one + 1.0
-    if logratio is new_minus_old:
-        # k3 = exp(-d) + d - 1 = d - (rho - 1) / rho, with rho = exp(d) already at hand
-        kl_old = new_minus_old - ratio_minus_one / ratio
+    if config.ratio_level == "token":
+        kl_old = k3_with_ratio(logratio, ratio_minus_one, ratio)
     else:
-        kl_old = k3(new_minus_old)
+        kl_old = k3(np.clip(new_minus_old, -config.logratio_clamp, config.logratio_clamp))
     loss = LOSSES[config.loss]
     f = loss.factors(LossInputs(ratio, logratio, tokens), config)
     if weights is not None:
@@ -69,7 +71,8 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[s
         objective_sum=out["surrogate_sum"],
     )
     if tokens.ref is not None:
-        out["kl_ref_sum"] = row_sum(KL_ESTIMATORS[config.kl](np.subtract(tokens.new, tokens.ref, dtype=np.float64)), tokens)
+        new_minus_ref = np.subtract(tokens.new, tokens.ref, dtype=np.float64)
+        out["kl_ref_sum"] = row_sum(KL_ESTIMATORS[config.kl](np.clip(new_minus_ref, -config.logratio_clamp, config.logratio_clamp)), tokens)
         out["objective_sum"] = out["surrogate_sum"] - config.beta * out["kl_ref_sum"]
     for extreme in ("ratio_max", "ratio_min"):
         out[extreme][out["n_tokens"] == 0] = np.nan
