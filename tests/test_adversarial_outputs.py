@@ -42,6 +42,7 @@ def expected_output(tmp_path, *args: str) -> bytes:
 
 
 def leftovers(folder) -> list[str]:
+    """Temporary files and spools left anywhere below ``folder``."""
     return sorted(p.name for p in Path(folder).rglob("*") if p.name.endswith(".tmp") or p.name.startswith("grpo-"))
 
 
