@@ -35,7 +35,7 @@ from .config import MULTI_REWARD, ON_NULL, STD_KINDS, TRUNCATED, WHITEN_EPS_AT, 
 from .engines import ENGINES
 from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
-from .io import FORMATS
+from .io import FORMATS, stdout
 from .numerics import ROUND_DIGITS_MAX
 from .parallel import IN_FLIGHT_PER_CORE
 from .writer import CODECS
@@ -43,7 +43,7 @@ from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVEL
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
-from .report import render_advantages, render_compare, render_filter, render_inspect, render_mismatch, render_objective, render_presets, write_json
+from .report import render_advantages, render_compare, render_filter, render_inspect, render_mismatch, render_objective, render_presets, json_text
 from .schema import ROLES
 
 def _flag_type(display_type_rich):
@@ -210,6 +210,8 @@ def with_flags(message: str, flags: dict[str, str]) -> str:
 
 def _drop_stdout() -> None:
     """Point stdout at /dev/null: whatever is still buffered for it is discarded at exit."""
+    if sys.stdout is None:  # closed when we started: nothing is buffered, and descriptor 1 is not ours
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 
@@ -300,28 +302,20 @@ def _one(values: Optional[list[str]]) -> str | list[str] | None:
     return values[0] if values and len(values) == 1 else (values or None)
 
 
-def _check_stdout(output: Optional[str], summary_json: Optional[str]) -> None:
-    if output == summary_json == "-":
-        raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
-
-
 def _check_json(json_out: bool, output: Optional[str], summary_json: Optional[str]) -> None:
     if json_out and (output == "-" or summary_json == "-"):
         raise UsageError("--json prints the figures on stdout, where the rows (or --summary-json -) would go; write them to a file")
-    _check_stdout(output, summary_json)
-
-
-def _emit_json(figures: dict, render, quiet: bool, json_out: bool, summary_json: Optional[str]) -> None:
-    """The figures as JSON on stdout with ``json_out`` (no table), else as :func:`_emit` does."""
     if json_out:
-        write_json(figures, "-")
-    _emit(figures, render, quiet or json_out, summary_json)
+        stdout()  # refused if closed
 
 
-def _emit(figures: dict, render, quiet: bool, summary_json: Optional[str]) -> None:
-    if summary_json:
-        write_json(figures, summary_json)
-    if not quiet:
+def _emit(figures: dict, render, quiet: bool, json_out: bool = False) -> None:
+    """The figures as JSON on stdout with ``json_out``, else as tables on stderr unless ``quiet``."""
+    if json_out:
+        out = stdout()
+        out.write(json_text(figures).encode())
+        out.flush()
+    elif not quiet:
         render(figures, stderr)
 
 
@@ -387,7 +381,6 @@ def advantages(
     A group of one row, or of equal rewards, gets advantage 0 (never NaN).
     """
     with reported_errors(ctx, debug):
-        _check_stdout(output, summary_json)
         config = AdvantageConfig(preset=_value(preset), estimator=_value(estimator), **_estimator_options(
             scale=scale, std=std, eps=eps, singleton=singleton, gamma=gamma, lam=lam, reward_weights=reward_weights,
             multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip, kl_in_reward=kl_in_reward, kl=kl,
@@ -399,8 +392,9 @@ def advantages(
                 old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col, values_col=values_col, round_digits=round_digits,
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression),
                 threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                summary_json=summary_json,
             )
-        _emit(figures, render_advantages, quiet, summary_json)
+        _emit(figures, render_advantages, quiet)
 
 
 OBJECTIVE_EXAMPLES = """\
@@ -484,7 +478,6 @@ def objective(
     Advantages come from an advantage column, else from the rewards (mean baseline per prompt; the whole file is one group without ids or --num-generations). The objective is maximised; the loss is its negative.
     """
     with reported_errors(ctx, debug):
-        _check_stdout(output, summary_json)
         config = ObjectiveConfig(
             preset=_value(preset), loss=_value(loss), epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
             delta=delta, tau_pos=tau_pos, tau_neg=tau_neg, is_level=is_level, is_cap=is_cap,
@@ -504,8 +497,9 @@ def objective(
                 ref_logprobs_col=ref_logprobs_col, rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col,
                 input_format=_value(input_format), hive=hive,
                 output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                summary_json=summary_json,
             )
-        _emit(figures, render_objective, quiet, summary_json)
+        _emit(figures, render_objective, quiet)
 
 
 MISMATCH_EXAMPLES = """\
@@ -558,8 +552,9 @@ def mismatch(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, old_logprobs_col=old_logprobs_col,
                 rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col, input_format=_value(input_format), hive=hive,
                 output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                summary_json=summary_json,
             )
-        _emit_json(figures, render_mismatch, quiet, json_out, summary_json)
+        _emit(figures, render_mismatch, quiet, json_out)
 
 
 INSPECT_EXAMPLES = """\
@@ -608,8 +603,9 @@ def inspect(
                 logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col,
                 rollout_logprobs_col=rollout_logprobs_col, advantage_col=advantage_col, truncated_col=truncated_col,
                 input_format=_value(input_format), hive=hive, threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                summary_json=summary_json,
             )
-        _emit_json(figures, render_inspect, quiet, json_out, summary_json)
+        _emit(figures, render_inspect, quiet, json_out)
 
 
 COMPARE_EXAMPLES = """\
@@ -662,8 +658,9 @@ def compare(
                 input, output, output_dir=output_dir, estimators=estimators, prompt_col=prompt_col, reward_col=_one(reward_col),
                 num_generations=num_generations, baseline_col=baseline_col, mask_col=mask_col, top=top,
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                summary_json=summary_json,
             )
-        _emit_json(figures, render_compare, quiet, json_out, summary_json)
+        _emit(figures, render_compare, quiet, json_out)
 
 
 FILTER_EXAMPLES = """\
@@ -711,7 +708,6 @@ def filter_rows(
     Without -o (or --output-dir), only reports what would be kept and why the rest would not.
     """
     with reported_errors(ctx, debug):
-        _check_stdout(output, summary_json)
         config = FilterConfig(drop_zero_variance=drop_zero_variance or None, keep_if=keep_if, truncated=_value(truncated),
                               overlong_buffer=overlong_buffer, max_length=max_length, overlong_factor=overlong_factor)
         with progress_reporter(progress.value, quiet) as progress:
@@ -719,8 +715,9 @@ def filter_rows(
                 input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
                 num_generations=num_generations, truncated_col=truncated_col, mask_col=mask_col, logprobs_col=logprobs_col,
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
+                summary_json=summary_json,
             )
-        _emit(figures, render_filter, quiet, summary_json)
+        _emit(figures, render_filter, quiet)
 
 
 PRESETS_EXAMPLES = """\

@@ -49,11 +49,18 @@ class OutputError(GrpoError):
 
 
 class Interrupted(GrpoError):
-    """The run was stopped by SIGINT (exit code 130) or SIGTERM (143); nothing was written."""
+    """The run was stopped by SIGINT (exit code 130) or SIGTERM (143). ``detail`` says what was
+    written; the code that knows adds it (:meth:`saying`), and without it the message claims nothing."""
 
-    def __init__(self, signal_name: str, exit_code: int):
-        super().__init__(f"interrupted by {signal_name}; no output written")
+    def __init__(self, signal_name: str, exit_code: int, detail: str = ""):
+        super().__init__(f"interrupted by {signal_name}{detail}")
+        self.signal_name = signal_name
         self.exit_code = exit_code
+        self.detail = detail
+
+    def saying(self, detail: str) -> "Interrupted":
+        """This interrupt with ``detail``, unless it already says what was written."""
+        return self if self.detail else Interrupted(self.signal_name, self.exit_code, detail)
 
 
 def check_keywords(given: Iterable[str], valid: Iterable[str], where: str) -> None:

@@ -2,7 +2,9 @@
 
 The options are the keywords of the ``plan_*`` functions of :mod:`grpo_cli.plan`, declared
 there once; these functions add how to read the input and how to run: ``threads``,
-``batch_rows``, ``progress``, and ``engine`` (``local``, or ``ray`` with ``ray_address``).
+``batch_rows``, ``progress``, and ``engine`` (``local``, or ``ray`` with ``ray_address``); and
+``summary_json``, a path (``-``: stdout) for the returned figures as JSON, written with the
+other outputs (see :func:`run`).
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from typing import Any, Callable, ContextManager
 
 from .engines import Engine, Progress, make_engine
 from .errors import check_keywords
-from .io import Source, open_source
+from .io import Source, Staged, open_source
 from .plan import (AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_compare,
                    plan_filter, plan_inspect, plan_mismatch, plan_objective)
+from .report import json_text
 
 
 def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
     """Refuse a keyword that is no option of ``plan``."""
-    check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output")], f"{name}()")
+    check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output", "summary_json")], f"{name}()")
 
 
 def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan | FilterPlan | ComparePlan | InspectPlan) -> dict:
@@ -31,12 +34,24 @@ def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPla
 
 
 def run(command: str, make_plan: Callable, opened: ContextManager[Source], output: str | None, engine: Engine,
-        options: dict[str, Any]) -> dict:
-    """Make the plan of ``command`` with ``make_plan`` on the ``opened`` source, run it on ``engine``."""
+        options: dict[str, Any], summary_json: str | None = None) -> dict:
+    """Make the plan of ``command`` with ``make_plan`` on the ``opened`` source, run it on
+    ``engine``, and write the figures as JSON to ``summary_json`` (``-``: stdout) if given.
+
+    Every path written is checked by the plan, before the passes over the data (none is an
+    input or another output). Every output, the summary JSON included, is staged as a temporary file and
+    all are committed together once the run has succeeded (see :class:`~grpo_cli.io.Outputs`):
+    a failure or an interrupt leaves every target as it was.
+    """
     _check(options, make_plan, f"{command}_file")
-    with opened as source:
-        plan = make_plan(source, output=output, **options)
-        return _with_plan(getattr(engine, command)(source, plan), plan)
+    with engine.outputs as outputs, opened as source:
+        plan = make_plan(source, output=output, summary_json=summary_json, **options)
+        summary = Staged(summary_json, outputs) if summary_json is not None else None
+        figures = _with_plan(getattr(engine, command)(source, plan), plan)
+        if summary is not None:
+            summary.write_text(json_text(figures))
+        outputs.commit()
+        return figures
 
 
 def advantages_file(
@@ -50,6 +65,7 @@ def advantages_file(
     progress: Progress | None = None,
     engine: str = "local",
     ray_address: str | None = None,
+    summary_json: str | None = None,
     **options: Any,
 ) -> dict:
     """Compute advantages for every row of ``input`` (files, folders or globs read as one
@@ -65,7 +81,7 @@ def advantages_file(
     """
     return run("advantages", plan_advantages, open_source(input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
-                options)
+               options, summary_json)
 
 
 def objective_file(
@@ -79,6 +95,7 @@ def objective_file(
     progress: Progress | None = None,
     engine: str = "local",
     ray_address: str | None = None,
+    summary_json: str | None = None,
     **options: Any,
 ) -> dict:
     """The policy objective of ``input`` (read as :func:`advantages_file` reads it); per-row
@@ -96,7 +113,7 @@ def objective_file(
     """
     return run("objective", plan_objective, open_source(input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
-                options)
+               options, summary_json)
 
 
 def mismatch_file(
@@ -110,6 +127,7 @@ def mismatch_file(
     progress: Progress | None = None,
     engine: str = "local",
     ray_address: str | None = None,
+    summary_json: str | None = None,
     **options: Any,
 ) -> dict:
     """The train/rollout mismatch report of ``input`` (read as :func:`advantages_file` reads
@@ -122,7 +140,7 @@ def mismatch_file(
     """
     return run("mismatch", plan_mismatch, open_source(input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
-                options)
+               options, summary_json)
 
 
 def filter_file(
@@ -136,6 +154,7 @@ def filter_file(
     progress: Progress | None = None,
     engine: str = "local",
     ray_address: str | None = None,
+    summary_json: str | None = None,
     **options: Any,
 ) -> dict:
     """Write the rows of ``input`` that the rules keep to ``output`` (or one file per input
@@ -148,7 +167,7 @@ def filter_file(
     """
     return run("filter", plan_filter, open_source(input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
-                options)
+               options, summary_json)
 
 
 def compare_file(
@@ -162,6 +181,7 @@ def compare_file(
     progress: Progress | None = None,
     engine: str = "local",
     ray_address: str | None = None,
+    summary_json: str | None = None,
     **options: Any,
 ) -> dict:
     """Several estimators on ``input`` side by side; one ``advantage_<label>`` column each
@@ -173,7 +193,8 @@ def compare_file(
     :func:`grpo_cli.compare.compare_figures`, ``columns`` and each estimator's ``config``.
     """
     return run("compare", plan_compare, open_source(input, input_format, hive=hive), output,
-               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress), options)
+               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
+               options, summary_json)
 
 
 def inspect_file(
@@ -186,6 +207,7 @@ def inspect_file(
     progress: Progress | None = None,
     engine: str = "local",
     ray_address: str | None = None,
+    summary_json: str | None = None,
     **options: Any,
 ) -> dict:
     """What ``input`` holds: which column plays which role and why, its layout, rows, groups,
@@ -198,4 +220,5 @@ def inspect_file(
     :func:`grpo_cli.inspection.inspect_figures`.
     """
     return run("inspect", plan_inspect, open_source(input, input_format, hive=hive), None,
-               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress), options)
+               make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
+               options, summary_json)

@@ -7,9 +7,10 @@ A :class:`Source` is one or more files read as one dataset, in order. Sources ar
 twice at most: once for the small columns (ids, rewards), then streamed by record batch.
 Files may differ in ways that do not matter: the columns a run reads are cast to one type
 (int and float: float; float32 and float64: float64) and must be in every file; the others
-are carried as they are. Stdin is spooled to a temporary file first, because both passes
-need it and a parquet footer sits at the end of the stream. Output goes to a temporary
-file beside the target and is renamed into place only when the whole run succeeded.
+are carried as they are. Stdin, pipes and FIFOs are spooled to a temporary file first,
+because both passes need them and a parquet footer sits at the end of the stream. Every
+output of a run goes to a temporary file first, and all are moved into place together only
+when the whole run succeeded (:class:`Outputs`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ import contextlib
 import fnmatch
 import itertools
 import os
+import secrets
 import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Iterator, TypeVar
+from typing import BinaryIO, Iterator, TypeVar
 from urllib.parse import unquote
 
 import numpy as np
@@ -35,7 +37,7 @@ import pyarrow.parquet as pq
 
 from . import jsonl, writer
 from .parallel import default_threads, ordered_map
-from .errors import ColumnNotFoundError, InputError, OutputError, UsageError
+from .errors import ColumnNotFoundError, InputError, Interrupted, OutputError, UsageError
 from .numerics import inexact_integers
 from .schema import check_unique_names
 from .writer import Layout, RowGroupWriter
@@ -515,28 +517,53 @@ def _common_format(parts: list[Part], input_format: str | None) -> str:
 def open_source(inputs: str | list[str], input_format: str | None = None, *, hive: bool = False) -> Iterator[Source]:
     """Open files, folders or globs (or ``-`` for stdin) as one :class:`Source`; the format
     comes from ``input_format``, else the suffix, else the file's first bytes. With ``hive``,
-    the ``key=value`` folders below a folder or glob input are columns too."""
+    the ``key=value`` folders below a folder or glob input are columns too. Stdin, pipes and
+    FIFOs (``<(cmd)``, ``mkfifo``) are spooled first (:func:`_spooled`)."""
     inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     inputs = [str(i) for i in inputs]
     if input_format is not None and input_format not in FORMATS:
         raise UsageError(f"unknown `input_format` {input_format!r} (valid: {', '.join(FORMATS)})")
     if not inputs:
         raise UsageError("no input given")
-    if STDIO in inputs:
-        if len(inputs) > 1:
-            raise UsageError("- (stdin) cannot be combined with other inputs")
-        with tempfile.NamedTemporaryFile(prefix="grpo-stdin-") as spool:
-            shutil.copyfileobj(sys.stdin.buffer, spool)
-            spool.flush()
-            part = Part("<stdin>", spool.name, PurePath("<stdin>"), LOCAL)
-            if os.path.getsize(part.path) == 0:
-                raise InputError("<stdin>: empty input")
-            yield _with_rows(Source(part.name, [part], input_format or _format_of(part), hive))
-        return
-    parts = expand_inputs(inputs)
-    name = inputs[0] if len(inputs) == 1 else f"{len(parts)} files"
-    folders = tuple(Path(i) for i in inputs if not is_uri(i) and Path(i).is_dir())
-    yield _with_rows(Source(name, parts, _common_format(parts, input_format), hive, folders))
+    if STDIO in inputs and len(inputs) > 1:
+        raise UsageError("- (stdin) cannot be combined with other inputs")
+    with contextlib.ExitStack() as spools:
+        if inputs == [STDIO]:
+            name, parts = "<stdin>", [_spooled(spools, Part("<stdin>", STDIO, PurePath("<stdin>"), LOCAL))]
+        else:
+            parts = [_spooled(spools, part) if part.local and _is_special(part.path) else part for part in expand_inputs(inputs)]
+            name = inputs[0] if len(inputs) == 1 else f"{len(parts)} files"
+        folders = tuple(Path(i) for i in inputs if i != STDIO and not is_uri(i) and Path(i).is_dir())
+        yield _with_rows(Source(name, parts, _common_format(parts, input_format), hive, folders))
+
+
+def _spooled(spools: contextlib.ExitStack, part: Part) -> Part:
+    """``part`` (stdin, a pipe or a FIFO) copied to a temporary file that ``spools`` removes:
+    both passes need the data, and a parquet footer sits at the end of the stream."""
+    spool = spools.enter_context(tempfile.NamedTemporaryFile(prefix="grpo-spool-"))
+    try:
+        with contextlib.nullcontext(stdin()) if part.path == STDIO else open(part.path, "rb") as stream:
+            shutil.copyfileobj(stream, spool)
+        spool.flush()
+    except OSError as exc:
+        raise InputError(f"{part.name}: cannot read ({exc.strerror or exc})") from None
+    if spool.tell() == 0:
+        raise InputError(f"{part.name}: empty input")
+    return Part(part.name, spool.name, part.relative, LOCAL)
+
+
+def stdin() -> BinaryIO:
+    """Binary stdin; a closed one (``<&-``: Python found no descriptor 0 at start) is refused."""
+    if sys.stdin is None:
+        raise InputError("<stdin>: not open (stdin is closed); pipe the rollouts in, or name the file")
+    return sys.stdin.buffer
+
+
+def stdout() -> BinaryIO:
+    """Binary stdout; a closed one (``>&-``: Python found no descriptor 1 at start) is refused."""
+    if sys.stdout is None:
+        raise OutputError("<stdout>: not open (stdout is closed); redirect it, or write to a file")
+    return sys.stdout.buffer
 
 
 @contextlib.contextmanager
@@ -550,8 +577,10 @@ def open_table(table: pa.Table, name: str = "<frame>") -> Iterator[Source]:
 
 
 def _with_rows(source: Source) -> Source:
-    if not source.row_counts.sum():
-        raise InputError(f"{source.name}: no rows")
+    """``source``, if every one of its files has rows."""
+    empty = next((part for part, rows in zip(source.parts, source.row_counts) if rows == 0), None)
+    if empty is not None:
+        raise InputError(f"{empty.name}: no rows")
     return source
 
 
@@ -603,34 +632,54 @@ def _nulls(values: pa.Array) -> pa.Array | None:
     return values.is_null() if values.null_count else None
 
 
-class Sink:
-    """Writes record batches to a temporary file, then moves it into place on :meth:`commit`.
+COPY_BYTES = 1 << 20  # bytes per write when copying into stdout, a device or a FIFO
 
-    Use as a context manager: leaving it without a commit (an error, a signal) removes the
-    temporary file and the folders made for the target, so a failed run leaves no partial
-    output. For ``-`` the finished file is copied to stdout, so a failure half-way writes
-    nothing to the pipe either.
+
+class Staged:
+    """One output on its way to ``target`` (``-``: stdout), written to a temporary file first.
+
+    A regular file (or a new one) gets its temporary file beside it (beside the file a symlink
+    points to), and :meth:`commit` renames it into place: atomic, and a symlink stays, pointing
+    at the new file. Stdout, a device or a FIFO gets it in the temporary folder, and
+    :meth:`commit` copies it in, as ``cp`` does: such a target is never replaced. :meth:`discard`
+    removes the temporary file and the folders made for the target. Given ``outputs``, it is
+    held there before its temporary file exists, so an interrupt at any point leaves none.
     """
 
-    def __init__(self, target: str, fmt: str, schema: pa.Schema, layout: Layout = Layout()):
+    def __init__(self, target: str, outputs: Outputs | None = None):
         self.target = target
-        self.format = fmt
-        self.rows = 0
+        self.place: Path | None = None  # what the rename replaces; None: copied in
         self.tmp: Path | None = None
         self.made: list[Path] = []  # folders made for the target, deepest first
-        self._parquet = self._jsonl = None
-        directory = None if target == STDIO else Path(target).resolve().parent
+        self.copied = 0  # bytes copied in so far
+        if outputs is not None:
+            outputs.add(self)
         try:
             with self._os_errors():
-                self.made = _make_folders(directory) if directory is not None else []
-                fd, tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=directory)
-                os.close(fd)
-                self.tmp = Path(tmp)
-                self._parquet = RowGroupWriter(str(self.tmp), schema, layout) if fmt == "parquet" else None
-                self._jsonl = open(self.tmp, "wb") if fmt == "jsonl" else None
+                self._make()
+                self._open()
         except BaseException:
-            self._discard()
+            self.discard()
             raise
+
+    def _make(self) -> None:
+        """Make the target's folders and the temporary file, its name recorded before it exists."""
+        if self.target == STDIO or _is_special(self.target):
+            folder = Path(tempfile.gettempdir())
+        else:
+            self.place = Path(os.path.realpath(self.target))
+            folder = self.place.parent
+            self.made = _make_folders(folder)
+        self.tmp = folder / f".{Path(self.target).name}.{secrets.token_hex(6)}.tmp"
+        os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+    def _open(self) -> None:
+        """Open the temporary file for writing (a :class:`Sink` does)."""
+
+    @property
+    def shown(self) -> str:
+        """The target as messages name it."""
+        return "<stdout>" if self.target == STDIO else self.target
 
     @contextlib.contextmanager
     def _os_errors(self) -> Iterator[None]:
@@ -641,8 +690,72 @@ class Sink:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            where = "<stdout>" if self.target == STDIO else self.target
-            raise OutputError(f"{where}: cannot write ({exc.strerror or exc}); nothing was written") from None
+            done = "the output is incomplete" if self.copied else "nothing was written"
+            raise OutputError(f"{self.shown}: cannot write ({exc.strerror or exc}); {done}") from None
+
+    def write_text(self, text: str) -> None:
+        with self._os_errors():
+            self.tmp.write_text(text)
+
+    def close(self) -> None:
+        """Finish the temporary file (the target is untouched until :meth:`commit`)."""
+
+    def commit(self) -> None:
+        """Move the finished temporary file into place (see the class)."""
+        self.close()
+        with self._os_errors():
+            if self.place is None:
+                self._copy_in()
+            else:
+                # the temporary file is private (0600); give it the mode a plain open() would.
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(self.tmp, 0o666 & ~umask)
+                os.replace(self.tmp, self.place)
+        self.made = []
+
+    def _copy_in(self) -> None:
+        """Copy the temporary file into stdout, the device or the FIFO; an interrupt once the
+        copy has begun says that the output is incomplete."""
+        into = stdout().fileno() if self.target == STDIO else self.target
+        with open(self.tmp, "rb") as finished, open(into, "wb", buffering=0, closefd=self.target != STDIO) as out:
+            try:
+                while chunk := finished.read(COPY_BYTES):
+                    view = memoryview(chunk)
+                    while view:
+                        written = out.write(view)
+                        self.copied += written
+                        view = view[written:]
+            except Interrupted as exc:
+                where = "stdout" if self.target == STDIO else self.target
+                raise exc.saying(f" while copying to {where}; the output is incomplete") from None
+
+    def discard(self) -> None:
+        """Remove the temporary file and the folders made for the target (if still empty)."""
+        with contextlib.suppress(Exception):
+            self.close()
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
+        for folder in self.made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+class Sink(Staged):
+    """Writes record batches, in format ``fmt``, to a staged output (see :class:`Staged`);
+    parquet as ``layout`` says (:mod:`grpo_cli.writer`)."""
+
+    def __init__(self, target: str, fmt: str, schema: pa.Schema, layout: Layout = Layout(), outputs: Outputs | None = None):
+        self.format = fmt
+        self.schema = schema
+        self.layout = layout
+        self.rows = 0
+        self._parquet = self._jsonl = None
+        super().__init__(target, outputs)
+
+    def _open(self) -> None:
+        self._parquet = RowGroupWriter(str(self.tmp), self.schema, self.layout) if self.format == "parquet" else None
+        self._jsonl = open(self.tmp, "wb") if self.format == "jsonl" else None
 
     def write(self, batch: pa.RecordBatch) -> None:
         with self._os_errors():
@@ -667,7 +780,6 @@ class Sink:
                                  "which JSON Lines cannot hold; write parquet instead")
 
     def close(self) -> None:
-        """Finish the temporary file (the target is untouched until :meth:`commit`)."""
         writer, handle, self._parquet, self._jsonl = self._parquet, self._jsonl, None, None
         with self._os_errors():
             if writer is not None:
@@ -675,36 +787,50 @@ class Sink:
             if handle is not None:
                 handle.close()
 
+
+class Outputs:
+    """Every file a run writes, committed together. Each is staged first (:class:`Staged`,
+    :class:`Sink`); :meth:`commit` copies the streamed ones in first (stdout, devices, FIFOs:
+    a full disk or a closed pipe can stop them half-way), then renames the others into place,
+    so a copy that fails leaves every file target as it was.
+
+    Use as a context manager: leaving it removes every temporary file, and an interrupt that
+    came before the commit began says that no output was written.
+    """
+
+    def __init__(self) -> None:
+        self.staged: list[Staged] = []
+        self.committing = False
+
+    def add(self, staged: Staged) -> None:
+        self.staged.append(staged)
+
     def commit(self) -> None:
-        self.close()
-        with self._os_errors():
-            if self.target == STDIO:
-                with open(self.tmp, "rb") as f:
-                    shutil.copyfileobj(f, sys.stdout.buffer)
-                sys.stdout.buffer.flush()
-            else:
-                # mkstemp makes the file private (0600); give it the mode a plain open() would.
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(self.tmp, 0o666 & ~umask)
-                os.replace(self.tmp, self.target)
-        self.made = []
+        self.committing = True  # from here on, an interrupt never says that nothing was written
+        for done, staged in enumerate(sorted(self.staged, key=lambda s: s.place is not None)):
+            try:
+                staged.commit()
+            except Interrupted as exc:
+                if done:
+                    raise exc.saying(" while moving the outputs into place; the output is incomplete") from None
+                raise
 
-    def _discard(self) -> None:
-        """Remove the temporary file and the folders made for the target (if still empty)."""
-        if self.tmp is not None:
-            self.tmp.unlink(missing_ok=True)
-        for folder in self.made:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-
-    def __enter__(self) -> "Sink":
+    def __enter__(self) -> Outputs:
+        self.committing = False
         return self
 
-    def __exit__(self, *exc) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
-        self._discard()
+    def __exit__(self, kind, exc, traceback) -> None:
+        staged, self.staged = self.staged, []
+        for s in reversed(staged):  # the last first: the folders an earlier one made are empty by then
+            s.discard()
+        if isinstance(exc, Interrupted) and not self.committing:
+            raise exc.saying("; no output written") from None
+
+
+def _is_special(path: str) -> bool:
+    """Whether ``path`` is a pipe, a FIFO, a device or a socket (after symlinks): read once,
+    in order, as an input; written into, never replaced, as an output."""
+    return os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path))
 
 
 def _make_folders(folder: Path) -> list[Path]:
@@ -733,36 +859,27 @@ def resolve_output_format(target: str, explicit: str | None, input_format: str) 
     return fmt
 
 
-def check_target(target: str, source: Source) -> None:
-    """Refuse to overwrite an input file or a folder, or to write into a folder input (a later
-    run on it would read the output as input)."""
-    if target == STDIO:
-        return
-    t = Path(target)
-    if t.exists() and any(part.local and os.path.samefile(part.path, t) for part in source.parts):
-        raise UsageError(f"output {target!r} is an input file; choose another path")
-    if t.is_dir():
-        raise UsageError(f"output {target!r} is a directory (for one output per input, use `output_dir`)")
-    folder = next((f for f in source.folders if t.resolve().is_relative_to(f.resolve())), None)
-    if folder is not None:
-        raise UsageError(f"output {target!r} is inside input folder {str(folder)!r}, whose sub-folders are read too: "
-                         "a later run would read it as input; write it outside")
-
-
-def output_targets(source: Source, output: str | None, output_dir: str | None, fmt_option: str | None) -> tuple[list[str], str]:
+def output_targets(source: Source, output: str | None, output_dir: str | None, fmt_option: str | None,
+                   summary_json: str | None = None) -> tuple[list[str], str]:
     """Where the annotated rows go, and in which format: ``[output]``, or one file per input
     under ``output_dir`` (created if missing) at the input's path below its folder or glob
-    (:attr:`Part.relative`; its suffix changed if the format is)."""
+    (:attr:`Part.relative`; its suffix changed if the format is). These and ``summary_json``
+    are every path the run writes, and each is checked here, before the passes over the data
+    (:func:`_check_written`)."""
     if output is not None and output_dir is not None:
         raise UsageError("pass either `output` or `output_dir`, not both")
-    uri = next((name for name, given in (("output", output), ("output_dir", output_dir)) if given and is_uri(given)), None)
+    given = {"output": output, "output_dir": output_dir, "summary_json": summary_json}
+    uri = next((name for name, path in given.items() if path and is_uri(path)), None)
     if uri is not None:
         raise UsageError(f"`{uri}` is a URI; outputs are written to local paths (inputs may be URIs)")
+    if STDIO in (output, summary_json):
+        stdout()  # refused if closed
+    for what, path in (("output", output), ("`summary_json`", summary_json)):
+        if path not in (None, STDIO) and not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"{what} folder {str(Path(path).parent)!r} does not exist")
     if output_dir is None:
         targets = [output] if output is not None else []
         fmt = resolve_output_format(output, fmt_option, source.format) if output is not None else source.format
-        if output not in (None, STDIO) and not Path(output).resolve().parent.is_dir():
-            raise UsageError(f"output folder {str(Path(output).parent)!r} does not exist")
     else:
         if source.name == "<stdin>":
             raise UsageError("`output_dir` needs named input files, not stdin")
@@ -771,9 +888,49 @@ def output_targets(source: Source, output: str | None, output_dir: str | None, f
         fmt = fmt_option or source.format
         targets = [str(Path(output_dir) / _renamed(part.relative, fmt)) for part in source.parts]
         _check_distinct(source, targets)
-    for target in targets:
-        check_target(target, source)
+    written = [("output", target) for target in targets]
+    if summary_json is not None:
+        written.append(("`summary_json`", summary_json))
+    _check_written(source, written)
     return targets, fmt
+
+
+def _check_written(source: Source, written: list[tuple[str, str]]) -> None:
+    """Refuse a path the run writes (``(what, path)``) that is an input file (also through a
+    symlink or a hard link) or a folder, or is inside a folder input (a later run on it would
+    read it as input); and two that are one file, or both stdout."""
+    seen: dict[object, tuple[str, str]] = {}
+    for what, path in written:
+        if path != STDIO:
+            _check_target(what, path, source)
+        key = path if path == STDIO else _identity(path)
+        if key in seen:
+            if path == STDIO:
+                raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
+            raise UsageError(f"{seen[key][0]} {seen[key][1]!r} and {what} {path!r} are one file; write them to different paths")
+        seen[key] = (what, path)
+
+
+def _check_target(what: str, path: str, source: Source) -> None:
+    t = Path(path)
+    if t.exists() and any(part.local and os.path.samefile(part.path, t) for part in source.parts):
+        raise UsageError(f"{what} {path!r} is an input file; choose another path")
+    if t.is_dir():
+        hint = " (for one output per input, use `output_dir`)" if what == "output" else ""
+        raise UsageError(f"{what} {path!r} is a directory{hint}")
+    folder = next((f for f in source.folders if t.resolve().is_relative_to(f.resolve())), None)
+    if folder is not None:
+        raise UsageError(f"{what} {path!r} is inside input folder {str(folder)!r}, whose sub-folders are read too: "
+                         "a later run would read it as input; write it outside")
+
+
+def _identity(path: str) -> object:
+    """What makes two paths one file: its device and inode if it exists, else where it resolves to."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return found.st_dev, found.st_ino
 
 
 def _check_distinct(source: Source, targets: list[str]) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -15,14 +13,9 @@ BAR_WIDTH = 30
 VALUE_WIDTH = 50  # the value column; with the longest label the table fits 80 columns
 
 
-def write_json(figures: dict, path: str) -> None:
-    """The figures as indented JSON, to ``path`` (``-``: stdout)."""
-    text = json.dumps(figures, indent=2) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        Path(path).write_text(text)
+def json_text(figures: dict) -> str:
+    """The figures as indented JSON, ending in a newline."""
+    return json.dumps(figures, indent=2) + "\n"
 
 
 def _fmt(x, spec: str = ".6g") -> str:

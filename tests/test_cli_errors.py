@@ -219,11 +219,10 @@ def test_full_disk_on_stdout_is_one_clear_line(tmp_path):
     assert proc.stderr.decode() == "Error: <stdout>: cannot write (No space left on device); nothing was written\n"
 
 
-@pytest.mark.parametrize("where", ["mkstemp", "write_table"])
+@pytest.mark.parametrize("where", ["temp file", "write_table"])
 def test_write_failures_leave_no_partial_file(tmp_path, monkeypatch, where):
     """A full disk or a permission error while writing: one clear error, nothing left."""
     import errno
-    import tempfile
 
     from grpo_cli import advantages_file
     from grpo_cli.errors import OutputError
@@ -235,7 +234,7 @@ def test_write_failures_leave_no_partial_file(tmp_path, monkeypatch, where):
     def fail(*args, **kwargs):
         raise OSError(errno.ENOSPC if where == "write_table" else errno.EACCES, os.strerror(errno.ENOSPC if where == "write_table" else errno.EACCES))
 
-    monkeypatch.setattr(tempfile, "mkstemp", fail) if where == "mkstemp" else monkeypatch.setattr(pq.ParquetWriter, "write_table", fail)
+    monkeypatch.setattr(os, "open", fail) if where == "temp file" else monkeypatch.setattr(pq.ParquetWriter, "write_table", fail)
     with pytest.raises(OutputError, match="cannot write"):
         advantages_file(str(src), str(out / "o.parquet"))
     assert list(out.iterdir()) == []

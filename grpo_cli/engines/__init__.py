@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Callable
 
 from ..errors import UsageError
-from ..io import Source
+from ..io import Outputs, Source
 from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan
 
 Progress = Callable[[int, int, str], None]
@@ -22,13 +22,16 @@ class Engine(ABC):
     """Runs the plans of the commands over a :class:`~grpo_cli.io.Source`.
 
     ``progress(rows done, rows in all, pieces)`` is called as batches finish; ``pieces`` says
-    how many stored pieces are done, e.g. ``row groups 3/12``.
+    how many stored pieces are done, e.g. ``row groups 3/12``. Written outputs are staged in
+    ``outputs`` (temporary files), for the caller to commit with its own (the summary JSON)
+    or to leave, which removes them.
     """
 
     def __init__(self, *, threads: int | None = None, batch_rows: int | None = None, progress: Progress | None = None):
         self.threads = threads
         self.batch_rows = batch_rows
         self.progress = progress
+        self.outputs = Outputs()
 
     @abstractmethod
     def advantages(self, source: Source, plan: AdvantagesPlan) -> dict:

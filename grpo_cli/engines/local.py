@@ -8,7 +8,6 @@ summary, so memory is bounded by the batch, not by the token columns.
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Callable, Iterable, Iterator
@@ -281,28 +280,25 @@ class LocalEngine(Engine):
         it), or per input file with that file's own columns.
 
         A column of the input with the same name as a new one is replaced in place; the others
-        are appended in order. Every output is written to a temporary file and all are moved
-        into place only after the last batch (see :class:`~grpo_cli.io.Sink`).
+        are appended in order. Every output is written to a temporary file staged in
+        :attr:`outputs`, which the caller commits (see :class:`~grpo_cli.io.Outputs`).
         """
         inputs = source.stored_schemas if output.per_input else [source.output_schema]
         schemas = [_annotated_schema(s, new_fields) for s in inputs]
         targets = output.targets
-        with contextlib.ExitStack() as stack:
-            sinks: list[Sink] = []
+        sinks: list[Sink] = []
 
-            def sink(index: int) -> Sink:
-                while len(sinks) <= index:  # also opens the outputs of inputs with no rows
-                    if sinks:
-                        sinks[-1].close()
-                    sinks.append(stack.enter_context(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout)))
-                return sinks[index]
+        def sink(index: int) -> Sink:
+            while len(sinks) <= index:
+                if sinks:
+                    sinks[-1].close()
+                sinks.append(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout, self.outputs))
+            return sinks[index]
 
-            for part, batch, columns in batches:
-                k = part if output.per_input else 0
-                sink(k).write(conform(_set_columns(batch, columns), schemas[k], source.parts[part].name))
-            sink(len(targets) - 1)
-            for s in sinks:
-                s.commit()
+        for part, batch, columns in batches:
+            k = part if output.per_input else 0
+            sink(k).write(conform(_set_columns(batch, columns), schemas[k], source.parts[part].name))
+        sink(len(targets) - 1).close()
 
 
 def _scored(inputs: RowInputs) -> np.ndarray:

@@ -6,8 +6,8 @@ engine computes them, in row order; every later pass runs one streaming task per
 reads the file's batches, runs the kernel on each and yields the results in order. The driver
 merges the partial summaries in row order. One output file (``-o``) is written by the driver,
 batch by batch in input order; with one output per input file, each file's task writes it to
-a temporary file and the driver commits them all at the end (or removes them all if one task
-failed). The same writer sees the same batches: files and summaries are byte-identical to the
+a temporary file and the driver stages them all with the run's other outputs, committed
+together at the end (or removed, if one task failed). The same writer sees the same batches: files and summaries are byte-identical to the
 local engine's. A
 file is not split further: its batches stream from one task, since splitting it by row group
 would change the row groups written.
@@ -52,7 +52,7 @@ def _part_results(source: Source, k: int, first_row: int, prompt: str | None, ke
 def _write_part(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
                 batch_rows: int, target: str, fmt: str, schema: pa.Schema, layout: Layout) -> tuple[Sink, list, int]:
     """Part ``k``'s output, written by this task to a temporary file beside ``target`` (the
-    driver commits it, or discards it if any part failed); its partial summaries and rows."""
+    driver stages it with the run's other outputs); its partial summaries and rows."""
     sink = Sink(target, fmt, schema, layout)
     try:
         partials = []
@@ -61,7 +61,7 @@ def _write_part(source: Source, k: int, first_row: int, prompt: str | None, kern
             sink.write(conform(_set_columns(*written.applied(batch)), schema, source.parts[k].name))
         sink.close()
     except BaseException:
-        sink.__exit__(None, None, None)
+        sink.discard()
         raise
     return sink, partials, sink.rows
 
@@ -105,32 +105,29 @@ class RayEngine(LocalEngine):
 
     def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
                     columns: list[str]) -> list:
-        """With one output per input file, each file's task writes it; the driver commits them
-        all once every task has finished, or removes them all if one failed."""
+        """With one output per input file, each file's task writes it; the driver stages them
+        all in :attr:`outputs` once every task has finished (if one failed, the run fails and
+        leaving :attr:`outputs` removes them)."""
         if not output.per_input:
             return super()._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns)
         source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
         tasks = [self._write_task.remote(source_ref, k, starts[k], grouping.prompt, kernel, args_ref, columns, batch_rows,
                                          output.targets[k], output.format, _annotated_schema(schema, new_fields), output.layout)
                  for k, schema in enumerate(source.stored_schemas)]
-        sinks, partials, failure, done = [], [], None, 0
+        partials, failure, done = [], None, 0
         for k, task in enumerate(tasks):
             try:
                 sink, part_partials, rows = self._get(task)
             except Exception as exc:  # the first failure is reported, once every task has finished
                 failure = failure or exc
                 continue
-            sinks.append(sink)
+            self.outputs.add(sink)
             partials += part_partials
             done += rows
             if self.progress is not None:
                 self.progress(done, int(source.row_counts.sum()), f"files {k + 1}/{len(tasks)}")
         if failure is not None:
-            for sink in sinks:
-                sink.__exit__(None, None, None)
             raise failure
-        for sink in sinks:
-            sink.commit()
         return partials
 
     def _read_columns(self, source: Source, columns: list[str]) -> pa.Table:

@@ -1,0 +1,308 @@
+"""Adversarial cases on inputs and outputs (issue 18): each was a break before its fix."""
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from grpo_cli import advantages_file
+from grpo_cli.errors import Interrupted, OutputError, UsageError
+
+from .conftest import SAMPLE, grpo_executable, run_grpo, write_jsonl_rows
+
+PARQUET = SAMPLE / "rollouts.parquet"
+JSONL = SAMPLE / "rollouts.jsonl"
+
+
+def digest(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def refused(proc, code: int, message: str) -> None:
+    """Exit ``code`` and exactly the one line ``Error: message``."""
+    assert (proc.returncode, proc.stderr.decode()) == (code, f"Error: {message}\n")
+
+
+def expected_output(tmp_path, *args: str) -> bytes:
+    """What `grpo advantages` writes for ``args`` to a plain file."""
+    out = tmp_path / "expected" / "o.parquet"
+    out.parent.mkdir(exist_ok=True)
+    run_grpo("advantages", *args, "-o", str(out), "-q")
+    return out.read_bytes()
+
+
+def leftovers(folder) -> list[str]:
+    """Temporary files and spools left anywhere below ``folder``."""
+    return sorted(p.name for p in Path(folder).rglob("*") if p.name.endswith(".tmp") or p.name.startswith("grpo-"))
+
+
+# 1. Every path a run writes is checked against every input and against the others first.
+
+@pytest.mark.parametrize("via", ["path", "symlink", "hard link"])
+def test_summary_json_that_is_an_input_is_refused(tmp_path, via):
+    src = tmp_path / "r.parquet"
+    shutil.copy(PARQUET, src)
+    named = {"path": src, "symlink": tmp_path / "link.json", "hard link": tmp_path / "hard.json"}[via]
+    if via == "symlink":
+        named.symlink_to(src)
+    elif via == "hard link":
+        os.link(src, named)
+    before = digest(src)
+    proc = run_grpo("objective", str(src), "--summary-json", str(named), "-q", check=False)
+    refused(proc, 2, f"--summary-json {str(named)!r} is an input file; choose another path")
+    assert digest(src) == before and not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("via", ["path", "symlink"])
+def test_summary_json_that_is_the_output_is_refused(tmp_path, via):
+    out = tmp_path / "o.parquet"
+    summary = out if via == "path" else tmp_path / "s.json"
+    if via == "symlink":
+        summary.symlink_to(out)  # dangling: neither exists yet
+    proc = run_grpo("objective", str(PARQUET), "-o", str(out), "--summary-json", str(summary), "-q", check=False)
+    refused(proc, 2, f"output {str(out)!r} and --summary-json {str(summary)!r} are one file; write them to different paths")
+    assert not out.exists() and not leftovers(tmp_path)
+
+
+def test_summary_json_that_is_a_file_of_output_dir_is_refused(steps, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_grpo("advantages", str(steps), "--output-dir", str(out), "--summary-json", str(out / "step_2.parquet"), check=False)
+    refused(proc, 2, f"output {str(out / 'step_2.parquet')!r} and --summary-json {str(out / 'step_2.parquet')!r} are one file; "
+                     "write them to different paths")
+    assert list(out.iterdir()) == []
+
+
+def test_summary_json_inside_a_folder_input_is_refused(steps):
+    proc = run_grpo("advantages", str(steps), "--summary-json", str(steps / "s.json"), check=False)
+    refused(proc, 2, f"--summary-json {str(steps / 's.json')!r} is inside input folder {str(steps)!r}, whose sub-folders are "
+                     "read too: a later run would read it as input; write it outside")
+    assert sorted(p.name for p in steps.iterdir()) == [f"step_{k}.parquet" for k in range(4)]
+
+
+def test_summary_json_that_is_a_uri_or_a_folder_is_refused(tmp_path):
+    proc = run_grpo("advantages", str(PARQUET), "--summary-json", "s3://bucket/s.json", check=False)
+    refused(proc, 2, "--summary-json is a URI; outputs are written to local paths (inputs may be URIs)")
+    proc = run_grpo("advantages", str(PARQUET), "--summary-json", str(tmp_path), check=False)
+    refused(proc, 2, f"--summary-json {str(tmp_path)!r} is a directory")
+
+
+def test_the_file_api_writes_and_checks_the_summary_json(tmp_path):
+    src = tmp_path / "r.parquet"
+    shutil.copy(PARQUET, src)
+    figures = advantages_file(str(src), str(tmp_path / "o.parquet"), summary_json=str(tmp_path / "s.json"))
+    assert json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(figures))
+    with pytest.raises(UsageError, match=r"^`summary_json` '.*r\.parquet' is an input file; choose another path$"):
+        advantages_file(str(src), summary_json=str(src))
+    with pytest.raises(UsageError, match=r"^the rows and the summary JSON cannot both go to stdout"):
+        advantages_file(str(src), "-", summary_json="-")
+
+
+# 2. A device or FIFO given as -o is written through, never replaced.
+
+def test_output_to_a_fifo_is_written_through(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    proc = run_grpo("advantages", str(PARQUET), "-o", str(fifo), "--output-format", "parquet", "-q", check=False)
+    reader.join(10)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced by a regular file"
+    assert received == [expected_output(tmp_path, str(PARQUET))]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["expected", "pipe"]
+
+
+def device_twin(folder: Path, real: str) -> Path:
+    """A private twin of the device ``real`` (same major and minor) in ``folder``, so that a
+    regression that replaces its target replaces only the twin. Skips where mknod is refused."""
+    twin = folder / Path(real).name
+    try:
+        os.mknod(twin, 0o666 | stat.S_IFCHR, os.stat(real).st_rdev)
+    except PermissionError:
+        pytest.skip("mknod is not permitted here")
+    return twin
+
+
+def test_output_to_a_character_device_is_written_through(tmp_path):
+    """The twin of /dev/null first: only if it survives is the real /dev/null written to."""
+    twin = device_twin(tmp_path, "/dev/null")
+    run_grpo("advantages", str(PARQUET), "-o", str(twin), "--output-format", "parquet", "-q")
+    assert stat.S_ISCHR(os.lstat(twin).st_mode), "the device was replaced by a regular file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+    run_grpo("advantages", str(PARQUET), "-o", "/dev/null", "--output-format", "parquet", "-q")
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
+# 3. All outputs are prepared first and committed together, each atomically.
+
+def test_summary_json_in_a_missing_folder_is_refused_before_anything_is_written(tmp_path):
+    out = tmp_path / "o.parquet"
+    proc = run_grpo("advantages", str(PARQUET), "-o", str(out), "--summary-json", str(tmp_path / "missing" / "s.json"), check=False)
+    refused(proc, 2, f"--summary-json folder {str(tmp_path / 'missing')!r} does not exist")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_summary_json_that_cannot_be_written_leaves_no_output(tmp_path):
+    full = device_twin(tmp_path, "/dev/full")
+    out = tmp_path / "o.parquet"
+    proc = run_grpo("advantages", str(PARQUET), "-o", str(out), "--summary-json", str(full), check=False)
+    refused(proc, 1, f"{full}: cannot write (No space left on device); nothing was written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
+
+
+def test_an_output_that_cannot_be_written_leaves_no_summary_json(tmp_path):
+    full = device_twin(tmp_path, "/dev/full")
+    proc = run_grpo("advantages", str(PARQUET), "-o", str(full), "--output-format", "parquet",
+                    "--summary-json", str(tmp_path / "s.json"), check=False)
+    refused(proc, 1, f"{full}: cannot write (No space left on device); nothing was written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+def test_a_full_disk_while_writing_the_summary_json_leaves_nothing(tmp_path, monkeypatch):
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OutputError, match=r"s\.json: cannot write \(No space left on device\); nothing was written$"):
+        advantages_file(str(PARQUET), str(tmp_path / "o.parquet"), summary_json=str(tmp_path / "s.json"))
+    assert list(tmp_path.iterdir()) == []
+
+
+# 4. An interrupt says what is true; none leaves a temporary file.
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_interrupt_while_copying_to_stdout_says_the_output_is_incomplete(tmp_path, sig, code):
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    proc = subprocess.Popen([grpo_executable(), "advantages", str(JSONL), "-o", "-", "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(spool)})
+    first = os.read(proc.stdout.fileno(), 4096)  # rows arrive only once the copy has begun
+    assert first.startswith(b"{")
+    proc.send_signal(sig)  # the copy is blocked on the full pipe: 700 KB do not fit in it
+    rest, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err.decode()) == (code, f"Error: interrupted by {signal.Signals(sig).name} while copying to stdout; "
+                                                     "the output is incomplete\n")
+    assert 0 < len(first + rest) < JSONL.stat().st_size
+    assert list(spool.iterdir()) == []
+
+
+def test_interrupt_just_after_the_temporary_file_is_made_leaves_nothing(tmp_path, monkeypatch):
+    """The window between creating the temporary file and recording its name: a signal there
+    used to leave the file behind."""
+    real_open = os.open
+
+    def open_then_interrupted(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if str(path).endswith(".tmp"):
+            os.close(fd)
+            raise Interrupted("SIGINT", 130)
+        return fd
+
+    monkeypatch.setattr(os, "open", open_then_interrupted)
+    with pytest.raises(Interrupted, match="^interrupted by SIGINT; no output written$"):
+        advantages_file(str(PARQUET), str(tmp_path / "o.parquet"))
+    assert list(tmp_path.iterdir()) == []
+
+
+# 5. -o through a symlink: the temporary file goes beside the file it points to.
+
+@pytest.fixture
+def other_filesystem(tmp_path):
+    if not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs /dev/shm on another filesystem than the tests' temporary folder")
+    folder = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="grpo-test-"))
+    yield folder
+    shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_output_through_a_symlink_to_another_filesystem(tmp_path, other_filesystem, exists):
+    target = other_filesystem / "o.parquet"
+    if exists:
+        target.write_bytes(b"old")
+    link = tmp_path / "link.parquet"
+    link.symlink_to(target)
+    run_grpo("advantages", str(PARQUET), "-o", str(link), "-q")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_bytes() == expected_output(tmp_path, str(PARQUET))
+    assert sorted(p.name for p in other_filesystem.iterdir()) == ["o.parquet"]
+
+
+# 6. Every file of several inputs must have rows.
+
+def test_an_empty_parquet_file_among_several_is_refused(steps):
+    empty = steps / "step_9.parquet"
+    pq.write_table(pq.read_table(steps / "step_0.parquet").slice(0, 0), empty)
+    proc = run_grpo("advantages", str(steps), check=False)
+    refused(proc, 1, f"{empty}: no rows")
+
+
+def test_a_whitespace_only_json_lines_file_among_several_is_refused(tmp_path):
+    a = write_jsonl_rows(tmp_path / "a.jsonl", [{"prompt_id": "p", "reward": 1.0}, {"prompt_id": "p", "reward": 0.0}])
+    blank = tmp_path / "b.jsonl"
+    blank.write_text(" \n\t\n\n")
+    proc = run_grpo("advantages", str(a), str(blank), check=False)
+    refused(proc, 1, f"{blank}: no rows")
+
+
+# 7. Pipes and FIFOs as inputs are spooled, as stdin is.
+
+def test_a_named_fifo_input_is_read(tmp_path):
+    fifo = tmp_path / "rollouts"
+    os.mkfifo(fifo)
+
+    def feed():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(PARQUET.read_bytes())
+        except BrokenPipeError:
+            pass
+
+    threading.Thread(target=feed, daemon=True).start()
+    out = tmp_path / "o.parquet"
+    proc = run_grpo("advantages", str(fifo), "-o", str(out), "-q", check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert out.read_bytes() == expected_output(tmp_path, str(PARQUET))
+
+
+@pytest.mark.parametrize("sample", [PARQUET, JSONL])
+def test_process_substitution_input_is_read(tmp_path, sample):
+    out = tmp_path / "o.parquet"
+    shell = f"'{grpo_executable()}' advantages <(cat '{sample}') -o '{out}' -q"
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert out.read_bytes() == expected_output(tmp_path, str(sample))
+
+
+def test_an_empty_pipe_is_refused(tmp_path):
+    proc = subprocess.run(["bash", "-c", f"'{grpo_executable()}' advantages <(true)"], capture_output=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.decode().endswith(": empty input\n"), proc.stderr.decode()
+
+
+# 8. A closed stdin or stdout is named as such.
+
+def closed(shell: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", f"'{grpo_executable()}' {shell}"], capture_output=True, timeout=120)
+
+
+def test_closed_stdin_is_one_clear_line():
+    refused(closed("advantages - <&-"), 1, "<stdin>: not open (stdin is closed); pipe the rollouts in, or name the file")
+
+
+@pytest.mark.parametrize("args", [f"advantages '{JSONL}' -o - >&-", f"advantages '{PARQUET}' --summary-json - -q >&-",
+                                  f"inspect '{PARQUET}' --json >&-"])
+def test_closed_stdout_is_one_clear_line(args):
+    refused(closed(args), 1, "<stdout>: not open (stdout is closed); redirect it, or write to a file")
