@@ -405,15 +405,16 @@ def _expand(given: str) -> list[Part]:
         if not found:
             raise InputError(f"{given}: is a directory with no {', '.join(SUFFIXES)} files")
         return _parts(head, found, filesystem)
-    _check_readable(given, info)
-    return [Part(given, path, PurePath(PurePath(path).name), filesystem)]
+    part = Part(given, path, PurePath(PurePath(path).name), filesystem)
+    _check_readable(part, info)
+    return [part]
 
 
 def _parts(fixed: str, found: dict[PurePath, pafs.FileInfo], filesystem: pafs.FileSystem) -> list[Part]:
     """The files ``found`` below the input folder ``fixed``, each checked readable."""
     parts = [Part(_joined(fixed, relative), info.path, relative, filesystem) for relative, info in found.items()]
     for part, info in zip(parts, found.values()):
-        _check_readable(part.name, info)
+        _check_readable(part, info)
     return parts
 
 
@@ -473,15 +474,17 @@ def _glob(filesystem: pafs.FileSystem, folder: str, pattern: list[str]) -> dict[
     return {q: found[q] for q in sorted(found) if found[q].type == pafs.FileType.File}
 
 
-def _check_readable(name: str, info: pafs.FileInfo) -> None:
+def _check_readable(part: Part, info: pafs.FileInfo) -> None:
+    """A file that exists, is not a folder, is readable (on the local filesystem, ``file://``
+    included, checked here; elsewhere when read) and is not empty."""
     if info.type == pafs.FileType.NotFound:
-        raise InputError(f"{name}: no such file")
+        raise InputError(f"{part.name}: no such file")
     if info.type == pafs.FileType.Directory:
-        raise InputError(f"{name}: is a directory, expected a file")
-    if not is_uri(name) and not os.access(info.path, os.R_OK):
-        raise InputError(f"{name}: permission denied")
+        raise InputError(f"{part.name}: is a directory, expected a file")
+    if part.local and not os.access(info.path, os.R_OK):
+        raise InputError(f"{part.name}: permission denied")
     if info.size == 0:
-        raise InputError(f"{name}: empty file")
+        raise InputError(f"{part.name}: empty file")
 
 
 def _format_of(part: Part) -> str:
