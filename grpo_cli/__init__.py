@@ -1,32 +1,28 @@
-"""grpo-cli: group-relative advantages and clipped policy objectives on rollout files."""
+"""grpo-cli: group-relative advantages and clipped policy objectives on rollout files.
 
-from .api import GRPOAdvantage, RLOOAdvantage, advantages, normalize_group, policy_objective
-from .config import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig
-from .errors import ColumnNotFoundError, GrpoError, InputError, UnknownOptionError, UsageError
-from .files import advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
-from .frames import annotate_advantages, annotate_objective
+The names below are imported on first use, so the ``grpo`` command loads only what its
+command needs.
+"""
 
-__all__ = [
-    "AdvantageConfig",
-    "ColumnNotFoundError",
-    "FilterConfig",
-    "GRPOAdvantage",
-    "GrpoError",
-    "InputError",
-    "MismatchConfig",
-    "ObjectiveConfig",
-    "RLOOAdvantage",
-    "UnknownOptionError",
-    "UsageError",
-    "advantages",
-    "advantages_file",
-    "annotate_advantages",
-    "annotate_objective",
-    "compare_file",
-    "filter_file",
-    "inspect_file",
-    "mismatch_file",
-    "normalize_group",
-    "objective_file",
-    "policy_objective",
-]
+from importlib import import_module
+
+_HOMES = {
+    "api": ("GRPOAdvantage", "RLOOAdvantage", "advantages", "normalize_group", "policy_objective"),
+    "config": ("AdvantageConfig", "FilterConfig", "MismatchConfig", "ObjectiveConfig"),
+    "errors": ("ColumnNotFoundError", "GrpoError", "InputError", "UnknownOptionError", "UsageError"),
+    "files": ("advantages_file", "compare_file", "filter_file", "inspect_file", "mismatch_file", "objective_file"),
+    "frames": ("annotate_advantages", "annotate_objective"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'grpo_cli' has no attribute {name!r}")
+    return getattr(import_module(f".{_HOME[name]}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

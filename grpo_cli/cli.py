@@ -11,15 +11,12 @@ closed output pipe.
 True
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import re
 import signal
 import sys
 import time
-from importlib.metadata import version as package_version
 from dataclasses import fields
 from enum import Enum
 from typing import Annotated, Callable, Iterator, Optional
@@ -45,13 +42,6 @@ from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
 from .report import render_advantages, render_compare, render_filter, render_inspect, render_mismatch, render_objective, render_presets, json_text
 from .schema import ROLES
-
-def _flag_type(display_type_rich):
-    """Flags take no value: show no ``<bool>`` after them in ``--help``."""
-    return lambda param, ctx: None if getattr(param, "is_flag", False) else display_type_rich(param, ctx)
-
-
-typer.core.TyperOption.display_type_rich = _flag_type(typer.core.TyperOption.display_type_rich)
 
 app = typer.Typer(
     help="Group-relative advantages (GRPO, RLOO, Dr.GRPO) and clipped policy objectives on rollout files.",
@@ -175,7 +165,9 @@ DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks instead
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"grpo {package_version('grpo-cli')}")
+        from importlib.metadata import version
+
+        typer.echo(f"grpo {version('grpo-cli')}")
         raise typer.Exit()
 
 
