@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import reduce
+from typing import Callable
 
 import numpy as np
 
@@ -23,6 +25,7 @@ from .numerics import unit
 from .objective import LOSSES, Totals, aggregate
 
 BLOCK_ROWS = 1 << 16
+CHUNK_ROWS = 16 * BLOCK_ROWS  # :func:`described`'s unit of work: whole blocks, so partials merge without copies
 HIST_BINS = 10
 
 
@@ -189,10 +192,19 @@ def histogram(moments: Moments, spread: Spread) -> dict:
     return {"edges": edges.tolist(), "counts": spread.counts.tolist()}
 
 
-def described(x: np.ndarray, histogram: bool = False) -> tuple[Moments, Spread]:
-    """Both stages over one array: the whole input, as one piece."""
-    moments = Moments.of(x, unit=unit(x))
-    return moments, Spread.of(x, moments, histogram=histogram)
+def described(x: np.ndarray, histogram: bool = False, map_chunks: Callable = map) -> tuple[Moments, Spread]:
+    """Both stages over one array, the whole input: a chunk of :data:`CHUNK_ROWS` rows at a
+    time through ``map_chunks`` (an engine passes one that runs on its threads), the partials
+    merged, so the figures are those of the array in one piece.
+
+    >>> moments, spread = described(np.array([1.0, 2.0, 3.0])); moments.mean, spread.squares.total("x")
+    (2.0, 2.0)
+    """
+    u = unit(x)
+    starts = range(0, len(x), CHUNK_ROWS) or range(1)
+    moments = reduce(Moments.merge, map_chunks(lambda start: Moments.of(x[start:start + CHUNK_ROWS], start, u), starts))
+    spreads = map_chunks(lambda start: Spread.of(x[start:start + CHUNK_ROWS], moments, start, histogram), starts)
+    return moments, reduce(Spread.merge, spreads)
 
 
 @dataclass

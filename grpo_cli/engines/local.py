@@ -30,7 +30,7 @@ from ..inspection import inspect_figures
 from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, Grouping, Inputs, InspectPlan, MismatchPlan, ObjectivePlan, Output
 from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
 
-WINDOW_ROWS = 1 << 16
+WINDOW_ROWS = 1 << 18
 
 
 class LocalEngine(Engine):
@@ -44,11 +44,11 @@ class LocalEngine(Engine):
         index, inputs = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
         if plan.token_level:
             return self._token_advantages(source, plan, index, inputs)
-        adv, group_summary = self._advantages(source, plan.grouping, index, inputs, plan.estimator)
-        with ThreadPoolExecutor(1) as pool:  # the summary is computed while the rows are written
-            figures = pool.submit(lambda: advantage_figures(
-                group_summary, plan.grouping.described, described(_scored(inputs)), described(adv, histogram=True), plan.estimator,
-                len(adv)))
+        with ThreadPoolExecutor(2) as pool:  # the summary is computed while the advantages are, then while the rows are written
+            rewards = pool.submit(self._described, _scored(inputs))
+            adv, group_summary = self._advantages(source, plan.grouping, index, inputs, plan.estimator)
+            figures = pool.submit(lambda: advantage_figures(group_summary, plan.grouping.described, rewards.result(),
+                                                            self._described(adv, histogram=True), plan.estimator, len(adv)))
             if plan.output.targets:
                 written = adv if plan.round_digits is None else round_decimals(adv, plan.round_digits)
                 self._write_pass(source, plan.grouping, plan.output, [pa.field("advantage", pa.float64())], kernels.row_columns,
@@ -148,6 +148,10 @@ class LocalEngine(Engine):
                                mask=plan.steps.mask if plan.steps else None, groups=groups, grouped_by=plan.grouping.described,
                                rewards=rewards, advantages=adv, truncated=truncated, estimator=estimator)
 
+    def _described(self, x: np.ndarray, histogram: bool = False) -> tuple:
+        """:func:`~grpo_cli.summaries.described`, its chunks on the worker threads."""
+        return described(x, histogram, lambda fn, chunks: ordered_map(fn, chunks, self.workers))
+
     def _first_pass(self, source: Source, grouping: Grouping, inputs: Inputs | None,
                     config: AdvantageConfig | None) -> tuple[GroupIndex, RowInputs | None]:
         """Each row's group and (if ``inputs``) what the estimator reads of it, in input order:
@@ -207,7 +211,7 @@ class LocalEngine(Engine):
         moments = _joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
         mu, scale = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
         groups = Groups(inputs.r, index)
-        figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(_scored(inputs)), len(inputs.r),
+        figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, self._described(_scored(inputs)), len(inputs.r),
                                           moments, mu, scale, config)
         if plan.output.targets:
             self._write_pass(source, plan.grouping, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],

@@ -17,23 +17,18 @@ from grpo_cli.errors import InputError
 from ..conftest import write_jsonl_rows
 
 
-def test_windowed_file_advantages_equal_the_one_piece_computation(tmp_path):
+@pytest.mark.parametrize("window", [1 << 12, WINDOW_ROWS])
+def test_windowed_file_advantages_equal_the_one_piece_computation(tmp_path, monkeypatch, window):
     """Contiguous groups are computed a window at a time on threads; the numbers must be the
-    bits of the whole-array computation, whatever the thread count."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from grpo_cli import AdvantageConfig, advantages, advantages_file
-    from grpo_cli.engines.local import WINDOW_ROWS
-
+    bits of the whole-array computation, whatever the thread count and window size."""
+    monkeypatch.setattr("grpo_cli.engines.local.WINDOW_ROWS", window)
     rng = np.random.default_rng(1)
-    sizes = rng.integers(1, 40, size=WINDOW_ROWS // 4)  # variable groups, several windows in all
+    sizes = rng.integers(1, 40, size=(1 << 12) // 4 * 5)  # variable groups, several windows of the smaller size
     ids = np.repeat(np.arange(len(sizes)), sizes)
     rewards = rng.normal(size=len(ids)) * 1e3 + rng.integers(0, 2, size=len(ids))
     path = tmp_path / "r.parquet"
     pq.write_table(pa.table({"prompt_id": ids, "reward": rewards}), path)
-    assert len(ids) > 3 * WINDOW_ROWS
+    assert len(ids) > 3 * (1 << 12)
     for config in (AdvantageConfig(), AdvantageConfig(estimator="rloo", std="sample"), AdvantageConfig(scale="none")):
         expected = advantages(rewards, ids, config)
         for threads in (1, 2, 3):
