@@ -8,6 +8,7 @@ summary, so memory is bounded by the batch, not by the token columns.
 
 from __future__ import annotations
 
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Callable, Iterable, Iterator
@@ -31,6 +32,7 @@ from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, Grouping, Inputs, In
 from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
 
 WINDOW_ROWS = 1 << 18
+WRITES_QUEUED = 1  # batches waiting for the writer thread besides the one it writes
 
 
 class LocalEngine(Engine):
@@ -285,7 +287,9 @@ class LocalEngine(Engine):
 
         A column of the input with the same name as a new one is replaced in place; the others
         are appended in order. Every output is written to a temporary file staged in
-        :attr:`outputs`, which the caller commits (see :class:`~grpo_cli.io.Outputs`).
+        :attr:`outputs`, which the caller commits (see :class:`~grpo_cli.io.Outputs`). The
+        writing runs on a thread of its own, a batch behind the reading: pyarrow's writer
+        uses one core, and reading and the kernels use the other meanwhile.
         """
         inputs = source.stored_schemas if output.per_input else [source.output_schema]
         schemas = [_annotated_schema(s, new_fields) for s in inputs]
@@ -299,10 +303,19 @@ class LocalEngine(Engine):
                 sinks.append(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout, self.outputs))
             return sinks[index]
 
-        for part, batch, columns in batches:
+        def write(part: int, batch: pa.RecordBatch, columns: dict[str, pa.Array]) -> None:
             k = part if output.per_input else 0
             sink(k).write(conform(_set_columns(batch, columns), schemas[k], source.parts[part].name))
-        sink(len(targets) - 1).close()
+
+        with ThreadPoolExecutor(1) as writer:  # in order, on a thread of its own, while this one reads the next batches
+            pending: deque = deque()
+            for item in batches:
+                pending.append(writer.submit(write, *item))
+                while len(pending) > WRITES_QUEUED:
+                    pending.popleft().result()
+            pending.append(writer.submit(lambda: sink(len(targets) - 1).close()))
+            for written in pending:
+                written.result()
 
 
 def _scored(inputs: RowInputs) -> np.ndarray:
