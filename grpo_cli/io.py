@@ -265,22 +265,36 @@ class Source:
         """The named columns of part ``k``, in their unified types."""
         return conform(self._part_table(k, columns), self.read_schema(columns), self.parts[k].name)
 
-    def iter_batches(self, batch_rows: int, columns: list[str] | None = None, only: int | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
+    def iter_batches(self, batch_rows: int, columns: list[str] | None = None, only: int | None = None,
+                     held: pa.Table | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
         """``(part index, batch)``: ``columns`` (default: all), at most ``batch_rows`` rows per
         batch, in file order (``only``: of that part alone); a batch never spans two files. A
         batch holds its part's columns as stored, partition columns last (:func:`conform` gives
-        them the unified types); every part must hold ``columns``."""
+        them the unified types); every part must hold ``columns``.
+
+        ``held``: columns of every row already in memory (a first pass's ids and rewards, in
+        their unified types). A part that stores one of them in that type takes it from there
+        rather than reading it again; a part with nothing else to read is not opened."""
         if columns is not None:
             self.read_schema(columns)
+        starts = np.cumsum(self.row_counts) - self.row_counts
         for k, part in enumerate(self.parts):
             if only is not None and k != only:
                 continue
             stored = self._stored(k, columns)
-            if self.format == "parquet":
-                batches = self._parquet_batches(part, batch_rows, stored.names)
+            kept = [f.name for f in stored if held is not None and f.name in held.column_names and held.schema.field(f.name).type.equals(f.type)]
+            read = pa.schema([f for f in stored if f.name not in kept])
+            if not kept:
+                batches = self._stored_batches(part, batch_rows, read)
             else:
-                batches = self._jsonl_batches(part, batch_rows, stored)
+                rows = held.select(kept).slice(int(starts[k]), int(self.row_counts[k]))
+                batches = _with_held(self._stored_batches(part, batch_rows, read) if len(read) else None, rows, stored, batch_rows)
             yield from ((k, self._with_partitions(k, batch, columns)) for batch in batches)
+
+    def _stored_batches(self, part: Part, batch_rows: int, stored: pa.Schema) -> Iterator[pa.RecordBatch]:
+        if self.format == "parquet":
+            return self._parquet_batches(part, batch_rows, stored.names)
+        return self._jsonl_batches(part, batch_rows, stored)
 
     def _stored(self, k: int, columns: list[str] | None) -> pa.Schema:
         """The stored columns of part ``k`` among ``columns`` (default: all)."""
@@ -321,6 +335,17 @@ class Source:
             return read()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
             raise InputError(f"{part.name}: not a readable {self.format} file ({_first_line(exc)})") from None
+
+
+def _with_held(read: Iterator[pa.RecordBatch] | None, held: pa.Table, schema: pa.Schema, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Batches with ``schema``'s columns: those ``read``, the others sliced from ``held`` (the
+    same rows, in order); with nothing ``read``, ``held`` alone in batches of ``batch_rows``."""
+    start = 0
+    for batch in read if read is not None else [None] * -(-held.num_rows // batch_rows):
+        size = batch.num_rows if batch is not None else min(batch_rows, held.num_rows - start)
+        rows, start = held.slice(start, size), start + size
+        yield pa.RecordBatch.from_arrays([batch.column(f.name) if batch is not None and f.name in batch.schema.names
+                                          else rows.column(f.name).combine_chunks() for f in schema], schema=schema)
 
 
 def conform(data: Data, schema: pa.Schema, name: str) -> Data:

@@ -394,3 +394,41 @@ def test_jsonl_output_refuses_nan_instead_of_writing_null(tmp_path, value):
     with pytest.raises(GrpoError, match=r"row 1: column 'metric' holds NaN or infinity, which JSON Lines cannot hold"):
         advantages_file(str(tmp_path / "in.parquet"), str(tmp_path / "out.jsonl"))
     assert [p.name for p in tmp_path.iterdir()] == ["in.parquet"]
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "jsonl"])
+def test_held_columns_give_the_batches_reading_gives(tmp_path, suffix, monkeypatch):
+    """A write pass takes the first pass's columns from memory (``held``): its batches are
+    those reading gives, a part that stores a column in another type reads it, and a part
+    with nothing else to read is never opened."""
+    from grpo_cli.io import Source, open_source
+
+    rows = [{"prompt_id": k // 2, "reward": k / 4, "note": f"n{k}"} for k in range(7)]
+    parts = [pa.table({"prompt_id": pa.array([r["prompt_id"] for r in rows], t), "reward": [r["reward"] for r in rows],
+                       "note": [r["note"] for r in rows]}) for t in (pa.int64(), pa.int32())]
+    paths = [tmp_path / f"{name}.{suffix}" for name in "ab"]
+    for path, table in zip(paths, parts):
+        if suffix == "parquet":
+            pq.write_table(table, path, row_group_size=3)
+        else:
+            write_jsonl_rows(path, table.to_pylist())
+    with open_source([str(p) for p in paths]) as source:
+        held = source.read_columns(["prompt_id", "reward"])
+        read = list(source.iter_batches(2))
+        taken = list(source.iter_batches(2, held=held))
+        assert [k for k, _ in taken] == [k for k, _ in read]
+        assert all(a.equals(b) for (_, a), (_, b) in zip(taken, read))
+        assert len(taken) == len(read)
+
+    table = pa.table({"prompt_id": pa.array([r["prompt_id"] for r in rows], pa.int64()), "reward": [r["reward"] for r in rows]})
+    if suffix == "parquet":
+        pq.write_table(table, paths[0])
+    else:
+        write_jsonl_rows(paths[0], table.to_pylist())
+    with open_source(str(paths[0])) as source:
+        held = source.read_columns(["prompt_id", "reward"])
+        expected = pa.Table.from_batches([b for _, b in source.iter_batches(2)])
+        monkeypatch.setattr(Source, "_stored_batches", lambda *a: pytest.fail("a part with every column held was read again"))
+        taken = [b for _, b in source.iter_batches(2, held=held)]
+        assert [b.num_rows for b in taken] == [2, 2, 2, 1]
+        assert pa.Table.from_batches(taken).equals(expected)

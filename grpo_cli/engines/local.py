@@ -43,7 +43,7 @@ class LocalEngine(Engine):
         return self.threads or default_threads()
 
     def advantages(self, source: Source, plan: AdvantagesPlan) -> dict:
-        index, inputs = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
+        index, inputs, held = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
         if plan.token_level:
             return self._token_advantages(source, plan, index, inputs)
         with ThreadPoolExecutor(2) as pool:  # the summary is computed while the advantages are, then while the rows are written
@@ -54,13 +54,13 @@ class LocalEngine(Engine):
             if plan.output.targets:
                 written = adv if plan.round_digits is None else round_decimals(adv, plan.round_digits)
                 self._write_pass(source, plan.grouping, plan.output, [pa.field("advantage", pa.float64())], kernels.row_columns,
-                                 {"advantage": written}, columns=[])
+                                 {"advantage": written}, columns=[], held=held)
             return figures.result()
 
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
         computed = None
         if plan.first_pass:
-            index, inputs = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
+            index, inputs, _ = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
             if plan.estimator is not None:
                 computed = self._advantages(source, plan.grouping, index, inputs, plan.estimator)[0]
         partials = self._partials(source, plan.grouping, plan.output, kernels.objective_fields(plan), kernels.objective_batch, plan,
@@ -112,7 +112,7 @@ class LocalEngine(Engine):
     def compare(self, source: Source, plan: ComparePlan) -> dict:
         columns = {}
         for label, inputs, config in plan.estimators:
-            index, rows = self._first_pass(source, plan.grouping, inputs, config)
+            index, rows, _ = self._first_pass(source, plan.grouping, inputs, config)
             columns[column_name(label)] = self._advantages(source, plan.grouping, index, rows, config)[0]
         prompt = plan.grouping.prompt
 
@@ -143,7 +143,7 @@ class LocalEngine(Engine):
                                   plan.truncated)
         estimator, groups, rewards, adv = AdvantageConfig(), None, None, None
         if plan.inputs is not None:
-            index, inputs = self._first_pass(source, plan.grouping, plan.inputs, estimator)
+            index, inputs, _ = self._first_pass(source, plan.grouping, plan.inputs, estimator)
             adv, _ = self._advantages(source, plan.grouping, index, inputs, estimator)
             groups, rewards = GroupSummary.of(Groups(inputs.r, index).subset(inputs.scored)), _scored(inputs)
         return inspect_figures(rows=int(source.row_counts.sum()), roles=plan.roles, nulls=nulls, lengths=lengths, entries=entries,
@@ -155,9 +155,10 @@ class LocalEngine(Engine):
         return described(x, histogram, lambda fn, chunks: ordered_map(fn, chunks, self.workers))
 
     def _first_pass(self, source: Source, grouping: Grouping, inputs: Inputs | None,
-                    config: AdvantageConfig | None) -> tuple[GroupIndex, RowInputs | None]:
+                    config: AdvantageConfig | None) -> tuple[GroupIndex, RowInputs | None, pa.Table]:
         """Each row's group and (if ``inputs``) what the estimator reads of it, in input order:
-        the ids and rewards, and a pass over the token columns the estimator needs."""
+        the ids and rewards, and a pass over the token columns the estimator needs; and the
+        columns read (a write pass takes them from there rather than reading them again)."""
         paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
         names = [grouping.prompt, *(p[0] for p in paths), inputs and inputs.baseline]
         table = self._read_columns(source, list(dict.fromkeys(c for c in names if c is not None)))
@@ -165,7 +166,7 @@ class LocalEngine(Engine):
         label = row_labeller(source, grouping.prompt)
         index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
         if inputs is None:
-            return index, None
+            return index, None, table
         values = _labelled(label, kernels.reward_values, table, paths, inputs.rewards)
         baseline = _labelled(label, kernels.scalars, table.column(inputs.baseline), inputs.baseline) if inputs.baseline else None
         row_level = inputs.steps is not None and lookup(config.estimator).level == "row"  # token level: in its own passes
@@ -173,7 +174,7 @@ class LocalEngine(Engine):
         rows = _labelled(label, lambda: row_inputs(values, list(inputs.rewards), config, baseline=baseline, **per_row))
         if len(rows.r) and not rows.scored.any():
             raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
-        return index, rows
+        return index, rows, table
 
     def _row_steps(self, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> dict[str, np.ndarray]:
         """Per row, from a pass over the token columns: ``length`` (valid tokens) and ``kl``."""
@@ -220,7 +221,8 @@ class LocalEngine(Engine):
                              kernels.token_columns, plan, inputs.r, mu, scale, columns=columns)
         return figures
 
-    def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool) -> Iterator:
+    def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool,
+                 held: pa.Table | None = None) -> Iterator:
         """``(part index, batch, kernel(read, first_row, *args))`` for every record batch, in
         order: the kernel gets the ``columns`` it reads in their unified types; ``batch`` holds
         them as stored, and with ``carry`` every other column of its file too.
@@ -230,13 +232,14 @@ class LocalEngine(Engine):
         """
         done, total = 0, int(source.row_counts.sum())
         kind, ends = source.pieces
-        for part, batch, result in self._computed(source, grouping.prompt, kernel, args, columns, carry):
+        for part, batch, result in self._computed(source, grouping.prompt, kernel, args, columns, carry, held):
             yield part, batch, result
             done += batch.num_rows
             if self.progress is not None:
                 self.progress(done, total, f"{kind} {int(np.searchsorted(ends, done, side='right'))}/{len(ends)}")
 
-    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool) -> Iterator:
+    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool,
+                  held: pa.Table | None) -> Iterator:
         """The kernel on every batch, in order: on up to ``threads`` batches at once while this
         thread reads the next batch and writes the previous one."""
         label = row_labeller(source, prompt)
@@ -244,7 +247,7 @@ class LocalEngine(Engine):
 
         def numbered() -> Iterator[tuple[int, int, pa.RecordBatch]]:
             first_row = 0
-            for part, batch in source.iter_batches(self.batch_rows or source.batch_rows, None if carry else columns):
+            for part, batch in source.iter_batches(self.batch_rows or source.batch_rows, None if carry else columns, held=held):
                 yield first_row, part, batch
                 first_row += batch.num_rows
 
@@ -267,13 +270,14 @@ class LocalEngine(Engine):
         return [written.partial for _, _, written in self._batches(source, grouping, kernel, *args, columns=columns, carry=False)]
 
     def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
-                    columns: list[str]) -> list:
+                    columns: list[str], held: pa.Table | None = None) -> list:
         """Run ``kernel`` (returning :class:`~.kernels.Written`) on every batch, write each batch
-        with its new columns (the rows kept), and return the partial summaries in row order."""
+        with its new columns (the rows kept), and return the partial summaries in row order.
+        ``held``: columns of every row already in memory, not read again (see :meth:`Source.iter_batches`)."""
         partials = []
 
         def written() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
-            for part, batch, result in self._batches(source, grouping, kernel, *args, columns=columns, carry=True):
+            for part, batch, result in self._batches(source, grouping, kernel, *args, columns=columns, carry=True, held=held):
                 partials.append(result.partial)
                 yield part, *result.applied(batch)
 

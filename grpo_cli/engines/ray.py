@@ -94,7 +94,10 @@ class RayEngine(LocalEngine):
         starts = np.cumsum(source.row_counts) - source.row_counts
         return self.ray.put(source), self.ray.put(args), starts.tolist(), self.batch_rows or source.batch_rows
 
-    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool) -> Iterator:
+    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool,
+                  held: pa.Table | None) -> Iterator:
+        """Each part's batches from its own task, which reads every column it needs (``held``,
+        the driver's copy of some, would cost more to ship than to read)."""
         source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
         streams = [self._stream.remote(source_ref, k, first_row, prompt, kernel, args_ref, columns, carry, batch_rows)
                    for k, first_row in enumerate(starts)]
@@ -104,12 +107,12 @@ class RayEngine(LocalEngine):
                 yield k, batch, result
 
     def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
-                    columns: list[str]) -> list:
+                    columns: list[str], held: pa.Table | None = None) -> list:
         """With one output per input file, each file's task writes it; the driver stages them
         all in :attr:`outputs` once every task has finished (if one failed, the run fails and
         leaving :attr:`outputs` removes them)."""
         if not output.per_input:
-            return super()._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns)
+            return super()._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns, held=held)
         source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
         tasks = [self._write_task.remote(source_ref, k, starts[k], grouping.prompt, kernel, args_ref, columns, batch_rows,
                                          output.targets[k], output.format, _annotated_schema(schema, new_fields), output.layout)
