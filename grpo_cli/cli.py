@@ -11,6 +11,7 @@ closed output pipe.
 True
 """
 
+import atexit
 import contextlib
 import os
 import re
@@ -19,7 +20,7 @@ import sys
 import time
 from dataclasses import fields
 from enum import Enum
-from typing import Annotated, Callable, Iterator, Optional
+from typing import Annotated, Callable, Iterator, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -746,4 +747,27 @@ def main() -> None:
     keep_freed_memory()
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas)
-    app(prog_name="grpo")
+    try:
+        app(prog_name="grpo")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else (print(exc.code, file=sys.stderr), 1)[1]
+    _exit(code)
+
+
+def _exit(code: int) -> NoReturn:
+    """Leave as a normal exit does (buffered output flushed, exit handlers such as Ray's
+    shutdown run), without tearing the interpreter down: unloading numpy and pyarrow takes
+    0.06-0.09 s of every run here (measured) and frees nothing the kernel would not. A
+    reader that closed stdout before the last of it was flushed ends the run quietly, 141."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+        code = code or 141
+    except (AttributeError, ValueError):  # no stdout, or closed
+        pass
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
