@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import subprocess
+import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -166,3 +167,22 @@ def test_summary_fits_80_columns(tmp_path, command):
         assert proc.returncode == 0, proc.stderr.decode()
         shown[width] = [line.rstrip() for line in proc.stderr.decode().splitlines()]
     assert max(map(len, shown["80"])) <= 80 and shown["80"] == shown["200"]
+
+
+def test_a_run_imports_neither_pydantic_nor_pandas_and_flushes_before_its_quick_exit(sample_parquet, tmp_path):
+    """Start-up is measured (README, Performance): typer >= 0.29 imports pydantic for every
+    option (0.15 s), pyarrow imports pandas on its first numpy conversion (0.2-0.3 s), and the
+    command exits without unloading numpy and pyarrow, so what it printed must be flushed
+    first and exit handlers must still run."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('handlers ran', 'pydantic' in sys.modules, 'pandas' in sys.modules, file=sys.stderr))\n"
+        "from grpo_cli.cli import main\n"
+        "sys.argv = ['grpo', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script, "advantages", str(sample_parquet), "-o", "-", "--output-format", "jsonl", "-q"],
+                         capture_output=True, text=True, check=True)
+    assert run.stderr.strip() == "handlers ran False False"
+    assert len(run.stdout.splitlines()) == pq.read_metadata(sample_parquet).num_rows
+    assert json.loads(run.stdout.splitlines()[-1])["advantage"] is not None
