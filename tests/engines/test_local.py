@@ -40,9 +40,9 @@ def test_windowed_file_advantages_equal_the_one_piece_computation(tmp_path, monk
 def test_contiguous_groups_from_parquet_never_import_polars(sample_parquet, tmp_path):
     """polars costs ~0.15 s to import; the common layout (parquet in, contiguous ids) skips it."""
     script = (
-        "import sys; from grpo_cli.cli import main; sys.argv = ['grpo', *sys.argv[1:]]\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('polars' in sys.modules)"
+        "import atexit, sys; from grpo_cli.cli import main; sys.argv = ['grpo', *sys.argv[1:]]\n"
+        "atexit.register(lambda: print('polars' in sys.modules))\n"  # main() ends the process, after the exit handlers
+        "main()"
     )
     run = subprocess.run(
         [sys.executable, "-c", script, "advantages", str(sample_parquet), "-o", str(tmp_path / "o.parquet"), "-q"],
