@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import advantages_file
+from grpo_cli import advantages_file, io, jsonl
 from grpo_cli.errors import Interrupted, OutputError, UsageError
 
 from .conftest import SAMPLE, grpo_executable, run_grpo, write_jsonl_rows
@@ -306,3 +306,50 @@ def test_closed_stdin_is_one_clear_line():
                                   f"inspect '{PARQUET}' --json >&-"])
 def test_closed_stdout_is_one_clear_line(args):
     refused(closed(args), 1, "<stdout>: not open (stdout is closed); redirect it, or write to a file")
+
+
+# 9. Written paths are checked as soon as the inputs are listed, before any is read.
+
+def never_read(*args, **kwargs):
+    raise AssertionError("an input was read before the written paths were checked")
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_written_paths_are_checked_before_any_input_is_read(tmp_path, monkeypatch, suffix):
+    """A JSON Lines input is scanned in full (here it would fail on its last line), a parquet
+    footer read: the clash with --summary-json is refused first, with no input opened."""
+    src = tmp_path / f"r.{suffix}"
+    if suffix == "jsonl":
+        src.write_text(JSONL.read_text() + '{"prompt_id": "late", "reward": "not a number"}\n')
+    else:
+        shutil.copy(PARQUET, src)
+    before = digest(src)
+    for module, name in ((io.Part, "open"), (pq, "read_metadata"), (pq, "ParquetFile"), (jsonl, "scan")):
+        monkeypatch.setattr(module, name, never_read)
+    with pytest.raises(UsageError, match=r"^`summary_json` '.*r\.(jsonl|parquet)' is an input file; choose another path$"):
+        advantages_file(str(src), summary_json=str(src))
+    assert digest(src) == before
+
+
+def test_a_fifo_input_is_not_read_before_the_written_paths_are_checked(tmp_path):
+    """Nothing ever writes into the FIFO: reading it would block until the timeout."""
+    fifo = tmp_path / "rollouts"
+    os.mkfifo(fifo)
+    proc = subprocess.run([grpo_executable(), "advantages", str(fifo), "--input-format", "parquet", "--summary-json", str(fifo)],
+                          capture_output=True, timeout=60)
+    refused(proc, 2, f"--summary-json {str(fifo)!r} is an input file; choose another path")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("flag", ["-o", "--summary-json"])
+def test_the_file_stdin_is_read_from_is_an_input(tmp_path, flag):
+    """`grpo advantages - -o r.parquet < r.parquet` replaced its own input (the check came after
+    stdin was spooled, against the spool)."""
+    src = tmp_path / "r.parquet"
+    shutil.copy(PARQUET, src)
+    before = digest(src)
+    with open(src, "rb") as rows:
+        proc = subprocess.run([grpo_executable(), "advantages", "-", flag, str(src)], stdin=rows, capture_output=True, timeout=120)
+    what = "output" if flag == "-o" else "--summary-json"
+    refused(proc, 2, f"{what} {str(src)!r} is an input file; choose another path")
+    assert digest(src) == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.parquet"]
