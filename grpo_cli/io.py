@@ -21,6 +21,7 @@ import itertools
 import os
 import secrets
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, fields
@@ -586,16 +587,19 @@ class Writes:
 def _check_written(parts: list[Part], folders: tuple[Path, ...], written: list[tuple[str, str]]) -> None:
     """Refuse a path the run writes (``(what, path)``) that is an input file (also through a
     symlink or a hard link, or the file stdin reads), a folder, or inside a folder input (a
-    later run on it would read it as input); and two that are one file, or both stdout."""
+    later run on it would read it as input); and two that are one file, or both stdout. A
+    character device (``/dev/null``, a terminal) is written through, never replaced: it may be
+    named twice, and be read too."""
     inputs = {_identity(part.path) for part in parts if part.local}
     seen: dict[object, tuple[str, str]] = {}
     for what, path in written:
+        device = _is_device(path)
         key = path if path == STDIO else _identity(path)
-        if key in inputs:
+        if key in inputs and not device:
             raise UsageError(f"{what} {path!r} is an input file; choose another path")
         if path != STDIO:
             _check_target(what, path, folders)
-        if key in seen:
+        if key in seen and not device:
             if path == STDIO:
                 raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
             raise UsageError(f"{seen[key][0]} {seen[key][1]!r} and {what} {path!r} are one file; write them to different paths")
@@ -621,6 +625,14 @@ def _identity(path: str) -> object:
     except OSError:
         return os.path.realpath(path)
     return found.st_dev, found.st_ino
+
+
+def _is_device(path: str) -> bool:
+    """Whether ``path`` (not stdout) is a character device (``/dev/null``, a terminal), after symlinks."""
+    try:
+        return path != STDIO and stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _check_distinct(parts: list[Part], targets: list[str]) -> None:

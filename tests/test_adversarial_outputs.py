@@ -145,6 +145,17 @@ def test_output_to_a_character_device_is_written_through(tmp_path):
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
 
 
+
+def test_rows_and_summary_json_may_both_go_to_one_character_device(tmp_path):
+    """`-o /dev/null --summary-json /dev/null` destroys nothing: each is written through (a
+    regular file named twice is still refused, above). The twin of /dev/null first."""
+    twin = device_twin(tmp_path, "/dev/null")
+    for device in (str(twin), "/dev/null"):
+        proc = run_grpo("advantages", str(PARQUET), "-o", device, "--output-format", "parquet", "--summary-json", device, check=False)
+        assert proc.returncode == 0 and proc.stdout == b"", proc.stderr.decode()
+        assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
 # 3. All outputs are prepared first and committed together, each atomically.
 
 def test_summary_json_in_a_missing_folder_is_refused_before_anything_is_written(tmp_path):
