@@ -729,26 +729,49 @@ def _with_rows(source: Source) -> Source:
 
 
 def write_jsonl(batch: pa.RecordBatch, file) -> None:
-    """Write rows as JSON Lines, each value as :func:`json_values` makes it."""
+    """Write rows (as :func:`json_batch` makes them) as JSON Lines."""
     import polars as pl  # only for JSON Lines output (importing it costs ~0.15 s)
 
-    columns = [json_values(column) for column in batch.columns]
-    pl.from_arrow(pa.RecordBatch.from_arrays(columns, names=batch.schema.names)).write_ndjson(file)
+    pl.from_arrow(batch).write_ndjson(file)
+
+
+def json_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with each column as :func:`json_values` makes it."""
+    return pa.RecordBatch.from_arrays([json_values(column) for column in batch.columns], names=batch.schema.names)
+
+
+INTERVAL_FIELDS = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")])  # Arrow's month_day_nano layout
 
 
 def json_values(values: pa.Array) -> pa.Array:
     """``values`` as JSON Lines holds them, at any depth (struct fields; entries of lists, large
-    lists, fixed-size lists and maps): float16 and float32 as float64 (JSON readers parse
-    float64, and the widened digits give back exactly the value, so JSON Lines output computes
-    the same numbers as the parquet it came from); binary as its base64 text (JSON has no
-    bytes). Arrays with neither are returned as they are."""
+    lists, fixed-size lists, list views and maps; dictionary values): float16 and float32 as
+    float64 (JSON readers parse float64, and the widened digits give back exactly the value, so
+    JSON Lines output computes the same numbers as the parquet it came from); binary as its
+    base64 text (JSON has no bytes); decimals as the text of their exact digits (JSON readers
+    parse numbers as float64, which would round them); month-day-nanosecond intervals as
+    objects of their ``months``, ``days`` and ``nanoseconds``; list views as lists; an extension
+    type as its storage. Arrays with none of these are returned as they are."""
     t = values.type
+    if isinstance(t, pa.BaseExtensionType):
+        return json_values(values.storage)
     if pa.types.is_float16(t) or pa.types.is_float32(t):
         return values.cast(pa.float64())
+    if pa.types.is_decimal(t):
+        return values.cast(pa.string())
+    if pa.types.is_interval(t):
+        fields = np.frombuffer(values.buffers()[1], INTERVAL_FIELDS, len(values), values.offset * INTERVAL_FIELDS.itemsize)
+        return pa.StructArray.from_arrays([pa.array(fields[name]) for name in INTERVAL_FIELDS.names], INTERVAL_FIELDS.names,
+                                          mask=_nulls(values))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):
         import polars as pl
 
         return pl.Series(values.cast(pa.large_binary())).bin.encode("base64").to_arrow()
+    if pa.types.is_dictionary(t):
+        written = json_values(values.dictionary)
+        return values if written is values.dictionary else pa.DictionaryArray.from_arrays(values.indices, written)
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return json_values(_as_list(values))
     if pa.types.is_struct(t):
         children = values.flatten()
         written = [json_values(child) for child in children]
@@ -770,6 +793,15 @@ def json_values(values: pa.Array) -> pa.Array:
             return pa.FixedSizeListArray.from_arrays(written, size, mask=_nulls(values))
         return type(values).from_arrays(values.offsets, written, mask=_nulls(values))
     return values
+
+
+def _as_list(views: pa.Array) -> pa.Array:
+    """A list view (or large list view) array as the list (or large list) array of the same
+    entries (pyarrow's cast between them gives invalid offsets)."""
+    large = pa.types.is_large_list_view(views.type)
+    lengths = pc.fill_null(pc.list_value_length(views), 0).to_numpy()
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int64() if large else pa.int32())
+    return (pa.LargeListArray if large else pa.ListArray).from_arrays(offsets, pc.list_flatten(views), mask=_nulls(views))
 
 
 def _nulls(values: pa.Array) -> pa.Array | None:
@@ -906,6 +938,7 @@ class Sink(Staged):
             if self._parquet is not None:
                 self._parquet.write_batch(batch)
             else:
+                batch = json_batch(batch)
                 self._check_json_numbers(batch)
                 write_jsonl(batch, self._jsonl)
         self.rows += batch.num_rows

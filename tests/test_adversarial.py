@@ -1,5 +1,6 @@
 """Adversarial cases (issue 18): each was a break before its fix."""
 
+import decimal
 import json
 import math
 import os
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from grpo_cli import advantages_file, jsonl
 from grpo_cli.errors import GrpoError
+from grpo_cli.io import Outputs, Sink
 from grpo_cli.parallel import max_in_flight, ordered_map
 
 from .conftest import run_grpo, write_jsonl_rows
@@ -130,6 +132,7 @@ NESTED_NAN = {
     "fixed-size list": pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2.0, float("nan"), 3.0]), 2),
     "map": pa.array([[("k", 1.0)], [("k", float("-inf"))]], pa.map_(pa.string(), pa.float64())),
     "list of structs of float32": pa.array([[{"y": 1.0}], [{"y": float("nan")}]], pa.list_(pa.struct([("y", pa.float32())]))),
+    "list view": pa.array([[1.0], [2.0, float("nan")]], pa.list_view(pa.float64())),
 }
 
 
@@ -326,6 +329,50 @@ def test_binary_columns_are_written_to_jsonl_as_base64(tmp_path):
          "by_key": {}, "advantage": -1.0},
     ]
 
+
+
+def test_every_type_parquet_holds_is_written_to_jsonl(tmp_path):
+    """decimal256 panicked inside polars' JSON writer (a BaseException: a traceback), list views
+    and UUIDs failed: decimals are their exact digits as text, as decimal128's already were
+    (JSON readers parse numbers as float64); list views are lists; an extension type is its
+    storage (a UUID its 16 bytes, as base64)."""
+    uuid = pa.ExtensionArray.from_storage(pa.uuid(), pa.array([bytes(range(16)), None], pa.binary(16)))
+    table = pa.table({
+        "prompt_id": ["a", "a"], "reward": [1.0, 0.0],
+        "wide": pa.array([decimal.Decimal("1234567890123456789012345678901234567890.12"), None], pa.decimal256(50, 2)),
+        "narrow": pa.array([decimal.Decimal("1.20"), decimal.Decimal("-0.05")], pa.decimal128(5, 2)),
+        "view": pa.array([[1, 2], None], pa.list_view(pa.int64())),
+        "large_view": pa.array([[0.5], []], pa.large_list_view(pa.float32())),
+        "id": uuid,
+        "nested": pa.array([{"d": decimal.Decimal("3.5"), "v": [[7]]}, {"d": None, "v": [[]]}],
+                           pa.struct([("d", pa.decimal256(40, 1)), ("v", pa.list_(pa.list_view(pa.int64())))])),
+    })
+    pq.write_table(table, tmp_path / "in.parquet")
+    assert pq.read_schema(tmp_path / "in.parquet").equals(table.schema, check_metadata=False)
+    proc = run_grpo("advantages", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.jsonl"), "-q", check=False)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert jsonl_rows(tmp_path / "out.jsonl") == [
+        {"prompt_id": "a", "reward": 1.0, "wide": "1234567890123456789012345678901234567890.12", "narrow": "1.20", "view": [1, 2],
+         "large_view": [0.5], "id": "AAECAwQFBgcICQoLDA0ODw==", "nested": {"d": "3.5", "v": [[7]]}, "advantage": 1.0},
+        {"prompt_id": "a", "reward": 0.0, "wide": None, "narrow": "-0.05", "view": None, "large_view": [], "id": None,
+         "nested": {"d": None, "v": [[]]}, "advantage": -1.0},
+    ]
+
+
+def test_intervals_are_written_to_jsonl_as_their_three_fields(tmp_path):
+    """month_day_nano panicked inside polars' JSON writer. No input holds one (parquet cannot:
+    pyarrow refuses to write it), so the writer is given one directly."""
+    values = pa.array([pa.MonthDayNano([1, -2, 3_000_000_000]), None, pa.MonthDayNano([0, 0, -1])], pa.month_day_nano_interval())
+    batch = pa.record_batch({"head": values.slice(0, 2), "tail": values.slice(1), "nested": pa.array([[v] for v in values.slice(1).to_pylist()])})
+    with Outputs() as outputs:
+        sink = Sink(str(tmp_path / "out.jsonl"), "jsonl", batch.schema, outputs=outputs)
+        sink.write(batch)
+        outputs.commit()
+    last = {"months": 0, "days": 0, "nanoseconds": -1}
+    assert jsonl_rows(tmp_path / "out.jsonl") == [
+        {"head": {"months": 1, "days": -2, "nanoseconds": 3_000_000_000}, "tail": None, "nested": [None]},
+        {"head": None, "tail": last, "nested": [last]},
+    ]
 
 # 9. integer rewards and advantages beyond 2^53
 
