@@ -38,9 +38,8 @@ import pyarrow.parquet as pq
 
 from . import jsonl, writer
 from .parallel import default_threads, ordered_map
-from .errors import ColumnNotFoundError, InputError, Interrupted, OutputError, UsageError
-from .numerics import inexact_integers
-from .schema import check_unique_names
+from .errors import ColumnNotFoundError, InputError, Interrupted, OutputError, RowError, UsageError
+from .schema import check_unique_names, inexact_integer
 from .writer import Layout, RowGroupWriter
 
 FORMATS = ("parquet", "jsonl")
@@ -263,8 +262,12 @@ class Source:
         return pa.concat_tables([self.read_part_columns(k, columns) for k in range(len(self.parts))])
 
     def read_part_columns(self, k: int, columns: list[str]) -> pa.Table:
-        """The named columns of part ``k``, in their unified types."""
-        return conform(self._part_table(k, columns), self.read_schema(columns), self.parts[k].name)
+        """The named columns of part ``k``, in their unified types; a value that its unified
+        type cannot hold raises :class:`RowError` with its row in the dataset."""
+        try:
+            return conform(self._part_table(k, columns), self.read_schema(columns), self.parts[k].name)
+        except RowError as exc:
+            raise RowError(int(self.row_counts[:k].sum()) + exc.row, exc.detail) from None
 
     def iter_batches(self, batch_rows: int, columns: list[str] | None = None, only: int | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
         """``(part index, batch)``: ``columns`` (default: all), at most ``batch_rows`` rows per
@@ -326,7 +329,8 @@ class Source:
 
 def conform(data: Data, schema: pa.Schema, name: str) -> Data:
     """``data`` (of file ``name``) with the columns of ``schema``, in its order and types; a
-    column that ``data`` lacks is null."""
+    column that ``data`` lacks is null. An integer that float64 (its type in other files)
+    would round raises :class:`RowError` with its row in ``data``."""
     for field in schema:
         if data.schema.get_field_index(field.name) < 0:
             data = data.append_column(field, pa.nulls(data.num_rows, field.type))
@@ -342,11 +346,8 @@ def _cast(column, field: pa.Field, name: str):
     try:
         return column.cast(field.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        if pa.types.is_integer(column.type) and pa.types.is_floating(field.type):
-            ints = column.fill_null(0).to_numpy()
-            value = ints[inexact_integers(ints)][0]
-            raise InputError(f"{name}: column {field.name!r} holds the integer {value}, which {field.type} (its type in other files) "
-                             "would round; rescale it to at most 2^53, or write it as a string") from None
+        if pa.types.is_integer(column.type) and pa.types.is_float64(field.type):
+            raise inexact_integer(column, field.name) from None
         raise InputError(f"{name}: column {field.name!r} ({column.type}) does not fit {field.type}, its type in other files ({_first_line(exc)})") from None
 
 

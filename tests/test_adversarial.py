@@ -394,6 +394,29 @@ def test_integer_rewards_and_advantages_beyond_2_53_in_jsonl_are_refused(tmp_pat
                 "which float64 would round; rescale it to at most 2^53")
 
 
+
+def test_an_integer_reward_beyond_2_53_in_one_file_among_float_files_is_refused_naming_its_row(tmp_path):
+    """The files' rewards unify to float64: the cast named the file, not the row."""
+    pq.write_table(pa.table({"prompt_id": ["a", "a"], "reward": [1.0, 0.5]}), tmp_path / "in.0.parquet")
+    pq.write_table(pa.table({"prompt_id": ["b", "c", "c"], "reward": pa.array([0, 2**53 + 1, 3], pa.int64())}), tmp_path / "in.1.parquet")
+    for command in (["advantages"], ["filter", "--drop-zero-variance"]):
+        refused(run_grpo(*command, str(tmp_path / "in.0.parquet"), str(tmp_path / "in.1.parquet"), check=False), 1,
+                f"{tmp_path / 'in.1.parquet'}: row 1 (prompt id 'c'): column 'reward' holds the integer {2**53 + 1}, "
+                "which float64 would round; rescale it to at most 2^53")
+
+
+def test_a_passed_through_integer_beyond_2_53_among_float_files_is_refused_naming_its_row(tmp_path):
+    """One output holds the column as float64: the written row is named, the one `grpo filter` keeps too."""
+    pq.write_table(pa.table({"prompt_id": ["a", "a"], "reward": [1.0, 0.5], "seed": [0.5, 1.0]}), tmp_path / "in.0.parquet")
+    pq.write_table(pa.table({"prompt_id": ["b", "b", "c", "c"], "reward": [1.0, 1.0, 0.0, 1.0], "seed": pa.array([1, 2, 3, 2**53 + 1])}),
+                   tmp_path / "in.1.parquet")
+    inputs = [str(tmp_path / "in.0.parquet"), str(tmp_path / "in.1.parquet")]
+    for command in (["advantages"], ["filter", "--drop-zero-variance"]):
+        refused(run_grpo(*command, *inputs, "-o", str(tmp_path / "out.parquet"), check=False), 1,
+                f"{tmp_path / 'in.1.parquet'}: row 3 (prompt id 'c'): column 'seed' holds the integer {2**53 + 1}, "
+                "which float64 would round; rescale it to at most 2^53")
+        assert leftovers(tmp_path) == []
+
 # 10. in-flight work
 
 

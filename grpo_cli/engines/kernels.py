@@ -18,7 +18,7 @@ from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
 from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..mismatch import MismatchSummary, batch_terms
-from ..numerics import inexact_integers, units
+from ..numerics import units
 from ..plan import AdvantagesPlan, FilterPlan, Grouping, InspectPlan, MismatchPlan, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
 from ..token_columns import StepColumns, StepData, read_steps, read_tokens
@@ -46,9 +46,7 @@ def float64(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     try:
         values = pc.cast(column, pa.float64())
     except pa.ArrowInvalid:  # the safe cast refuses integers beyond 2^53
-        ints = column.fill_null(0).to_numpy()
-        row = int(np.flatnonzero(inexact_integers(ints))[0])
-        raise RowError(row, f"column {name!r} holds the integer {ints[row]}, which float64 would round; rescale it to at most 2^53") from None
+        raise schema.inexact_integer(column, name) from None
     return values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
 
