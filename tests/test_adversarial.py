@@ -177,6 +177,30 @@ def test_huge_rewards_give_the_advantages_of_small_ones(tmp_path, args):
         assert out["huge figures"][stat] == pytest.approx(out["small figures"][stat], rel=1e-12, abs=1e-15)
 
 
+
+M = 1.7e308  # within a factor of 2 of float64's largest (1.798e308)
+
+
+@pytest.mark.parametrize("args, rows, expected", [
+    # A = +-M: the whitening std sqrt(2) M is beyond float64 (every A' was 0)
+    (["--estimator", "mean"], [{"prompt_id": "a", "reward": r} for r in (M, -M)], [0.7071067811865476, -0.7071067811865476]),
+    # A = r - 0: mu = -M/2, so A - mu = 1.5 M is beyond float64 (A' was -inf)
+    (["--estimator", "remax"], [{"prompt_id": "a", "reward": r, "reward_baseline": 0.0} for r in (M, -M, -M, -M)], [1.5, -0.5, -0.5, -0.5]),
+    # per token: the same over the tokens of two rows
+    (["--estimator", "reinforce"], [{"reward": r, "old_logprobs": [-0.1]} for r in (M, -M)], [[0.7071067811865476], [-0.7071067811865476]]),
+])
+def test_whitening_values_near_the_largest_float64_is_exact(tmp_path, args, rows, expected):
+    src = write_jsonl_rows(tmp_path / "in.jsonl", rows)
+    proc = run_grpo("advantages", str(src), *args, "--whiten", "--whiten-eps", "0", "-o", str(tmp_path / "out.jsonl"),
+                    "--summary-json", str(tmp_path / "s.json"), "-q")
+    assert proc.stderr == b""
+    column = "token_advantage" if "reinforce" in args else "advantage"
+    flat = np.ravel(expected)
+    assert np.ravel([row[column] for row in jsonl_rows(tmp_path / "out.jsonl")]).tolist() == pytest.approx(flat.tolist(), rel=1e-15)
+    figures = strict_json((tmp_path / "s.json").read_text())["advantage"]
+    assert [figures[k] for k in ("min", "max")] == pytest.approx([flat.min(), flat.max()], rel=1e-15)
+    assert figures["mean"] == pytest.approx(0.0, abs=1e-15)
+
 def test_group_std_of_huge_rewards_filters_right(tmp_path):
     """std of {1e200, -1e200, 3e200} is 1.63e200, not inf: the group is kept by std<1e300."""
     src = write_jsonl_rows(tmp_path / "in.jsonl", [{"prompt_id": "a", "reward": r * HUGE} for r in (1.0, -1.0, 3.0)])

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from .. import schema
 from ..errors import InputError, RowError
-from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
+from ..estimators import GroupIndex, RowInputs, Steps, Whitening, group_index, lookup, row_advantages
 from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..mismatch import MismatchSummary, batch_terms
 from ..numerics import units
@@ -159,13 +159,13 @@ def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
     return {"count": n, "mean": mean * u, "m2": reduce_rows(d * d, n), "unit": u, "min": lo, "max": hi}
 
 
-def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, mu: float, scale: float) -> Written:
-    """The ``token_advantage`` (whitened, ``(A - mu) / scale``) and ``token_return`` list
-    columns of a batch: one entry per list entry, 0 where masked or unscorable."""
+def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, w: Whitening) -> Written:
+    """The ``token_advantage`` (whitened, ``(A - mu) / s``) and ``token_return`` list columns
+    of a batch: one entry per list entry, 0 where masked or unscorable."""
     data, _, valid, a, returns = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
     offsets = pa.array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
     out = {}
-    for name, values in (("token_advantage", (a - mu) / scale), ("token_return", returns)):
+    for name, values in (("token_advantage", w(a)), ("token_return", returns)):
         flat = np.zeros(len(valid))
         flat[valid] = values
         out[name] = pa.ListArray.from_arrays(offsets, pa.array(flat))

@@ -205,13 +205,13 @@ class LocalEngine(Engine):
         parts = [part for _, _, part in self._batches(source, plan.grouping, kernels.token_moments, plan, inputs.r,
                                                        columns=columns, carry=False)]
         moments = _joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
-        mu, scale = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
+        w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
         groups = Groups(inputs.r, index)
         figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(_scored(inputs)), len(inputs.r),
-                                          moments, mu, scale, config)
+                                          moments, w, config)
         if plan.output.targets:
             self._write_pass(source, plan.grouping, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],
-                             kernels.token_columns, plan, inputs.r, mu, scale, columns=columns)
+                             kernels.token_columns, plan, inputs.r, w, columns=columns)
         return figures
 
     def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool) -> Iterator:
