@@ -6,6 +6,7 @@ import math
 import os
 import re
 import threading
+import warnings
 
 import numpy as np
 import polars as pl
@@ -15,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_cli import advantages_file, jsonl
-from grpo_cli.errors import GrpoError
+from grpo_cli import advantages_file, jsonl, policy_objective
+from grpo_cli.errors import GrpoError, InputError
 from grpo_cli.io import Outputs, Sink
 from grpo_cli.parallel import max_in_flight, ordered_map
 
@@ -247,6 +248,19 @@ def test_an_objective_beyond_float64_is_refused_naming_its_row(tmp_path):
             f"{src}: row 1 (prompt id 'a'): its objective sum is beyond float64; rescale the advantages, or lower --logratio-clamp")
     assert leftovers(tmp_path) == []
 
+
+
+def test_the_api_objective_refuses_a_row_beyond_float64_as_the_cli_does():
+    new, old = [[-0.1, -0.1], [-0.1, -0.1]], [[-0.2, -0.2], [-0.2, -0.2]]
+    with pytest.raises(InputError, match=r"^log-probs: row 1: its objective sum is beyond float64; rescale the advantages, "
+                                         r"or lower `logratio_clamp`$"):
+        policy_objective(new, old, advantage_values=[1.0, 1e308])
+    with pytest.raises(InputError, match=r"^log-probs: row 0: column 'advantage_values' is null or NaN$"):  # it was "beyond float64"
+        policy_objective(new, old, advantage_values=[float("nan"), 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figures = policy_objective([[-0.1], [-0.1]], [[-0.2], [-0.2]], advantage_values=[1e308, 1e308], details=True)
+    assert (figures["objective"], figures["loss"], figures["surrogate"]) == (None, None, None)
 
 def test_a_summary_total_beyond_float64_is_null(tmp_path):
     """Each row's objective is finite, their sum is not: the figures that need it are null."""

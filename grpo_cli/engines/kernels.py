@@ -220,23 +220,8 @@ def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, 
     else:
         adv = None
     terms = row_terms(tokens, adv, plan.config)
-    check_row_sums(terms)
     summary = ObjectiveSummary.of(terms, first_row)
     return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
-
-
-ROW_SUMS = {"objective_sum": "objective sum", "surrogate_sum": "surrogate sum", "kl_ref_sum": "KL sum against the reference",
-            "kl_old_sum": "KL sum against the old policy", "ratio_sum": "ratio sum", "is_weight_sum": "importance weight sum"}
-
-
-def check_row_sums(terms: dict[str, np.ndarray]) -> None:
-    """Each row's sums must be float64 numbers (an advantage near 1.8e308 times a ratio, or many
-    ratios near e^709, are not): the first row with one that is not is refused."""
-    found = [(int(np.flatnonzero(~finite)[0]), k, label) for k, (key, label) in enumerate(ROW_SUMS.items())
-             if key in terms and not (finite := np.isfinite(terms[key])).all()]
-    if found:
-        row, _, label = min(found)
-        raise RowError(row, f"its {label} is beyond float64; rescale the advantages, or lower `logratio_clamp`")
 
 
 def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:
