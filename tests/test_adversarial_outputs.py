@@ -8,6 +8,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -364,3 +365,26 @@ def test_the_file_stdin_is_read_from_is_an_input(tmp_path, flag):
     what = "output" if flag == "-o" else "--summary-json"
     refused(proc, 2, f"{what} {str(src)!r} is an input file; choose another path")
     assert digest(src) == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.parquet"]
+
+
+# 10. An interrupt after the outputs were committed says so.
+
+# the CLI with its table renderer replaced by one that is interrupted, as a ^C while the table is drawn
+INTERRUPTED_RENDER = ("import os, signal, sys\nfrom grpo_cli import cli\nsig = getattr(signal, sys.argv.pop(1))\n"
+                      "cli.render_advantages = lambda figures, console: os.kill(os.getpid(), sig)\ncli.app(prog_name='grpo')")
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("written", [True, False])
+def test_interrupt_while_printing_the_summary_says_the_outputs_are_complete(tmp_path, sig, code, written):
+    """The signal arrives while the table is drawn on stderr, once every output was committed:
+    the message claimed nothing about them."""
+    outputs = ["-o", str(tmp_path / "o.parquet"), "--summary-json", str(tmp_path / "s.json")] if written else []
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_RENDER, signal.Signals(sig).name, "advantages", str(PARQUET), *outputs],
+                          capture_output=True, timeout=120)
+    done = "every output was written completely, only the summary is cut short" if written else "the summary is cut short"
+    refused(proc, code, f"interrupted by {signal.Signals(sig).name} while printing the summary; {done}")
+    if written:
+        assert (tmp_path / "o.parquet").read_bytes() == expected_output(tmp_path, str(PARQUET))
+        assert json.loads((tmp_path / "s.json").read_text())["rows"] == 320
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["expected", "o.parquet", "s.json"] if written else [])
