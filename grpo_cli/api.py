@@ -13,6 +13,7 @@ from .errors import InputError, RowError, UsageError, check_keywords
 from .estimators import group_index, lookup, row_advantages, row_inputs, whitened_rows
 from .objective import row_terms
 from .plan import default_estimator
+from .schema import check_finite_scalars
 from .summaries import ObjectiveSummary
 from .token_columns import TokenColumns, read_tokens
 
@@ -221,11 +222,12 @@ def policy_objective(
     if rollout_log_probs is None and (config.is_level is not None or config.reject is not None):
         raise UsageError(f"`{'is_level' if config.is_level is not None else 'reject'}` needs `rollout_log_probs`")
     columns = TokenColumns(*(name if name in arrays else None for name in ("new", "old", "ref", "mask", "advantage", "rollout")))
-    try:
-        tokens = read_tokens(batch, columns)
+    try:  # as the CLI: a null, NaN or infinite advantage, or a row whose sum is beyond float64, is refused naming its row
+        if adv is not None:
+            check_finite_scalars(adv, "advantage_values")
+        terms = row_terms(read_tokens(batch, columns), adv, config)
     except RowError as exc:
         raise InputError(f"log-probs: row {exc.row}: {exc.detail}") from None
-    terms = row_terms(tokens, adv, config)
     figures = ObjectiveSummary.of(terms).figures(config)
     if not details:
         return figures["objective"]

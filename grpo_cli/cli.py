@@ -41,7 +41,7 @@ from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVEL
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
-from .report import render_advantages, render_compare, render_filter, render_inspect, render_mismatch, render_objective, render_presets, json_text
+from .report import render_advantages, render_compare, render_filter, render_inspect, render_mismatch, render_objective, render_presets, json_text, reporting
 from .schema import ROLES
 
 app = typer.Typer(
@@ -302,14 +302,16 @@ def _check_json(json_out: bool, output: Optional[str], summary_json: Optional[st
         stdout()  # refused if closed
 
 
-def _emit(figures: dict, render, quiet: bool, json_out: bool = False) -> None:
-    """The figures as JSON on stdout with ``json_out``, else as tables on stderr unless ``quiet``."""
-    if json_out:
-        out = stdout()
-        out.write(json_text(figures).encode())
-        out.flush()
-    elif not quiet:
-        render(figures, stderr)
+def _emit(figures: dict, render, quiet: bool, json_out: bool = False, *, written: tuple[Optional[str], ...]) -> None:
+    """The figures as JSON on stdout with ``json_out``, else as tables on stderr unless ``quiet``;
+    the outputs (``written``: the paths given, or None) were committed before."""
+    with reporting(any(path is not None for path in written)):
+        if json_out:
+            out = stdout()
+            out.write(json_text(figures).encode())
+            out.flush()
+        elif not quiet:
+            render(figures, stderr)
 
 
 ADVANTAGES_EXAMPLES = """\
@@ -387,7 +389,7 @@ def advantages(
                 threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_advantages, quiet)
+        _emit(figures, render_advantages, quiet, written=(output, output_dir, summary_json))
 
 
 OBJECTIVE_EXAMPLES = """\
@@ -492,7 +494,7 @@ def objective(
                 output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_objective, quiet)
+        _emit(figures, render_objective, quiet, written=(output, output_dir, summary_json))
 
 
 MISMATCH_EXAMPLES = """\
@@ -547,7 +549,7 @@ def mismatch(
                 output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_mismatch, quiet, json_out)
+        _emit(figures, render_mismatch, quiet, json_out, written=(output, output_dir, summary_json))
 
 
 INSPECT_EXAMPLES = """\
@@ -598,7 +600,7 @@ def inspect(
                 input_format=_value(input_format), hive=hive, threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_inspect, quiet, json_out)
+        _emit(figures, render_inspect, quiet, json_out, written=(summary_json,))
 
 
 COMPARE_EXAMPLES = """\
@@ -653,7 +655,7 @@ def compare(
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_compare, quiet, json_out)
+        _emit(figures, render_compare, quiet, json_out, written=(output, output_dir, summary_json))
 
 
 FILTER_EXAMPLES = """\
@@ -710,7 +712,7 @@ def filter_rows(
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_filter, quiet)
+        _emit(figures, render_filter, quiet, written=(output, output_dir, summary_json))
 
 
 PRESETS_EXAMPLES = """\

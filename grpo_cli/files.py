@@ -10,11 +10,12 @@ other outputs (see :func:`run`).
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from typing import Any, Callable, ContextManager
 
 from .engines import Engine, Progress, make_engine
 from .errors import check_keywords
-from .io import Source, Staged, open_source
+from .io import Source, Staged, Writes, open_source
 from .plan import (AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_compare,
                    plan_filter, plan_inspect, plan_mismatch, plan_objective)
 from .report import json_text
@@ -22,7 +23,7 @@ from .report import json_text
 
 def _check(options: dict[str, Any], plan: Callable, name: str) -> None:
     """Refuse a keyword that is no option of ``plan``."""
-    check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output", "summary_json")], f"{name}()")
+    check_keywords(options, [p for p in inspect.signature(plan).parameters if p not in ("source", "output")], f"{name}()")
 
 
 def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPlan | FilterPlan | ComparePlan | InspectPlan) -> dict:
@@ -33,19 +34,22 @@ def _with_plan(figures: dict, plan: AdvantagesPlan | ObjectivePlan | MismatchPla
     return {**figures, **extra, "config": {**figures.get("config", {}), **extra.get("config", {})}}
 
 
-def run(command: str, make_plan: Callable, opened: ContextManager[Source], output: str | None, engine: Engine,
+def run(command: str, make_plan: Callable, open_input: Callable[..., ContextManager[Source]], output: str | None, engine: Engine,
         options: dict[str, Any], summary_json: str | None = None) -> dict:
-    """Make the plan of ``command`` with ``make_plan`` on the ``opened`` source, run it on
-    ``engine``, and write the figures as JSON to ``summary_json`` (``-``: stdout) if given.
+    """Open the input with ``open_input`` (given the paths the run writes), make the plan of
+    ``command`` with ``make_plan``, run it on ``engine``, and write the figures as JSON to
+    ``summary_json`` (``-``: stdout) if given.
 
-    Every path written is checked by the plan, before the passes over the data (none is an
-    input or another output). Every output, the summary JSON included, is staged as a temporary file and
-    all are committed together once the run has succeeded (see :class:`~grpo_cli.io.Outputs`):
-    a failure or an interrupt leaves every target as it was.
+    Every path written is checked as soon as the input files are listed, before any of them is
+    read (none is an input or another output; see :meth:`~grpo_cli.io.Writes.check`). Every
+    output, the summary JSON included, is staged as a temporary file and all are committed
+    together once the run has succeeded (see :class:`~grpo_cli.io.Outputs`): a failure or an
+    interrupt leaves every target as it was.
     """
     _check(options, make_plan, f"{command}_file")
-    with engine.outputs as outputs, opened as source:
-        plan = make_plan(source, output=output, summary_json=summary_json, **options)
+    writes = Writes(output, options.get("output_dir"), options.get("output_format"), summary_json)
+    with engine.outputs as outputs, open_input(writes=writes) as source:
+        plan = make_plan(source, output=output, **options)
         summary = Staged(summary_json, outputs) if summary_json is not None else None
         figures = _with_plan(getattr(engine, command)(source, plan), plan)
         if summary is not None:
@@ -79,7 +83,7 @@ def advantages_file(
     role. The written file holds every input column
     unchanged plus ``advantage`` (float64), rounded to ``round_digits`` decimals if given.
     """
-    return run("advantages", plan_advantages, open_source(input, input_format, hive=hive), output,
+    return run("advantages", plan_advantages, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
 
@@ -111,7 +115,7 @@ def objective_file(
     role; ``unused_columns``, list columns that look like a mask or reference but played
     none; ``config.advantages``, where the advantages came from.
     """
-    return run("objective", plan_objective, open_source(input, input_format, hive=hive), output,
+    return run("objective", plan_objective, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
 
@@ -138,7 +142,7 @@ def mismatch_file(
     ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_mismatch`). Returns the figures of
     :meth:`grpo_cli.mismatch.MismatchSummary.figures` and ``columns``.
     """
-    return run("mismatch", plan_mismatch, open_source(input, input_format, hive=hive), output,
+    return run("mismatch", plan_mismatch, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
 
@@ -165,7 +169,7 @@ def filter_file(
     ``output_dir``, ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_filter`). Returns the
     figures of :func:`grpo_cli.filters.filter_figures` and ``columns``.
     """
-    return run("filter", plan_filter, open_source(input, input_format, hive=hive), output,
+    return run("filter", plan_filter, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
 
@@ -192,7 +196,7 @@ def compare_file(
     ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_compare`). Returns the figures of
     :func:`grpo_cli.compare.compare_figures`, ``columns`` and each estimator's ``config``.
     """
-    return run("compare", plan_compare, open_source(input, input_format, hive=hive), output,
+    return run("compare", plan_compare, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
 
@@ -219,6 +223,6 @@ def inspect_file(
     :func:`grpo_cli.plan.plan_inspect`). Returns the figures of
     :func:`grpo_cli.inspection.inspect_figures`.
     """
-    return run("inspect", plan_inspect, open_source(input, input_format, hive=hive), None,
+    return run("inspect", plan_inspect, partial(open_source, input, input_format, hive=hive), None,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)

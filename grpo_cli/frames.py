@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import fields
+from functools import partial
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -82,5 +83,5 @@ def _annotated(frame: Any, command: str, make_plan: Callable, options: dict[str,
     engine = LocalEngine(threads=options.pop("threads", None), batch_rows=options.pop("batch_rows", None))
     with tempfile.TemporaryDirectory(prefix="grpo-frame-") as folder:
         out = os.path.join(folder, "annotated.parquet")
-        figures = run(command, make_plan, open_table(table), out, engine, options)
+        figures = run(command, make_plan, partial(open_table, table), out, engine, options)
         return back(pq.read_table(out)), figures

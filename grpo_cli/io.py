@@ -21,6 +21,7 @@ import itertools
 import os
 import secrets
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, fields
@@ -37,9 +38,8 @@ import pyarrow.parquet as pq
 
 from . import jsonl, writer
 from .parallel import default_threads, ordered_map
-from .errors import ColumnNotFoundError, InputError, Interrupted, OutputError, UsageError
-from .numerics import inexact_integers
-from .schema import check_unique_names
+from .errors import ColumnNotFoundError, InputError, Interrupted, OutputError, RowError, UsageError
+from .schema import check_unique_names, inexact_integer
 from .writer import Layout, RowGroupWriter
 
 FORMATS = ("parquet", "jsonl")
@@ -262,8 +262,12 @@ class Source:
         return pa.concat_tables([self.read_part_columns(k, columns) for k in range(len(self.parts))])
 
     def read_part_columns(self, k: int, columns: list[str]) -> pa.Table:
-        """The named columns of part ``k``, in their unified types."""
-        return conform(self._part_table(k, columns), self.read_schema(columns), self.parts[k].name)
+        """The named columns of part ``k``, in their unified types; a value that its unified
+        type cannot hold raises :class:`RowError` with its row in the dataset."""
+        try:
+            return conform(self._part_table(k, columns), self.read_schema(columns), self.parts[k].name)
+        except RowError as exc:
+            raise RowError(int(self.row_counts[:k].sum()) + exc.row, exc.detail) from None
 
     def iter_batches(self, batch_rows: int, columns: list[str] | None = None, only: int | None = None,
                      held: pa.Table | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
@@ -350,7 +354,8 @@ def _with_held(read: Iterator[pa.RecordBatch] | None, held: pa.Table, schema: pa
 
 def conform(data: Data, schema: pa.Schema, name: str) -> Data:
     """``data`` (of file ``name``) with the columns of ``schema``, in its order and types; a
-    column that ``data`` lacks is null."""
+    column that ``data`` lacks is null. An integer that float64 (its type in other files)
+    would round raises :class:`RowError` with its row in ``data``."""
     for field in schema:
         if data.schema.get_field_index(field.name) < 0:
             data = data.append_column(field, pa.nulls(data.num_rows, field.type))
@@ -366,11 +371,8 @@ def _cast(column, field: pa.Field, name: str):
     try:
         return column.cast(field.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        if pa.types.is_integer(column.type) and pa.types.is_floating(field.type):
-            ints = column.fill_null(0).to_numpy()
-            value = ints[inexact_integers(ints)][0]
-            raise InputError(f"{name}: column {field.name!r} holds the integer {value}, which {field.type} (its type in other files) "
-                             "would round; rescale it to at most 2^53, or write it as a string") from None
+        if pa.types.is_integer(column.type) and pa.types.is_float64(field.type):
+            raise inexact_integer(column, field.name) from None
         raise InputError(f"{name}: column {field.name!r} ({column.type}) does not fit {field.type}, its type in other files ({_first_line(exc)})") from None
 
 
@@ -541,12 +543,148 @@ def _common_format(parts: list[Part], input_format: str | None) -> str:
     return next(iter(formats.values()))
 
 
+def resolve_output_format(target: str, explicit: str | None, input_format: str) -> str:
+    """The output format: ``explicit``, else the target's suffix, else the input's format.
+    Binary parquet is not written to a terminal (as ``gzip`` refuses to)."""
+    if explicit is not None:
+        fmt = explicit
+    elif target == STDIO:
+        fmt = input_format
+    else:
+        fmt = format_from_name(target)
+    if fmt is None:
+        raise UsageError(f"cannot tell the format of {target!r} from its name; pass `output_format`")
+    if target == STDIO and fmt == "parquet" and sys.stdout.isatty():
+        raise UsageError("parquet is binary and stdout is a terminal; redirect or pipe it, or pass `output_format` jsonl")
+    return fmt
+
+
+@dataclass(frozen=True)
+class Writes:
+    """Every path a run writes, as given: the annotated rows to ``output`` (``-``: stdout), or
+    one file per input into ``output_dir`` (in ``output_format``, if given); the figures to
+    ``summary_json``. :func:`open_source` checks them (:meth:`check`) as soon as the inputs are
+    listed, before any of them is read."""
+
+    output: str | None = None
+    output_dir: str | None = None
+    output_format: str | None = None
+    summary_json: str | None = None
+
+    def targets(self, parts: list[Part]) -> list[str]:
+        """Where the rows go: ``[output]``, or one file per part under ``output_dir`` at its path
+        below its folder or glob (:attr:`Part.relative`), with the suffix of ``output_format``
+        if that differs; none without either. Names and options decide, never what a file holds."""
+        if self.output_dir is None:
+            return [self.output] if self.output is not None else []
+        return [str(Path(self.output_dir) / _renamed(part.relative, self.output_format)) for part in parts]
+
+    def check(self, parts: list[Part], folders: tuple[Path, ...]) -> None:
+        """Refuse what the run cannot write, given the input files as listed (``parts``, not
+        yet read; ``-``: stdin) and the folder inputs: a URI, a missing folder, an unknown
+        format, an ``output_dir`` that is a file (or given with stdin), two inputs written to
+        one file, and each path that :func:`_check_written` refuses."""
+        if self.output is not None and self.output_dir is not None:
+            raise UsageError("pass either `output` or `output_dir`, not both")
+        given = {"output": self.output, "output_dir": self.output_dir, "summary_json": self.summary_json}
+        uri = next((name for name, path in given.items() if path and is_uri(path)), None)
+        if uri is not None:
+            raise UsageError(f"`{uri}` is a URI; outputs are written to local paths (inputs may be URIs)")
+        if self.output_format is not None and self.output_format not in FORMATS:
+            raise UsageError(f"unknown `output_format` {self.output_format!r} (valid: {', '.join(FORMATS)})")
+        if STDIO in (self.output, self.summary_json):
+            stdout()  # refused if closed
+        for what, path in (("output", self.output), ("`summary_json`", self.summary_json)):
+            if path not in (None, STDIO) and not Path(path).resolve().parent.is_dir():
+                raise UsageError(f"{what} folder {str(Path(path).parent)!r} does not exist")
+        targets = self.targets(parts)
+        if self.output_dir is not None:
+            if any(part.path == STDIO for part in parts):
+                raise UsageError("`output_dir` needs named input files, not stdin")
+            if Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
+                raise UsageError(f"`output_dir` {self.output_dir!r} is a file, not a folder")
+            _check_distinct(parts, targets)
+        written = [("output", target) for target in targets]
+        if self.summary_json is not None:
+            written.append(("`summary_json`", self.summary_json))
+        _check_written(parts, folders, written)
+
+
+def _check_written(parts: list[Part], folders: tuple[Path, ...], written: list[tuple[str, str]]) -> None:
+    """Refuse a path the run writes (``(what, path)``) that is an input file (also through a
+    symlink or a hard link, or the file stdin reads), a folder, or inside a folder input (a
+    later run on it would read it as input); and two that are one file, or both stdout. A
+    character device (``/dev/null``, a terminal) is written through, never replaced: it may be
+    named twice, and be read too."""
+    inputs = {_identity(part.path) for part in parts if part.local}
+    seen: dict[object, tuple[str, str]] = {}
+    for what, path in written:
+        device = _is_device(path)
+        key = path if path == STDIO else _identity(path)
+        if key in inputs and not device:
+            raise UsageError(f"{what} {path!r} is an input file; choose another path")
+        if path != STDIO:
+            _check_target(what, path, folders)
+        if key in seen and not device:
+            if path == STDIO:
+                raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
+            raise UsageError(f"{seen[key][0]} {seen[key][1]!r} and {what} {path!r} are one file; write them to different paths")
+        seen[key] = (what, path)
+
+
+def _check_target(what: str, path: str, folders: tuple[Path, ...]) -> None:
+    t = Path(path)
+    if t.is_dir():
+        hint = " (for one output per input, use `output_dir`)" if what == "output" else ""
+        raise UsageError(f"{what} {path!r} is a directory{hint}")
+    folder = next((f for f in folders if t.resolve().is_relative_to(f.resolve())), None)
+    if folder is not None:
+        raise UsageError(f"{what} {path!r} is inside input folder {str(folder)!r}, whose sub-folders are read too: "
+                         "a later run would read it as input; write it outside")
+
+
+def _identity(path: str) -> object:
+    """What makes two paths one file: its device and inode if it exists (``-``: those of what
+    stdin reads), else where it resolves to."""
+    try:
+        found = os.fstat(stdin().fileno()) if path == STDIO else os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return found.st_dev, found.st_ino
+
+
+def _is_device(path: str) -> bool:
+    """Whether ``path`` (not stdout) is a character device (``/dev/null``, a terminal), after symlinks."""
+    try:
+        return path != STDIO and stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _check_distinct(parts: list[Part], targets: list[str]) -> None:
+    """Two inputs must not be written to one output file."""
+    writer: dict[str, Part] = {}
+    for part, target in zip(parts, targets):
+        first = writer.setdefault(target, part)
+        if first is not part:
+            raise UsageError(f"`output_dir` would write both {first.name} and {part.name} to {target}; "
+                             "run them separately, or pass the folder that holds both")
+
+
+def _renamed(path: PurePath, fmt: str | None) -> PurePath:
+    """``path`` with the suffix of format ``fmt`` if it has another (``None``: as it is)."""
+    return path if fmt is None or format_from_name(path.name) == fmt else path.with_name(f"{path.stem}.{fmt}")
+
+
 @contextlib.contextmanager
-def open_source(inputs: str | list[str], input_format: str | None = None, *, hive: bool = False) -> Iterator[Source]:
+def open_source(inputs: str | list[str], input_format: str | None = None, *, hive: bool = False,
+                writes: Writes = Writes()) -> Iterator[Source]:
     """Open files, folders or globs (or ``-`` for stdin) as one :class:`Source`; the format
     comes from ``input_format``, else the suffix, else the file's first bytes. With ``hive``,
-    the ``key=value`` folders below a folder or glob input are columns too. Stdin, pipes and
-    FIFOs (``<(cmd)``, ``mkfifo``) are spooled first (:func:`_spooled`)."""
+    the ``key=value`` folders below a folder or glob input are columns too. Every path the run
+    ``writes`` is checked as soon as the input files are listed, before any of them is read
+    (:meth:`Writes.check`). Stdin, pipes and FIFOs (``<(cmd)``, ``mkfifo``) are spooled then
+    (:func:`_spooled`)."""
     inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     inputs = [str(i) for i in inputs]
     if input_format is not None and input_format not in FORMATS:
@@ -555,13 +693,15 @@ def open_source(inputs: str | list[str], input_format: str | None = None, *, hiv
         raise UsageError("no input given")
     if STDIO in inputs and len(inputs) > 1:
         raise UsageError("- (stdin) cannot be combined with other inputs")
+    if inputs == [STDIO]:
+        name, listed = "<stdin>", [Part("<stdin>", STDIO, PurePath("<stdin>"), LOCAL)]
+    else:
+        listed = expand_inputs(inputs)
+        name = inputs[0] if len(inputs) == 1 else f"{len(listed)} files"
+    folders = tuple(Path(i) for i in inputs if i != STDIO and not is_uri(i) and Path(i).is_dir())
+    writes.check(listed, folders)
     with contextlib.ExitStack() as spools:
-        if inputs == [STDIO]:
-            name, parts = "<stdin>", [_spooled(spools, Part("<stdin>", STDIO, PurePath("<stdin>"), LOCAL))]
-        else:
-            parts = [_spooled(spools, part) if part.local and _is_special(part.path) else part for part in expand_inputs(inputs)]
-            name = inputs[0] if len(inputs) == 1 else f"{len(parts)} files"
-        folders = tuple(Path(i) for i in inputs if i != STDIO and not is_uri(i) and Path(i).is_dir())
+        parts = [_spooled(spools, part) if part.local and (part.path == STDIO or _is_special(part.path)) else part for part in listed]
         yield _with_rows(Source(name, parts, _common_format(parts, input_format), hive, folders))
 
 
@@ -595,12 +735,14 @@ def stdout() -> BinaryIO:
 
 
 @contextlib.contextmanager
-def open_table(table: pa.Table, name: str = "<frame>") -> Iterator[Source]:
+def open_table(table: pa.Table, name: str = "<frame>", *, writes: Writes = Writes()) -> Iterator[Source]:
     """An in-memory table as a :class:`Source` named ``name``: spooled to a temporary parquet
-    file (uncompressed), as stdin is, so every command reads it as it reads files."""
+    file (uncompressed), as stdin is, so every command reads it as it reads files; ``writes``
+    are checked as :func:`open_source` checks them."""
     with tempfile.NamedTemporaryFile(prefix="grpo-frame-", suffix=".parquet") as spool:
-        pq.write_table(table, spool.name, compression="none")
         part = Part(name, spool.name, PurePath(name), LOCAL)
+        writes.check([part], ())
+        pq.write_table(table, spool.name, compression="none")
         yield _with_rows(Source(name, [part], "parquet", False))
 
 
@@ -613,26 +755,49 @@ def _with_rows(source: Source) -> Source:
 
 
 def write_jsonl(batch: pa.RecordBatch, file) -> None:
-    """Write rows as JSON Lines, each value as :func:`json_values` makes it."""
+    """Write rows (as :func:`json_batch` makes them) as JSON Lines."""
     import polars as pl  # only for JSON Lines output (importing it costs ~0.15 s)
 
-    columns = [json_values(column) for column in batch.columns]
-    pl.from_arrow(pa.RecordBatch.from_arrays(columns, names=batch.schema.names)).write_ndjson(file)
+    pl.from_arrow(batch).write_ndjson(file)
+
+
+def json_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with each column as :func:`json_values` makes it."""
+    return pa.RecordBatch.from_arrays([json_values(column) for column in batch.columns], names=batch.schema.names)
+
+
+INTERVAL_FIELDS = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")])  # Arrow's month_day_nano layout
 
 
 def json_values(values: pa.Array) -> pa.Array:
     """``values`` as JSON Lines holds them, at any depth (struct fields; entries of lists, large
-    lists, fixed-size lists and maps): float16 and float32 as float64 (JSON readers parse
-    float64, and the widened digits give back exactly the value, so JSON Lines output computes
-    the same numbers as the parquet it came from); binary as its base64 text (JSON has no
-    bytes). Arrays with neither are returned as they are."""
+    lists, fixed-size lists, list views and maps; dictionary values): float16 and float32 as
+    float64 (JSON readers parse float64, and the widened digits give back exactly the value, so
+    JSON Lines output computes the same numbers as the parquet it came from); binary as its
+    base64 text (JSON has no bytes); decimals as the text of their exact digits (JSON readers
+    parse numbers as float64, which would round them); month-day-nanosecond intervals as
+    objects of their ``months``, ``days`` and ``nanoseconds``; list views as lists; an extension
+    type as its storage. Arrays with none of these are returned as they are."""
     t = values.type
+    if isinstance(t, pa.BaseExtensionType):
+        return json_values(values.storage)
     if pa.types.is_float16(t) or pa.types.is_float32(t):
         return values.cast(pa.float64())
+    if pa.types.is_decimal(t):
+        return values.cast(pa.string())
+    if pa.types.is_interval(t):
+        fields = np.frombuffer(values.buffers()[1], INTERVAL_FIELDS, len(values), values.offset * INTERVAL_FIELDS.itemsize)
+        return pa.StructArray.from_arrays([pa.array(fields[name]) for name in INTERVAL_FIELDS.names], INTERVAL_FIELDS.names,
+                                          mask=_nulls(values))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):
         import polars as pl
 
         return pl.Series(values.cast(pa.large_binary())).bin.encode("base64").to_arrow()
+    if pa.types.is_dictionary(t):
+        written = json_values(values.dictionary)
+        return values if written is values.dictionary else pa.DictionaryArray.from_arrays(values.indices, written)
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return json_values(_as_list(values))
     if pa.types.is_struct(t):
         children = values.flatten()
         written = [json_values(child) for child in children]
@@ -654,6 +819,15 @@ def json_values(values: pa.Array) -> pa.Array:
             return pa.FixedSizeListArray.from_arrays(written, size, mask=_nulls(values))
         return type(values).from_arrays(values.offsets, written, mask=_nulls(values))
     return values
+
+
+def _as_list(views: pa.Array) -> pa.Array:
+    """A list view (or large list view) array as the list (or large list) array of the same
+    entries (pyarrow's cast between them gives invalid offsets)."""
+    large = pa.types.is_large_list_view(views.type)
+    lengths = pc.fill_null(pc.list_value_length(views), 0).to_numpy()
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int64() if large else pa.int32())
+    return (pa.LargeListArray if large else pa.ListArray).from_arrays(offsets, pc.list_flatten(views), mask=_nulls(views))
 
 
 def _nulls(values: pa.Array) -> pa.Array | None:
@@ -790,6 +964,7 @@ class Sink(Staged):
             if self._parquet is not None:
                 self._parquet.write_batch(batch)
             else:
+                batch = json_batch(batch)
                 self._check_json_numbers(batch)
                 write_jsonl(batch, self._jsonl)
         self.rows += batch.num_rows
@@ -867,109 +1042,3 @@ def _make_folders(folder: Path) -> list[Path]:
     for f in reversed(missing):
         f.mkdir(exist_ok=True)
     return missing
-
-
-def resolve_output_format(target: str, explicit: str | None, input_format: str) -> str:
-    """The output format: ``explicit``, else the target's suffix, else the input's format.
-    Binary parquet is not written to a terminal (as ``gzip`` refuses to)."""
-    if explicit is not None:
-        if explicit not in FORMATS:
-            raise UsageError(f"unknown `output_format` {explicit!r} (valid: {', '.join(FORMATS)})")
-        fmt = explicit
-    elif target == STDIO:
-        fmt = input_format
-    else:
-        fmt = format_from_name(target)
-    if fmt is None:
-        raise UsageError(f"cannot tell the format of {target!r} from its name; pass `output_format`")
-    if target == STDIO and fmt == "parquet" and sys.stdout.isatty():
-        raise UsageError("parquet is binary and stdout is a terminal; redirect or pipe it, or pass `output_format` jsonl")
-    return fmt
-
-
-def output_targets(source: Source, output: str | None, output_dir: str | None, fmt_option: str | None,
-                   summary_json: str | None = None) -> tuple[list[str], str]:
-    """Where the annotated rows go, and in which format: ``[output]``, or one file per input
-    under ``output_dir`` (created if missing) at the input's path below its folder or glob
-    (:attr:`Part.relative`; its suffix changed if the format is). These and ``summary_json``
-    are every path the run writes, and each is checked here, before the passes over the data
-    (:func:`_check_written`)."""
-    if output is not None and output_dir is not None:
-        raise UsageError("pass either `output` or `output_dir`, not both")
-    given = {"output": output, "output_dir": output_dir, "summary_json": summary_json}
-    uri = next((name for name, path in given.items() if path and is_uri(path)), None)
-    if uri is not None:
-        raise UsageError(f"`{uri}` is a URI; outputs are written to local paths (inputs may be URIs)")
-    if STDIO in (output, summary_json):
-        stdout()  # refused if closed
-    for what, path in (("output", output), ("`summary_json`", summary_json)):
-        if path not in (None, STDIO) and not Path(path).resolve().parent.is_dir():
-            raise UsageError(f"{what} folder {str(Path(path).parent)!r} does not exist")
-    if output_dir is None:
-        targets = [output] if output is not None else []
-        fmt = resolve_output_format(output, fmt_option, source.format) if output is not None else source.format
-    else:
-        if source.name == "<stdin>":
-            raise UsageError("`output_dir` needs named input files, not stdin")
-        if Path(output_dir).exists() and not Path(output_dir).is_dir():
-            raise UsageError(f"`output_dir` {output_dir!r} is a file, not a folder")
-        fmt = fmt_option or source.format
-        targets = [str(Path(output_dir) / _renamed(part.relative, fmt)) for part in source.parts]
-        _check_distinct(source, targets)
-    written = [("output", target) for target in targets]
-    if summary_json is not None:
-        written.append(("`summary_json`", summary_json))
-    _check_written(source, written)
-    return targets, fmt
-
-
-def _check_written(source: Source, written: list[tuple[str, str]]) -> None:
-    """Refuse a path the run writes (``(what, path)``) that is an input file (also through a
-    symlink or a hard link) or a folder, or is inside a folder input (a later run on it would
-    read it as input); and two that are one file, or both stdout."""
-    seen: dict[object, tuple[str, str]] = {}
-    for what, path in written:
-        if path != STDIO:
-            _check_target(what, path, source)
-        key = path if path == STDIO else _identity(path)
-        if key in seen:
-            if path == STDIO:
-                raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
-            raise UsageError(f"{seen[key][0]} {seen[key][1]!r} and {what} {path!r} are one file; write them to different paths")
-        seen[key] = (what, path)
-
-
-def _check_target(what: str, path: str, source: Source) -> None:
-    t = Path(path)
-    if t.exists() and any(part.local and os.path.samefile(part.path, t) for part in source.parts):
-        raise UsageError(f"{what} {path!r} is an input file; choose another path")
-    if t.is_dir():
-        hint = " (for one output per input, use `output_dir`)" if what == "output" else ""
-        raise UsageError(f"{what} {path!r} is a directory{hint}")
-    folder = next((f for f in source.folders if t.resolve().is_relative_to(f.resolve())), None)
-    if folder is not None:
-        raise UsageError(f"{what} {path!r} is inside input folder {str(folder)!r}, whose sub-folders are read too: "
-                         "a later run would read it as input; write it outside")
-
-
-def _identity(path: str) -> object:
-    """What makes two paths one file: its device and inode if it exists, else where it resolves to."""
-    try:
-        found = os.stat(path)
-    except OSError:
-        return os.path.realpath(path)
-    return found.st_dev, found.st_ino
-
-
-def _check_distinct(source: Source, targets: list[str]) -> None:
-    """Two inputs must not be written to one output file."""
-    writer: dict[str, Part] = {}
-    for part, target in zip(source.parts, targets):
-        first = writer.setdefault(target, part)
-        if first is not part:
-            raise UsageError(f"`output_dir` would write both {first.name} and {part.name} to {target}; "
-                             "run them separately, or pass the folder that holds both")
-
-
-def _renamed(path: PurePath, fmt: str) -> PurePath:
-    return path if format_from_name(path.name) == fmt else path.with_name(f"{path.stem}.{fmt}")

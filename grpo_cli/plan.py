@@ -18,7 +18,7 @@ from .compare import parse_estimators
 from .config import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, check_range
 from .errors import ColumnNotFoundError, UsageError
 from .estimators import lookup
-from .io import Source, output_targets
+from .io import Source, Writes, resolve_output_format
 from .numerics import ROUND_DIGITS_MAX
 from .writer import Layout
 from .token_columns import StepColumns, TokenColumns
@@ -194,7 +194,6 @@ def plan_mismatch(
     rollout_logprobs_col: str | None = None,
     mask_col: str | None = None,
     output: str | None = None,
-    summary_json: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
     compression: str | None = None,
@@ -205,7 +204,7 @@ def plan_mismatch(
     rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, source=name)
     tokens = TokenColumns(new=old, old=old, mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name), rollout=rollout)
     prompt = schema.resolve_column(s, "prompt", prompt_col, required=False, source=name)
-    return MismatchPlan(config or MismatchConfig(), tokens, prompt, _output(source, output, output_dir, output_format, compression, summary_json))
+    return MismatchPlan(config or MismatchConfig(), tokens, prompt, _output(source, output, output_dir, output_format, compression))
 
 
 @dataclass(frozen=True)
@@ -244,7 +243,6 @@ def plan_filter(
     mask_col: str | None = None,
     logprobs_col: str | None = None,
     output: str | None = None,
-    summary_json: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
     compression: str | None = None,
@@ -275,7 +273,7 @@ def plan_filter(
         steps = StepColumns(count, mask)
     unused = (truncated,) if truncated is not None and config.truncated is None else ()
     return FilterPlan(config, grouping, reward[0], truncated if config.truncated else None, steps, mask,
-                      _output(source, output, output_dir, output_format, compression, summary_json), unused)
+                      _output(source, output, output_dir, output_format, compression), unused)
 
 
 @dataclass(frozen=True)
@@ -308,7 +306,6 @@ def plan_compare(
     mask_col: str | None = None,
     top: int = 5,
     output: str | None = None,
-    summary_json: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
     compression: str | None = None,
@@ -325,7 +322,7 @@ def plan_compare(
         steps = _steps(source, config, mask_col=mask_col if reads_tokens(config) else None, logprobs_col=None, old_logprobs_col=None,
                        ref_logprobs_col=None, values_col=None)
         resolved.append((label, _inputs(source, config, reward_col, baseline_col if "baseline" in needs else None, steps), config))
-    return ComparePlan(grouping, tuple(resolved), _output(source, output, output_dir, output_format, compression, summary_json), top)
+    return ComparePlan(grouping, tuple(resolved), _output(source, output, output_dir, output_format, compression), top)
 
 
 @dataclass(frozen=True)
@@ -360,13 +357,11 @@ def plan_inspect(
     advantage_col: str | None = None,
     truncated_col: str | None = None,
     output: None = None,
-    summary_json: str | None = None,
 ) -> InspectPlan:
     """The plan of `grpo inspect` on ``source`` (see :func:`grpo_cli.inspect_file`): it never
     stops on a role it cannot resolve; it says why. It writes no rows (``output`` is refused)."""
     if output is not None:
         raise UsageError("`grpo inspect` writes no rows; drop `output`")
-    _output(source, None, None, None, None, summary_json)
     s, name = source.schema, source.name
     given = {"prompt": prompt_col, "reward": reward_col, "new": logprobs_col, "old": old_logprobs_col, "ref": ref_logprobs_col,
              "rollout": rollout_logprobs_col, "mask": mask_col, "advantage": advantage_col, "truncated": truncated_col}
@@ -463,14 +458,14 @@ def _steps(source: Source, config: AdvantageConfig, **columns: str | None) -> St
     return StepColumns(count, mask, policy, ref, values)
 
 
-def _output(source: Source, output: str | None, output_dir: str | None, output_format: str | None, compression: str | None,
-            summary_json: str | None) -> Output:
-    """Where the rows go, and how parquet is written; every path the run writes
-    (``summary_json`` too) is checked here."""
+def _output(source: Source, output: str | None, output_dir: str | None, output_format: str | None, compression: str | None) -> Output:
+    """Where the rows go, in which format, and how parquet is written. The paths were checked
+    when the input was opened, before it was read (:meth:`~grpo_cli.io.Writes.check`)."""
     for name, given in (("output_format", output_format), ("compression", compression)):
         if output is None and output_dir is None and given is not None:
             raise UsageError(f"`{name}` applies to written rows; pass `output` or `output_dir` too, or drop it")
-    targets, fmt = output_targets(source, output, output_dir, output_format, summary_json)
+    targets = Writes(output, output_dir, output_format).targets(source.parts)
+    fmt = resolve_output_format(output, output_format, source.format) if output is not None else output_format or source.format
     if compression is not None and fmt != "parquet":
         raise UsageError(f"`compression` applies to parquet output, and this output is {fmt}; drop it")
     return Output(tuple(targets), fmt, output_dir is not None, source.layout(compression))
@@ -491,7 +486,6 @@ def plan_advantages(
     values_col: str | None = None,
     round_digits: int | None = None,
     output: str | None = None,
-    summary_json: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
     compression: str | None = None,
@@ -504,7 +498,7 @@ def plan_advantages(
         check_range("round_digits", round_digits, 0, ROUND_DIGITS_MAX)
         if output is None and output_dir is None:
             raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
-    out = _output(source, output, output_dir, output_format, compression, summary_json)
+    out = _output(source, output, output_dir, output_format, compression)
     grouping = _grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped)
     steps = _steps(source, config, mask_col=mask_col, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
                    ref_logprobs_col=ref_logprobs_col, values_col=values_col)
@@ -549,7 +543,6 @@ def plan_objective(
     rollout_logprobs_col: str | None = None,
     mask_col: str | None = None,
     output: str | None = None,
-    summary_json: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
     compression: str | None = None,
@@ -561,7 +554,7 @@ def plan_objective(
     estimator :data:`OBJECTIVE_ESTIMATOR` (or ``config.preset``'s).
     """
     config = config or ObjectiveConfig()
-    out = _output(source, output, output_dir, output_format, compression, summary_json)
+    out = _output(source, output, output_dir, output_format, compression)
     s, name = source.schema, source.name
     ref = schema.resolve_column(s, "ref", ref_logprobs_col, required=False, source=name)
     if ref is None and (config.beta > 0 or "kl" in config.given):

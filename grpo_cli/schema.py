@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import ColumnNotFoundError, InputError, RowError, UsageError
+from .numerics import inexact_integers
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,14 @@ def check_finite_scalars(values: np.ndarray, column: str) -> None:
     if bad.size:
         row = int(bad[0])
         raise RowError(row, f"column {column!r} is {'infinite' if np.isinf(values[row]) else 'null or NaN'}")
+
+
+def inexact_integer(values: pa.Array | pa.ChunkedArray, column: str) -> RowError:
+    """The error for the first integer of ``values`` (of ``column``) that float64 would round
+    (beyond 2^53), naming its row."""
+    ints = values.fill_null(0).to_numpy()
+    row = int(np.flatnonzero(inexact_integers(ints))[0])
+    return RowError(row, f"column {column!r} holds the integer {ints[row]}, which float64 would round; rescale it to at most 2^53")
 
 
 def positive_int(value: int | None, name: str) -> None:

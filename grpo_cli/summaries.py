@@ -239,15 +239,16 @@ def advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Mome
 
 
 def token_advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int,
-                            moments: dict[str, np.ndarray], mu: float, scale: float, config) -> dict:
+                            moments: dict[str, np.ndarray], w, config) -> dict:
     """The figures of `grpo advantages` with a token-level estimator: ``advantage`` describes
-    the written ``(A - mu) / scale`` over every valid token (``tokens``), from each row's
-    ``count``, ``mean``, ``m2`` (in its ``unit`` squared), ``min`` and ``max`` of its raw
-    token advantages; no histogram."""
+    the written ``w(A) = (A - mu) / s`` (a :class:`~grpo_cli.estimators.Whitening`) over every
+    valid token (``tokens``), from each row's ``count``, ``mean``, ``m2`` (in its ``unit``
+    squared), ``min`` and ``max`` of its raw token advantages; no histogram. The std is
+    ``sqrt(M2 / N) / s``, both in their units (``U / w.u`` apart), so neither overflows."""
     n, mean, m2, u = pooled(moments["count"], moments["mean"], moments["m2"], moments["unit"])
     has = moments["count"] > 0
-    figures = {"mean": (mean - mu) / scale, "std": float(np.sqrt(m2 / n)) * u / scale,
-               "min": (float(moments["min"][has].min()) - mu) / scale, "max": (float(moments["max"][has].max()) - mu) / scale} \
+    figures = {"mean": w(mean), "std": float(np.sqrt(m2 / n)) * (u / w.u) / w.s,
+               "min": w(float(moments["min"][has].min())), "max": w(float(moments["max"][has].max()))} \
         if n else {"mean": None, "std": None, "min": None, "max": None}
     return {**reward_figures(groups, grouped_by, rewards, rows), "tokens": int(n), "advantage": figures,
             "advantage_histogram": None, "config": config.figures}

@@ -1,10 +1,12 @@
 """Adversarial cases (issue 18): each was a break before its fix."""
 
+import decimal
 import json
 import math
 import os
 import re
 import threading
+import warnings
 
 import numpy as np
 import polars as pl
@@ -14,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_cli import advantages_file, jsonl
-from grpo_cli.errors import GrpoError
+from grpo_cli import advantages_file, jsonl, policy_objective
+from grpo_cli.errors import GrpoError, InputError
+from grpo_cli.io import Outputs, Sink
 from grpo_cli.parallel import max_in_flight, ordered_map
 
 from .conftest import run_grpo, write_jsonl_rows
@@ -130,6 +133,7 @@ NESTED_NAN = {
     "fixed-size list": pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2.0, float("nan"), 3.0]), 2),
     "map": pa.array([[("k", 1.0)], [("k", float("-inf"))]], pa.map_(pa.string(), pa.float64())),
     "list of structs of float32": pa.array([[{"y": 1.0}], [{"y": float("nan")}]], pa.list_(pa.struct([("y", pa.float32())]))),
+    "list view": pa.array([[1.0], [2.0, float("nan")]], pa.list_view(pa.float64())),
 }
 
 
@@ -173,6 +177,30 @@ def test_huge_rewards_give_the_advantages_of_small_ones(tmp_path, args):
     for stat in ("mean", "std", "min", "max"):
         assert out["huge figures"][stat] == pytest.approx(out["small figures"][stat], rel=1e-12, abs=1e-15)
 
+
+
+M = 1.7e308  # within a factor of 2 of float64's largest (1.798e308)
+
+
+@pytest.mark.parametrize("args, rows, expected", [
+    # A = +-M: the whitening std sqrt(2) M is beyond float64 (every A' was 0)
+    (["--estimator", "mean"], [{"prompt_id": "a", "reward": r} for r in (M, -M)], [0.7071067811865476, -0.7071067811865476]),
+    # A = r - 0: mu = -M/2, so A - mu = 1.5 M is beyond float64 (A' was -inf)
+    (["--estimator", "remax"], [{"prompt_id": "a", "reward": r, "reward_baseline": 0.0} for r in (M, -M, -M, -M)], [1.5, -0.5, -0.5, -0.5]),
+    # per token: the same over the tokens of two rows
+    (["--estimator", "reinforce"], [{"reward": r, "old_logprobs": [-0.1]} for r in (M, -M)], [[0.7071067811865476], [-0.7071067811865476]]),
+])
+def test_whitening_values_near_the_largest_float64_is_exact(tmp_path, args, rows, expected):
+    src = write_jsonl_rows(tmp_path / "in.jsonl", rows)
+    proc = run_grpo("advantages", str(src), *args, "--whiten", "--whiten-eps", "0", "-o", str(tmp_path / "out.jsonl"),
+                    "--summary-json", str(tmp_path / "s.json"), "-q")
+    assert proc.stderr == b""
+    column = "token_advantage" if "reinforce" in args else "advantage"
+    flat = np.ravel(expected)
+    assert np.ravel([row[column] for row in jsonl_rows(tmp_path / "out.jsonl")]).tolist() == pytest.approx(flat.tolist(), rel=1e-15)
+    figures = strict_json((tmp_path / "s.json").read_text())["advantage"]
+    assert [figures[k] for k in ("min", "max")] == pytest.approx([flat.min(), flat.max()], rel=1e-15)
+    assert figures["mean"] == pytest.approx(0.0, abs=1e-15)
 
 def test_group_std_of_huge_rewards_filters_right(tmp_path):
     """std of {1e200, -1e200, 3e200} is 1.63e200, not inf: the group is kept by std<1e300."""
@@ -220,6 +248,19 @@ def test_an_objective_beyond_float64_is_refused_naming_its_row(tmp_path):
             f"{src}: row 1 (prompt id 'a'): its objective sum is beyond float64; rescale the advantages, or lower --logratio-clamp")
     assert leftovers(tmp_path) == []
 
+
+
+def test_the_api_objective_refuses_a_row_beyond_float64_as_the_cli_does():
+    new, old = [[-0.1, -0.1], [-0.1, -0.1]], [[-0.2, -0.2], [-0.2, -0.2]]
+    with pytest.raises(InputError, match=r"^log-probs: row 1: its objective sum is beyond float64; rescale the advantages, "
+                                         r"or lower `logratio_clamp`$"):
+        policy_objective(new, old, advantage_values=[1.0, 1e308])
+    with pytest.raises(InputError, match=r"^log-probs: row 0: column 'advantage_values' is null or NaN$"):  # it was "beyond float64"
+        policy_objective(new, old, advantage_values=[float("nan"), 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figures = policy_objective([[-0.1], [-0.1]], [[-0.2], [-0.2]], advantage_values=[1e308, 1e308], details=True)
+    assert (figures["objective"], figures["loss"], figures["surrogate"]) == (None, None, None)
 
 def test_a_summary_total_beyond_float64_is_null(tmp_path):
     """Each row's objective is finite, their sum is not: the figures that need it are null."""
@@ -327,6 +368,50 @@ def test_binary_columns_are_written_to_jsonl_as_base64(tmp_path):
     ]
 
 
+
+def test_every_type_parquet_holds_is_written_to_jsonl(tmp_path):
+    """decimal256 panicked inside polars' JSON writer (a BaseException: a traceback), list views
+    and UUIDs failed: decimals are their exact digits as text, as decimal128's already were
+    (JSON readers parse numbers as float64); list views are lists; an extension type is its
+    storage (a UUID its 16 bytes, as base64)."""
+    uuid = pa.ExtensionArray.from_storage(pa.uuid(), pa.array([bytes(range(16)), None], pa.binary(16)))
+    table = pa.table({
+        "prompt_id": ["a", "a"], "reward": [1.0, 0.0],
+        "wide": pa.array([decimal.Decimal("1234567890123456789012345678901234567890.12"), None], pa.decimal256(50, 2)),
+        "narrow": pa.array([decimal.Decimal("1.20"), decimal.Decimal("-0.05")], pa.decimal128(5, 2)),
+        "view": pa.array([[1, 2], None], pa.list_view(pa.int64())),
+        "large_view": pa.array([[0.5], []], pa.large_list_view(pa.float32())),
+        "id": uuid,
+        "nested": pa.array([{"d": decimal.Decimal("3.5"), "v": [[7]]}, {"d": None, "v": [[]]}],
+                           pa.struct([("d", pa.decimal256(40, 1)), ("v", pa.list_(pa.list_view(pa.int64())))])),
+    })
+    pq.write_table(table, tmp_path / "in.parquet")
+    assert pq.read_schema(tmp_path / "in.parquet").equals(table.schema, check_metadata=False)
+    proc = run_grpo("advantages", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.jsonl"), "-q", check=False)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert jsonl_rows(tmp_path / "out.jsonl") == [
+        {"prompt_id": "a", "reward": 1.0, "wide": "1234567890123456789012345678901234567890.12", "narrow": "1.20", "view": [1, 2],
+         "large_view": [0.5], "id": "AAECAwQFBgcICQoLDA0ODw==", "nested": {"d": "3.5", "v": [[7]]}, "advantage": 1.0},
+        {"prompt_id": "a", "reward": 0.0, "wide": None, "narrow": "-0.05", "view": None, "large_view": [], "id": None,
+         "nested": {"d": None, "v": [[]]}, "advantage": -1.0},
+    ]
+
+
+def test_intervals_are_written_to_jsonl_as_their_three_fields(tmp_path):
+    """month_day_nano panicked inside polars' JSON writer. No input holds one (parquet cannot:
+    pyarrow refuses to write it), so the writer is given one directly."""
+    values = pa.array([pa.MonthDayNano([1, -2, 3_000_000_000]), None, pa.MonthDayNano([0, 0, -1])], pa.month_day_nano_interval())
+    batch = pa.record_batch({"head": values.slice(0, 2), "tail": values.slice(1), "nested": pa.array([[v] for v in values.slice(1).to_pylist()])})
+    with Outputs() as outputs:
+        sink = Sink(str(tmp_path / "out.jsonl"), "jsonl", batch.schema, outputs=outputs)
+        sink.write(batch)
+        outputs.commit()
+    last = {"months": 0, "days": 0, "nanoseconds": -1}
+    assert jsonl_rows(tmp_path / "out.jsonl") == [
+        {"head": {"months": 1, "days": -2, "nanoseconds": 3_000_000_000}, "tail": None, "nested": [None]},
+        {"head": None, "tail": last, "nested": [last]},
+    ]
+
 # 9. integer rewards and advantages beyond 2^53
 
 
@@ -346,6 +431,29 @@ def test_integer_rewards_and_advantages_beyond_2_53_in_jsonl_are_refused(tmp_pat
                 f"{src}: row 0 (prompt id 'a'): column '{column}' holds the integer 9007199254740993, "
                 "which float64 would round; rescale it to at most 2^53")
 
+
+
+def test_an_integer_reward_beyond_2_53_in_one_file_among_float_files_is_refused_naming_its_row(tmp_path):
+    """The files' rewards unify to float64: the cast named the file, not the row."""
+    pq.write_table(pa.table({"prompt_id": ["a", "a"], "reward": [1.0, 0.5]}), tmp_path / "in.0.parquet")
+    pq.write_table(pa.table({"prompt_id": ["b", "c", "c"], "reward": pa.array([0, 2**53 + 1, 3], pa.int64())}), tmp_path / "in.1.parquet")
+    for command in (["advantages"], ["filter", "--drop-zero-variance"]):
+        refused(run_grpo(*command, str(tmp_path / "in.0.parquet"), str(tmp_path / "in.1.parquet"), check=False), 1,
+                f"{tmp_path / 'in.1.parquet'}: row 1 (prompt id 'c'): column 'reward' holds the integer {2**53 + 1}, "
+                "which float64 would round; rescale it to at most 2^53")
+
+
+def test_a_passed_through_integer_beyond_2_53_among_float_files_is_refused_naming_its_row(tmp_path):
+    """One output holds the column as float64: the written row is named, the one `grpo filter` keeps too."""
+    pq.write_table(pa.table({"prompt_id": ["a", "a"], "reward": [1.0, 0.5], "seed": [0.5, 1.0]}), tmp_path / "in.0.parquet")
+    pq.write_table(pa.table({"prompt_id": ["b", "b", "c", "c"], "reward": [1.0, 1.0, 0.0, 1.0], "seed": pa.array([1, 2, 3, 2**53 + 1])}),
+                   tmp_path / "in.1.parquet")
+    inputs = [str(tmp_path / "in.0.parquet"), str(tmp_path / "in.1.parquet")]
+    for command in (["advantages"], ["filter", "--drop-zero-variance"]):
+        refused(run_grpo(*command, *inputs, "-o", str(tmp_path / "out.parquet"), check=False), 1,
+                f"{tmp_path / 'in.1.parquet'}: row 3 (prompt id 'c'): column 'seed' holds the integer {2**53 + 1}, "
+                "which float64 would round; rescale it to at most 2^53")
+        assert leftovers(tmp_path) == []
 
 # 10. in-flight work
 

@@ -8,6 +8,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import advantages_file
+from grpo_cli import advantages_file, io, jsonl
 from grpo_cli.errors import Interrupted, OutputError, UsageError
 
 from .conftest import SAMPLE, grpo_executable, run_grpo, write_jsonl_rows
@@ -144,6 +145,17 @@ def test_output_to_a_character_device_is_written_through(tmp_path):
     run_grpo("advantages", str(PARQUET), "-o", "/dev/null", "--output-format", "parquet", "-q")
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
 
+
+
+def test_rows_and_summary_json_may_both_go_to_one_character_device(tmp_path):
+    """`-o /dev/null --summary-json /dev/null` destroys nothing: each is written through (a
+    regular file named twice is still refused, above). The twin of /dev/null first."""
+    twin = device_twin(tmp_path, "/dev/null")
+    for device in (str(twin), "/dev/null"):
+        proc = run_grpo("advantages", str(PARQUET), "-o", device, "--output-format", "parquet", "--summary-json", device, check=False)
+        assert proc.returncode == 0 and proc.stdout == b"", proc.stderr.decode()
+        assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
 
 # 3. All outputs are prepared first and committed together, each atomically.
 
@@ -306,3 +318,73 @@ def test_closed_stdin_is_one_clear_line():
                                   f"inspect '{PARQUET}' --json >&-"])
 def test_closed_stdout_is_one_clear_line(args):
     refused(closed(args), 1, "<stdout>: not open (stdout is closed); redirect it, or write to a file")
+
+
+# 9. Written paths are checked as soon as the inputs are listed, before any is read.
+
+def never_read(*args, **kwargs):
+    raise AssertionError("an input was read before the written paths were checked")
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_written_paths_are_checked_before_any_input_is_read(tmp_path, monkeypatch, suffix):
+    """A JSON Lines input is scanned in full (here it would fail on its last line), a parquet
+    footer read: the clash with --summary-json is refused first, with no input opened."""
+    src = tmp_path / f"r.{suffix}"
+    if suffix == "jsonl":
+        src.write_text(JSONL.read_text() + '{"prompt_id": "late", "reward": "not a number"}\n')
+    else:
+        shutil.copy(PARQUET, src)
+    before = digest(src)
+    for module, name in ((io.Part, "open"), (pq, "read_metadata"), (pq, "ParquetFile"), (jsonl, "scan")):
+        monkeypatch.setattr(module, name, never_read)
+    with pytest.raises(UsageError, match=r"^`summary_json` '.*r\.(jsonl|parquet)' is an input file; choose another path$"):
+        advantages_file(str(src), summary_json=str(src))
+    assert digest(src) == before
+
+
+def test_a_fifo_input_is_not_read_before_the_written_paths_are_checked(tmp_path):
+    """Nothing ever writes into the FIFO: reading it would block until the timeout."""
+    fifo = tmp_path / "rollouts"
+    os.mkfifo(fifo)
+    proc = subprocess.run([grpo_executable(), "advantages", str(fifo), "--input-format", "parquet", "--summary-json", str(fifo)],
+                          capture_output=True, timeout=60)
+    refused(proc, 2, f"--summary-json {str(fifo)!r} is an input file; choose another path")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("flag", ["-o", "--summary-json"])
+def test_the_file_stdin_is_read_from_is_an_input(tmp_path, flag):
+    """`grpo advantages - -o r.parquet < r.parquet` replaced its own input (the check came after
+    stdin was spooled, against the spool)."""
+    src = tmp_path / "r.parquet"
+    shutil.copy(PARQUET, src)
+    before = digest(src)
+    with open(src, "rb") as rows:
+        proc = subprocess.run([grpo_executable(), "advantages", "-", flag, str(src)], stdin=rows, capture_output=True, timeout=120)
+    what = "output" if flag == "-o" else "--summary-json"
+    refused(proc, 2, f"{what} {str(src)!r} is an input file; choose another path")
+    assert digest(src) == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.parquet"]
+
+
+# 10. An interrupt after the outputs were committed says so.
+
+# the CLI with its table renderer replaced by one that is interrupted, as a ^C while the table is drawn
+INTERRUPTED_RENDER = ("import os, signal, sys\nfrom grpo_cli import cli\nsig = getattr(signal, sys.argv.pop(1))\n"
+                      "cli.render_advantages = lambda figures, console: os.kill(os.getpid(), sig)\ncli.app(prog_name='grpo')")
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("written", [True, False])
+def test_interrupt_while_printing_the_summary_says_the_outputs_are_complete(tmp_path, sig, code, written):
+    """The signal arrives while the table is drawn on stderr, once every output was committed:
+    the message claimed nothing about them."""
+    outputs = ["-o", str(tmp_path / "o.parquet"), "--summary-json", str(tmp_path / "s.json")] if written else []
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_RENDER, signal.Signals(sig).name, "advantages", str(PARQUET), *outputs],
+                          capture_output=True, timeout=120)
+    done = "every output was written completely, only the summary is cut short" if written else "the summary is cut short"
+    refused(proc, code, f"interrupted by {signal.Signals(sig).name} while printing the summary; {done}")
+    if written:
+        assert (tmp_path / "o.parquet").read_bytes() == expected_output(tmp_path, str(PARQUET))
+        assert json.loads((tmp_path / "s.json").read_text())["rows"] == 320
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["expected", "o.parquet", "s.json"] if written else [])

@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 
 from .. import schema
 from ..errors import InputError, RowError
-from ..estimators import GroupIndex, RowInputs, Steps, group_index, lookup, row_advantages
+from ..estimators import GroupIndex, RowInputs, Steps, Whitening, group_index, lookup, row_advantages
 from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..mismatch import MismatchSummary, batch_terms
-from ..numerics import inexact_integers, units
+from ..numerics import units
 from ..plan import AdvantagesPlan, FilterPlan, Grouping, InspectPlan, MismatchPlan, ObjectivePlan
 from ..summaries import GroupSummary, ObjectiveSummary
 from ..token_columns import StepColumns, StepData, read_steps, read_tokens
@@ -46,9 +46,7 @@ def float64(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     try:
         values = pc.cast(column, pa.float64())
     except pa.ArrowInvalid:  # the safe cast refuses integers beyond 2^53
-        ints = column.fill_null(0).to_numpy()
-        row = int(np.flatnonzero(inexact_integers(ints))[0])
-        raise RowError(row, f"column {name!r} holds the integer {ints[row]}, which float64 would round; rescale it to at most 2^53") from None
+        raise schema.inexact_integer(column, name) from None
     return values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
 
@@ -161,13 +159,13 @@ def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
     return {"count": n, "mean": mean * u, "m2": reduce_rows(d * d, n), "unit": u, "min": lo, "max": hi}
 
 
-def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, mu: float, scale: float) -> Written:
-    """The ``token_advantage`` (whitened, ``(A - mu) / scale``) and ``token_return`` list
-    columns of a batch: one entry per list entry, 0 where masked or unscorable."""
+def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, w: Whitening) -> Written:
+    """The ``token_advantage`` (whitened, ``(A - mu) / s``) and ``token_return`` list columns
+    of a batch: one entry per list entry, 0 where masked or unscorable."""
     data, _, valid, a, returns = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
     offsets = pa.array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
     out = {}
-    for name, values in (("token_advantage", (a - mu) / scale), ("token_return", returns)):
+    for name, values in (("token_advantage", w(a)), ("token_return", returns)):
         flat = np.zeros(len(valid))
         flat[valid] = values
         out[name] = pa.ListArray.from_arrays(offsets, pa.array(flat))
@@ -222,23 +220,8 @@ def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, 
     else:
         adv = None
     terms = row_terms(tokens, adv, plan.config)
-    check_row_sums(terms)
     summary = ObjectiveSummary.of(terms, first_row)
     return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
-
-
-ROW_SUMS = {"objective_sum": "objective sum", "surrogate_sum": "surrogate sum", "kl_ref_sum": "KL sum against the reference",
-            "kl_old_sum": "KL sum against the old policy", "ratio_sum": "ratio sum", "is_weight_sum": "importance weight sum"}
-
-
-def check_row_sums(terms: dict[str, np.ndarray]) -> None:
-    """Each row's sums must be float64 numbers (an advantage near 1.8e308 times a ratio, or many
-    ratios near e^709, are not): the first row with one that is not is refused."""
-    found = [(int(np.flatnonzero(~finite)[0]), k, label) for k, (key, label) in enumerate(ROW_SUMS.items())
-             if key in terms and not (finite := np.isfinite(terms[key])).all()]
-    if found:
-        row, _, label = min(found)
-        raise RowError(row, f"its {label} is beyond float64; rescale the advantages, or lower `logratio_clamp`")
 
 
 def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:

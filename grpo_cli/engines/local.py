@@ -79,8 +79,8 @@ class LocalEngine(Engine):
     def filter(self, source: Source, plan: FilterPlan) -> dict:
         config, grouping = plan.config, plan.grouping
         path = schema.field_path(source.schema, plan.reward)
-        table = self._read_columns(source, list(dict.fromkeys(c for c in (grouping.prompt, path[0], plan.truncated) if c is not None)))
         label = row_labeller(source, grouping.prompt)
+        table = _labelled(label, self._read_columns, source, list(dict.fromkeys(c for c in (grouping.prompt, path[0], plan.truncated) if c is not None)))
         keys = table.column(grouping.prompt) if grouping.prompt is not None else None
         index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
         r = _labelled(label, kernels.reward_values, table, [path], (plan.reward,))[:, 0]
@@ -161,9 +161,9 @@ class LocalEngine(Engine):
         columns read (a write pass takes them from there rather than reading them again)."""
         paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
         names = [grouping.prompt, *(p[0] for p in paths), inputs and inputs.baseline]
-        table = self._read_columns(source, list(dict.fromkeys(c for c in names if c is not None)))
-        keys = table.column(grouping.prompt) if grouping.prompt is not None else None
         label = row_labeller(source, grouping.prompt)
+        table = _labelled(label, self._read_columns, source, list(dict.fromkeys(c for c in names if c is not None)))
+        keys = table.column(grouping.prompt) if grouping.prompt is not None else None
         index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
         if inputs is None:
             return index, None, table
@@ -212,13 +212,13 @@ class LocalEngine(Engine):
         parts = [part for _, _, part in self._batches(source, plan.grouping, kernels.token_moments, plan, inputs.r,
                                                        columns=columns, carry=False)]
         moments = _joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
-        mu, scale = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
+        w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
         groups = Groups(inputs.r, index)
         figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, self._described(_scored(inputs)), len(inputs.r),
-                                          moments, mu, scale, config)
+                                          moments, w, config)
         if plan.output.targets:
             self._write_pass(source, plan.grouping, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],
-                             kernels.token_columns, plan, inputs.r, mu, scale, columns=columns)
+                             kernels.token_columns, plan, inputs.r, w, columns=columns)
         return figures
 
     def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool,
@@ -276,18 +276,21 @@ class LocalEngine(Engine):
         ``held``: columns of every row already in memory, not read again (see :meth:`Source.iter_batches`)."""
         partials = []
 
-        def written() -> Iterator[tuple[int, pa.RecordBatch, dict[str, pa.Array]]]:
+        def written() -> Iterator[tuple[int, int, pa.RecordBatch, kernels.Written]]:
+            first_row = 0
             for part, batch, result in self._batches(source, grouping, kernel, *args, columns=columns, carry=True, held=held):
                 partials.append(result.partial)
-                yield part, *result.applied(batch)
+                yield part, first_row, batch, result
+                first_row += batch.num_rows
 
-        self._write(source, output, new_fields, written())
+        self._write(source, output, new_fields, row_labeller(source, grouping.prompt), written())
         return partials
 
-    def _write(self, source: Source, output: Output, new_fields: list[pa.Field], batches: Iterable) -> None:
-        """Write ``(part, batch, columns)`` to the output's targets: each batch with ``columns``
-        set, to one file with every input column (in its unified type; null where a file lacks
-        it), or per input file with that file's own columns.
+    def _write(self, source: Source, output: Output, new_fields: list[pa.Field], label: Callable[[int], str], batches: Iterable) -> None:
+        """Write ``(part, first row, batch, kernel result)`` to the output's targets: the rows
+        of each batch that the result keeps, with its columns set (:func:`output_batch`), to
+        one file with every input column (in its unified type; null where a file lacks it), or
+        per input file with that file's own columns.
 
         A column of the input with the same name as a new one is replaced in place; the others
         are appended in order. Every output is written to a temporary file staged in
@@ -307,9 +310,9 @@ class LocalEngine(Engine):
                 sinks.append(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout, self.outputs))
             return sinks[index]
 
-        def write(part: int, batch: pa.RecordBatch, columns: dict[str, pa.Array]) -> None:
+        def write(part: int, first_row: int, batch: pa.RecordBatch, result: kernels.Written) -> None:
             k = part if output.per_input else 0
-            sink(k).write(conform(_set_columns(batch, columns), schemas[k], source.parts[part].name))
+            sink(k).write(output_batch(source, label, part, first_row, batch, result, schemas[k]))
 
         with ThreadPoolExecutor(1) as writer:  # in order, on a thread of its own, while this one reads the next batches
             pending: deque = deque()
@@ -349,8 +352,17 @@ def run_kernel(source: Source, label: Callable[[int], str], kernel: Callable, ar
                batch: pa.RecordBatch):
     """``kernel`` on one batch of part ``part`` whose first row is ``first_row``: its ``read``
     columns in their unified types; a bad row named by ``label``."""
-    read_batch = conform(batch, read, source.parts[part].name)
-    return _labelled(lambda row: label(first_row + row), kernel, read_batch, first_row, *args)
+    return _labelled(lambda row: label(first_row + row), lambda: kernel(conform(batch, read, source.parts[part].name), first_row, *args))
+
+
+def output_batch(source: Source, label: Callable[[int], str], part: int, first_row: int, batch: pa.RecordBatch,
+                 result: kernels.Written, schema: pa.Schema) -> pa.RecordBatch:
+    """The rows of ``batch`` (of part ``part``, its first row the dataset's ``first_row``) that
+    the kernel's ``result`` keeps, with its columns set, in the output ``schema``; a value that
+    the schema cannot hold is named by ``label`` at its row."""
+    kept, columns = result.applied(batch)
+    rows = first_row + (np.arange(batch.num_rows) if result.keep is None else np.flatnonzero(result.keep))
+    return _labelled(lambda row: label(int(rows[row])), conform, _set_columns(kept, columns), schema, source.parts[part].name)
 
 
 def _labelled(label: Callable[[int], str], fn: Callable, *args):

@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import GrpoError, UsageError
-from ..io import Sink, Source, conform
+from ..io import Sink, Source
 from ..writer import Layout
 from ..plan import Grouping, Output
-from .local import LocalEngine, _annotated_schema, _set_columns, row_labeller, run_kernel
+from .local import LocalEngine, _annotated_schema, output_batch, row_labeller, run_kernel
 
 INSTALL = "pip install 'grpo-cli[ray]'"
 
@@ -54,11 +54,13 @@ def _write_part(source: Source, k: int, first_row: int, prompt: str | None, kern
     """Part ``k``'s output, written by this task to a temporary file beside ``target`` (the
     driver stages it with the run's other outputs); its partial summaries and rows."""
     sink = Sink(target, fmt, schema, layout)
+    label = row_labeller(source, prompt)
     try:
         partials = []
         for batch, written in _part_results(source, k, first_row, prompt, kernel, args, columns, True, batch_rows):
             partials.append(written.partial)
-            sink.write(conform(_set_columns(*written.applied(batch)), schema, source.parts[k].name))
+            sink.write(output_batch(source, label, k, first_row, batch, written, schema))
+            first_row += batch.num_rows
         sink.close()
     except BaseException:
         sink.discard()

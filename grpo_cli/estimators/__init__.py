@@ -17,11 +17,11 @@ from .returns import Steps
 from .rewards import RowInputs, row_inputs, weights
 from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
-from .whiten import pooled, whitened, whitening
+from .whiten import Whitening, pooled, whitened, whitening
 
 __all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "RowInputs", "Steps", "advantage",
            "group_index", "in_units", "lookup", "names", "pooled", "row_advantages", "row_inputs",
-           "whitened", "whitened_rows", "whitening"]
+           "Whitening", "whitened", "whitened_rows", "whitening"]
 
 
 def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.ndarray, Groups]:

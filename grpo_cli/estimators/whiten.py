@@ -12,32 +12,51 @@ Sums and squares of values beyond 2^500 overflow: they are taken in a power-of-t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..numerics import unit
 
-# s from var, the variance in unit u (sigma^2 / u^2; u = 1 for ordinary values)
+# s / u from var, the variance in unit u (sigma^2 / u^2; u = 1 for ordinary values)
 EPS_AT = {
-    "std": lambda var, eps, u: np.sqrt(var) * u + eps,  # TRL: (A - mu) / (std + eps)
-    "var": lambda var, eps, u: np.sqrt(var + eps / u / u) * u,  # verl masked_whiten: (A - mu) * rsqrt(var + eps)
-    "var-floor": lambda var, eps, u: np.sqrt(max(var, eps / u / u)) * u,  # OpenRLHF: (A - mu) * rsqrt(clamp(var, min=eps))
+    "std": lambda var, eps, u: np.sqrt(var) + eps / u,  # TRL: (A - mu) / (std + eps)
+    "var": lambda var, eps, u: np.sqrt(var + eps / u / u),  # verl masked_whiten: (A - mu) * rsqrt(var + eps)
+    "var-floor": lambda var, eps, u: np.sqrt(max(var, eps / u / u)),  # OpenRLHF: (A - mu) * rsqrt(clamp(var, min=eps))
 }
 
 
-def whitening(count: np.ndarray, mean: np.ndarray, m2: np.ndarray, config, m2_unit: np.ndarray | None = None) -> tuple[float, float]:
-    """``(mu, s)`` over every value of the rows (``m2`` in units of ``m2_unit`` squared, see
-    :func:`pooled`), ``s`` as ``config.whiten_std`` and ``config.whiten_eps_at`` say;
-    ``(0, inf)`` (so every ``A'`` is 0) when there are no more values than the std's ddof.
+@dataclass(frozen=True)
+class Whitening:
+    """``A' = (A - mu) / s`` with ``mu`` and ``s`` held in a power-of-two unit ``u`` (1 for
+    ordinary values: the numbers do not change by a bit), so that near the top of float64's
+    range neither ``A - mu`` nor ``s`` overflows.
+
+    .. math:: A' = \\frac{A / u - \\mu / u}{s / u}
+    """
+
+    mu: float  # the mean, in unit u
+    s: float  # the divisor, in unit u
+    u: float = 1.0
+
+    def __call__(self, a: np.ndarray | float) -> np.ndarray | float:
+        return ((a if self.u == 1.0 else a / self.u) - self.mu) / self.s
+
+
+def whitening(count: np.ndarray, mean: np.ndarray, m2: np.ndarray, config, m2_unit: np.ndarray | None = None) -> Whitening:
+    """The whitening over every value of the rows (``m2`` in units of ``m2_unit`` squared, see
+    :func:`pooled`), ``s`` as ``config.whiten_std`` and ``config.whiten_eps_at`` say; ``s``
+    infinite (so every ``A'`` is 0) when there are no more values than the std's ddof.
 
     >>> from grpo_cli import AdvantageConfig
     >>> whitening(np.array([1, 1, 2]), np.array([1.0, 3.0, 2.0]), np.zeros(3), AdvantageConfig(whiten=True, whiten_eps=0.0))
-    (2.0, 0.816496580927726)
+    Whitening(mu=2.0, s=0.816496580927726, u=1.0)
     """
     ddof = 1 if config.whiten_std == "sample" else 0
     n, mu, total_m2, u = pooled(count, mean, m2, m2_unit)
     if n <= ddof:
-        return 0.0, np.inf
-    return mu, float(EPS_AT[config.whiten_eps_at](total_m2 / (n - ddof), config.whiten_eps, u))
+        return Whitening(0.0, np.inf)
+    return Whitening(mu / u, float(EPS_AT[config.whiten_eps_at](total_m2 / (n - ddof), config.whiten_eps, u)), u)
 
 
 def pooled(count: np.ndarray, mean: np.ndarray, m2: np.ndarray, m2_unit: np.ndarray | None = None) -> tuple[float, float, float, float]:
@@ -75,5 +94,4 @@ def whitened(a: np.ndarray, config, count: np.ndarray | None = None) -> np.ndarr
     if not config.whiten:
         return a
     count = np.ones(len(a)) if count is None else count
-    mu, s = whitening(count, a, np.zeros_like(a), config)
-    return np.where(count > 0, (a - mu) / s, 0.0)
+    return np.where(count > 0, whitening(count, a, np.zeros_like(a), config)(a), 0.0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import RowError
 from .kl import KL_ESTIMATORS, k3, k3_with_ratio
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
@@ -20,14 +21,29 @@ def row_terms(tokens: Tokens, advantages: np.ndarray | None, config, block_token
     on blocks of about ``block_tokens`` tokens (:meth:`Tokens.row_blocks`).
 
     ``advantages`` holds one advantage per row, or is ``None`` when ``tokens.advantage``
-    holds one per token. ``config`` is an :class:`~grpo_cli.config.ObjectiveConfig`.
+    holds one per token. ``config`` is an :class:`~grpo_cli.config.ObjectiveConfig`. A row
+    whose sum is beyond float64 is refused (:func:`check_row_sums`).
     """
     blocks = tokens.row_blocks(block_tokens)
-    with np.errstate(over="ignore", invalid="ignore"):  # a row's sum beyond float64 is inf or NaN, which the kernel refuses
+    with np.errstate(over="ignore", invalid="ignore"):  # a row's sum beyond float64 is inf or NaN: refused below
         parts = [block_terms(tokens.rows_slice(a, b), None if advantages is None else advantages[a:b], config) for a, b in blocks]
-    if len(parts) == 1:
-        return parts[0]
-    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    terms = parts[0] if len(parts) == 1 else {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    check_row_sums(terms)
+    return terms
+
+
+ROW_SUMS = {"objective_sum": "objective sum", "surrogate_sum": "surrogate sum", "kl_ref_sum": "KL sum against the reference",
+            "kl_old_sum": "KL sum against the old policy", "ratio_sum": "ratio sum", "is_weight_sum": "importance weight sum"}
+
+
+def check_row_sums(terms: dict[str, np.ndarray]) -> None:
+    """Each row's sums must be float64 numbers (an advantage near 1.8e308 times a ratio, or many
+    ratios near e^709, are not): the first row with one that is not is refused."""
+    found = [(int(np.flatnonzero(~finite)[0]), k, label) for k, (key, label) in enumerate(ROW_SUMS.items())
+             if key in terms and not (finite := np.isfinite(terms[key])).all()]
+    if found:
+        row, _, label = min(found)
+        raise RowError(row, f"its {label} is beyond float64; rescale the advantages, or lower `logratio_clamp`")
 
 
 def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[str, np.ndarray]:
