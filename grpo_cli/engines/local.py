@@ -1,9 +1,10 @@
 """The local engine: read -> validate -> group statistics -> per-row math -> write + summarise.
 
 Pass 1 reads only the small columns (prompt id, reward) and computes one advantage per row.
-Pass 2 streams every column by record batch, runs a kernel on worker threads while this
-thread reads the next batch and writes the previous one, and merges each batch's partial
-summary, so memory is bounded by the batch, not by the token columns.
+Pass 2 streams every column by record batch (those pass 1 read are taken from memory), runs a
+kernel on worker threads while this thread reads the next batch and a thread of its own writes
+the previous one, and merges each batch's partial summary, so memory is bounded by the batch,
+not by the token columns.
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ class LocalEngine(Engine):
     def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool,
                   held: pa.Table | None) -> Iterator:
         """The kernel on every batch, in order: on up to ``threads`` batches at once while this
-        thread reads the next batch and writes the previous one."""
+        thread reads the next batch (``held``: see :meth:`Source.iter_batches`)."""
         label = row_labeller(source, prompt)
         read = source.read_schema(columns)
 
