@@ -362,8 +362,11 @@ def output_batch(source: Source, label: Callable[[int], str], part: int, first_r
     the kernel's ``result`` keeps, with its columns set, in the output ``schema``; a value that
     the schema cannot hold is named by ``label`` at its row."""
     kept, columns = result.applied(batch)
-    rows = first_row + (np.arange(batch.num_rows) if result.keep is None else np.flatnonzero(result.keep))
-    return _labelled(lambda row: label(int(rows[row])), conform, _set_columns(kept, columns), schema, source.parts[part].name)
+
+    def input_row(row: int) -> int:  # the kept row's row in the input, worked out only for an error
+        return first_row + (row if result.keep is None else int(np.flatnonzero(result.keep)[row]))
+
+    return _labelled(lambda row: label(input_row(row)), conform, _set_columns(kept, columns), schema, source.parts[part].name)
 
 
 def _labelled(label: Callable[[int], str], fn: Callable, *args):
