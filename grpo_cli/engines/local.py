@@ -59,13 +59,13 @@ class LocalEngine(Engine):
             return figures.result()
 
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
-        computed = None
+        computed = held = None
         if plan.first_pass:
-            index, inputs, _ = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
+            index, inputs, held = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator)
             if plan.estimator is not None:
                 computed = self._advantages(source, plan.grouping, index, inputs, plan.estimator)[0]
         partials = self._partials(source, plan.grouping, plan.output, kernels.objective_fields(plan), kernels.objective_batch, plan,
-                                  computed, columns=plan.columns)
+                                  computed, columns=plan.columns, held=held)
         return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(plan.config)
 
     def mismatch(self, source: Source, plan: MismatchPlan) -> dict:
@@ -107,13 +107,13 @@ class LocalEngine(Engine):
             fields = [pa.field(plan.reward, pa.float64())] if reward is not None else []
             fields += [source.output_schema.field(plan.mask)] if masked is not None else []
             self._write_pass(source, grouping, plan.output, fields, kernels.filter_columns, plan, keep, reward, masked,
-                             columns=[plan.mask] if masked is not None else [])
+                             columns=[plan.mask] if masked is not None else [], held=table)
         return figures
 
     def compare(self, source: Source, plan: ComparePlan) -> dict:
         columns = {}
         for label, inputs, config in plan.estimators:
-            index, rows, _ = self._first_pass(source, plan.grouping, inputs, config)
+            index, rows, held = self._first_pass(source, plan.grouping, inputs, config)
             columns[column_name(label)] = self._advantages(source, plan.grouping, index, rows, config)[0]
         prompt = plan.grouping.prompt
 
@@ -125,7 +125,7 @@ class LocalEngine(Engine):
         figures = compare_figures([label for label, _, _ in plan.estimators], np.column_stack(list(columns.values())), index, names, plan.top)
         if plan.output.targets:
             self._write_pass(source, plan.grouping, plan.output, [pa.field(name, pa.float64()) for name in columns], kernels.row_columns,
-                             columns, columns=[])
+                             columns, columns=[], held=held)
         return figures
 
     def inspect(self, source: Source, plan: InspectPlan) -> dict:
@@ -263,11 +263,11 @@ class LocalEngine(Engine):
         return source.read_columns(columns)
 
     def _partials(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
-                  columns: list[str]) -> list:
+                  columns: list[str], held: pa.Table | None = None) -> list:
         """The kernel's partial summaries of every batch, in row order; with output targets, the
-        batches are written too (:meth:`_write_pass`)."""
+        batches are written too (:meth:`_write_pass`, which takes the ``held`` columns from memory)."""
         if output.targets:
-            return self._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns)
+            return self._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns, held=held)
         return [written.partial for _, _, written in self._batches(source, grouping, kernel, *args, columns=columns, carry=False)]
 
     def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
