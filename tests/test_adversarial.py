@@ -3,9 +3,7 @@
 import decimal
 import json
 import math
-import os
 import re
-import threading
 import warnings
 
 import numpy as np
@@ -19,7 +17,6 @@ from hypothesis import strategies as st
 from grpo_cli import advantages_file, jsonl, policy_objective
 from grpo_cli.errors import GrpoError, InputError
 from grpo_cli.io import Outputs, Sink
-from grpo_cli.parallel import max_in_flight, ordered_map
 
 from .conftest import run_grpo, write_jsonl_rows
 
@@ -455,23 +452,7 @@ def test_a_passed_through_integer_beyond_2_53_among_float_files_is_refused_namin
                 "which float64 would round; rescale it to at most 2^53")
         assert leftovers(tmp_path) == []
 
-# 10. in-flight work
-
-
-def test_in_flight_items_are_bounded_whatever_the_thread_count():
-    taken, lock = [], threading.Lock()
-
-    def items():
-        for i in range(200):
-            with lock:
-                taken.append(i)
-            yield i
-
-    ahead = 0
-    for i, x in enumerate(ordered_map(lambda x: x, items(), threads=1000)):
-        assert x == i
-        ahead = max(ahead, len(taken) - i)
-    assert ahead <= max_in_flight() + 1 and max_in_flight() <= 4 * (os.cpu_count() or 1)
+# 10. in-flight work: tests/test_parallel.py, test_ordered_map_holds_at_most_its_calls_in_flight_plus_one_items[1000]
 
 
 # every guarantee at once, on random values

@@ -1,10 +1,11 @@
 """Thread helpers: results in stream order, errors at their item's turn, bounded look-ahead."""
 
+import os
 import threading
 
 import pytest
 
-from grpo_cli.parallel import default_threads, ordered_map
+from grpo_cli.parallel import default_threads, max_in_flight, ordered_map
 
 
 def test_ordered_map_keeps_order_and_raises_at_the_item():
@@ -21,15 +22,21 @@ def test_ordered_map_keeps_order_and_raises_at_the_item():
         next(results)
 
 
-def test_ordered_map_holds_at_most_threads_plus_one_items():
-    started, lock = [], threading.Lock()
+@pytest.mark.parametrize("threads", [2, 1000])
+def test_ordered_map_holds_at_most_its_calls_in_flight_plus_one_items(threads):
+    """At most one item more than the calls in flight is taken from the stream; the calls in
+    flight are capped whatever ``threads`` asks for (1000 threads once held a whole 1 GB file)."""
+    taken, lock = [], threading.Lock()
 
     def items():
-        for i in range(20):
+        for i in range(200):
             with lock:
-                started.append(i)
+                taken.append(i)
             yield i
 
-    for i, _ in enumerate(ordered_map(lambda x: x, items(), threads=2)):
-        assert len(started) <= i + 3
+    in_flight = min(threads, max_in_flight())
+    for i, x in enumerate(ordered_map(lambda x: x, items(), threads=threads)):
+        assert x == i
+        assert len(taken) <= i + in_flight + 1
+    assert max_in_flight() <= 4 * (os.cpu_count() or 1)
     assert 1 <= default_threads() <= 8
