@@ -101,6 +101,23 @@ def test_version_short_help_and_completion():
     assert b"--install-completion" in run_grpo("--help").stdout
 
 
+def test_the_command_list_and_version_import_no_numerics_and_build_no_command():
+    """`grpo --help` and `grpo --version` list the commands without building them: none of
+    numpy, pyarrow, polars, rich (or the commands' module) is imported (README, Performance)."""
+    script = (
+        "import sys\n"
+        "from grpo_cli.cli import app\n"
+        "try:\n    app(prog_name='grpo')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'pyarrow', 'polars', 'rich') or m == 'grpo_cli.commands'))\n"
+    )
+    for args in (["--help"], ["--version"], []):
+        run = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
+        assert run.stdout.splitlines()[-1] == "[]", (args, run.stdout)
+    listed = run_grpo("--help").stdout.decode()
+    assert re.search(r"advantages +Compute one advantage per row", listed) and re.search(r"presets +The option values", listed)
+    assert run_grpo("advantages", "--help").stdout.decode().count("Compute one advantage per row from the rewards of its group.") == 1
+
+
 @pytest.mark.parametrize("command", ["advantages", "objective"])
 def test_help_has_panels_and_flags_without_a_type(command):
     shown = subprocess.run([grpo_executable(), command, "--help"], capture_output=True, env={**os.environ, "COLUMNS": "120"}).stdout.decode()
@@ -139,7 +156,7 @@ def test_parquet_is_not_written_to_a_terminal(sample_parquet):
 
 def test_progress_modes(sample_parquet):
     """Not a terminal: `auto` and `always` print a line only every few seconds (a short run
-    prints none, see cli.progress_lines); `never` and -q print nothing."""
+    prints none, see commands.progress_lines); `never` and -q print nothing."""
     for args in ([], ["--progress", "always", "-q"], ["--progress", "never"], ["-q"]):
         proc = run_grpo("advantages", str(sample_parquet), *args)
         assert b"grpo: " not in proc.stderr and (b"grpo advantages" in proc.stderr) == ("-q" not in args and "never" not in args or args == ["--progress", "never"])
