@@ -20,16 +20,13 @@ from enum import Enum
 from typing import Annotated, Callable, Iterator, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from . import estimators
 from .cli import COMMANDS, drop_stdout
 from .config import MULTI_REWARD, ON_NULL, STD_KINDS, TRUNCATED, WHITEN_EPS_AT, AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, numbers, value_range
 from .engines import ENGINES
 from .errors import GrpoError, Interrupted, UsageError
-from .files import advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
+from .files import advantages_file, compare_file, filter_file, inspect_file, json_text, mismatch_file, objective_file
 from .io import FORMATS, stdout
 from .numerics import ROUND_DIGITS_MAX
 from .parallel import IN_FLIGHT_PER_CORE
@@ -38,11 +35,9 @@ from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVEL
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS
-from .report import render_advantages, render_compare, render_filter, render_inspect, render_mismatch, render_objective, render_presets, json_text, reporting
 from .schema import ROLES
 
 app = typer.Typer(pretty_exceptions_enable=False)  # the commands, each built on its own by :func:`command`
-stderr = Console(stderr=True)
 
 
 def registered(name: str, epilog: str) -> Callable:
@@ -71,9 +66,20 @@ def _listing(entries: dict[str, str]) -> str:
     return "; ".join(f"{name}: {text.rstrip('.')}" for name, text in entries.items()) + "."
 
 
+def _escaped(text: str) -> str:
+    """``text`` shown as it is in rich's help: every ``[`` escaped from markup."""
+    return text.replace("[", "\\[")
+
+
 def _default(value) -> str:
     """``[default: value]``, escaped from rich markup."""
-    return escape(f"[default: {'off' if value is None or value is False else value}]")
+    return _escaped(f"[default: {'off' if value is None or value is False else value}]")
+
+
+def _stderr():
+    """rich's console on stderr; rich is imported only by a run that shows something."""
+    from rich.console import Console
+    return Console(stderr=True)
 
 
 def _config_help(cls, name: str, extra: str = "", default: str | None = None) -> str:
@@ -160,7 +166,7 @@ Preset = _choices("Preset", PRESETS)
 PresetOpt = Annotated[Optional[Preset], typer.Option(help=_config_help(AdvantageConfig, "preset"), show_default=False, rich_help_panel=INPUT)]
 SingletonOpt = Annotated[Optional[Singleton], _option(AdvantageConfig, "singleton", ESTIMATOR)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary (and no progress unless --progress always).", rich_help_panel=OUTPUT)]
-EngineOpt = Annotated[EngineName, typer.Option(help=escape("Where the work runs: here, or on a Ray cluster (pip install 'grpo-cli[ray]'). Results are identical."), rich_help_panel=OUTPUT)]
+EngineOpt = Annotated[EngineName, typer.Option(help=_escaped("Where the work runs: here, or on a Ray cluster (pip install 'grpo-cli[ray]'). Results are identical."), rich_help_panel=OUTPUT)]
 RayAddressOpt = Annotated[Optional[str], typer.Option(help="The Ray cluster to use with --engine ray (default: RAY_ADDRESS if set, else a local Ray started for the run).", rich_help_panel=OUTPUT)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the figures as JSON on stdout instead of the tables.", rich_help_panel=OUTPUT)]
 SummaryJsonOpt = Annotated[Optional[str], typer.Option(help="Also write the summary figures as JSON to this path (- for stdout, when the rows do not go there).", rich_help_panel=OUTPUT)]
@@ -257,14 +263,16 @@ def progress_reporter(mode: str, quiet: bool) -> Iterator[Optional[Callable[[int
     if mode == "never" or (quiet and mode != "always"):
         yield None
         return
-    if not stderr.is_terminal:
+    console = _stderr()
+    if not console.is_terminal:
         yield progress_lines(lambda line: print(line, file=sys.stderr, flush=True))
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     columns = (
         TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[pieces]}"),
         TimeElapsedColumn(), TimeRemainingColumn(),
     )
-    with Progress(*columns, console=stderr, transient=True) as bar:
+    with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("rows", total=None, pieces="")
         yield lambda done, total, pieces: bar.update(task, completed=done, total=total, pieces=pieces)
 
@@ -288,16 +296,20 @@ def _check_json(json_out: bool, output: Optional[str], summary_json: Optional[st
         stdout()  # refused if closed
 
 
-def _emit(figures: dict, render, quiet: bool, json_out: bool = False, *, written: tuple[Optional[str], ...]) -> None:
-    """The figures as JSON on stdout with ``json_out``, else as tables on stderr unless ``quiet``;
-    the outputs (``written``: the paths given, or None) were committed before."""
-    with reporting(any(path is not None for path in written)):
+def _emit(figures: dict, command: str, quiet: bool, json_out: bool = False, *, written: tuple[Optional[str], ...]) -> None:
+    """The figures as JSON on stdout with ``json_out``, else as tables on stderr
+    (``report.render_<command>``) unless ``quiet``; the outputs (``written``: the paths
+    given, or None) were committed before. A quiet run imports neither the report nor rich."""
+    if quiet and not json_out:
+        return
+    from . import report
+    with report.reporting(any(path is not None for path in written)):
         if json_out:
             out = stdout()
             out.write(json_text(figures).encode())
             out.flush()
-        elif not quiet:
-            render(figures, stderr)
+        else:
+            getattr(report, f"render_{command}")(figures, _stderr())
 
 
 ADVANTAGES_EXAMPLES = """\
@@ -372,7 +384,7 @@ def advantages(
                 threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_advantages, quiet, written=(output, output_dir, summary_json))
+        _emit(figures, "advantages", quiet, written=(output, output_dir, summary_json))
 
 
 OBJECTIVE_EXAMPLES = """\
@@ -474,7 +486,7 @@ def objective(
                 output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_objective, quiet, written=(output, output_dir, summary_json))
+        _emit(figures, "objective", quiet, written=(output, output_dir, summary_json))
 
 
 MISMATCH_EXAMPLES = """\
@@ -526,7 +538,7 @@ def mismatch(
                 output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_mismatch, quiet, json_out, written=(output, output_dir, summary_json))
+        _emit(figures, "mismatch", quiet, json_out, written=(output, output_dir, summary_json))
 
 
 INSPECT_EXAMPLES = """\
@@ -574,7 +586,7 @@ def inspect(
                 input_format=_value(input_format), hive=hive, threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_inspect, quiet, json_out, written=(summary_json,))
+        _emit(figures, "inspect", quiet, json_out, written=(summary_json,))
 
 
 COMPARE_EXAMPLES = """\
@@ -626,7 +638,7 @@ def compare(
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_compare, quiet, json_out, written=(output, output_dir, summary_json))
+        _emit(figures, "compare", quiet, json_out, written=(output, output_dir, summary_json))
 
 
 FILTER_EXAMPLES = """\
@@ -680,7 +692,7 @@ def filter_rows(
                 input_format=_value(input_format), hive=hive, output_format=_value(output_format), compression=_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
                 summary_json=summary_json,
             )
-        _emit(figures, render_filter, quiet, written=(output, output_dir, summary_json))
+        _emit(figures, "filter", quiet, written=(output, output_dir, summary_json))
 
 
 PRESETS_EXAMPLES = """\
@@ -695,4 +707,7 @@ Examples:
 @registered("presets", PRESETS_EXAMPLES)
 def presets() -> None:
     """Explicit options override a preset; options a preset does not set keep their defaults."""
+    from rich.console import Console
+
+    from .report import render_presets
     render_presets(PRESETS, Console())

@@ -10,6 +10,7 @@ other outputs (see :func:`run`).
 from __future__ import annotations
 
 import inspect
+import json
 from functools import partial
 from typing import Any, Callable, ContextManager
 
@@ -18,7 +19,11 @@ from .errors import check_keywords
 from .io import Source, Staged, Writes, open_source
 from .plan import (AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_compare,
                    plan_filter, plan_inspect, plan_mismatch, plan_objective)
-from .report import json_text
+
+
+def json_text(figures: dict) -> str:
+    """The figures as indented JSON, ending in a newline (``summary_json``, and ``--json``)."""
+    return json.dumps(figures, indent=2) + "\n"
 
 
 def _check(options: dict[str, Any], plan: Callable, name: str) -> None:

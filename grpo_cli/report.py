@@ -1,10 +1,9 @@
-"""Rendering: the figures of :mod:`grpo_cli.summaries` as rich tables on stderr, or as JSON.
-Nothing here computes a figure."""
+"""Rendering: the figures of :mod:`grpo_cli.summaries` as rich tables on stderr (as JSON:
+:func:`grpo_cli.files.json_text`). Nothing here computes a figure."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from typing import Iterator
 
@@ -15,11 +14,6 @@ from .errors import Interrupted
 
 BAR_WIDTH = 30
 VALUE_WIDTH = 50  # the value column; with the longest label the table fits 80 columns
-
-
-def json_text(figures: dict) -> str:
-    """The figures as indented JSON, ending in a newline."""
-    return json.dumps(figures, indent=2) + "\n"
 
 
 @contextlib.contextmanager

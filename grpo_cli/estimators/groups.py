@@ -91,7 +91,7 @@ class GroupIndex:
     def windows(self, rows: int) -> list[tuple[int, int]]:
         """Consecutive ranges of whole groups ``(lo, hi)`` of about ``rows`` rows each
         (more if one group is larger); contiguous indexes only."""
-        cuts = np.unique(np.searchsorted(self.first, np.arange(0, self.rows, rows), side="left"))
+        cuts = np.searchsorted(self.first, np.arange(0, self.rows, rows), side="left")  # ascending; repeats give empty ranges
         bounds = [*cuts.tolist(), self.count]
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if lo < hi]
 
