@@ -10,13 +10,13 @@ messages, which name Python parameters, are shown with the flags.
 
 import contextlib
 import functools
-from inspect import getdoc
 import re
 import signal
 import sys
 import time
 from dataclasses import fields
 from enum import Enum
+from inspect import getdoc
 from typing import Annotated, Callable, Iterator, Optional
 
 import typer
