@@ -110,6 +110,7 @@ class _WithoutPandas:
 
 def main() -> None:
     keep_freed_memory()
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no command multiplies matrices: numpy's BLAS threads would only spin
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas)
     try:

@@ -189,21 +189,23 @@ def test_summary_fits_80_columns(tmp_path, command):
 def test_a_quiet_run_imports_no_pydantic_pandas_or_rich_and_flushes_before_its_quick_exit(sample_parquet, tmp_path):
     """Start-up is measured (README, Performance): typer >= 0.29 imports pydantic for every
     option (0.15 s), pyarrow imports pandas on its first numpy conversion (0.2-0.3 s), a run
-    that shows nothing (-q) needs no rich (about 0.04 s), and the
+    that shows nothing (-q) needs no rich (about 0.04 s), numpy's BLAS threads are not started
+    (they spun a core at start-up; no command uses BLAS), and the
     command exits without unloading numpy and pyarrow, so its exit handlers must still run and
     everything printed, theirs included, must be flushed (with stdout buffered, as in a
     user's shell: no PYTHONUNBUFFERED)."""
     script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: print('handlers ran', *(name in sys.modules for name in ('pydantic', 'pandas', 'rich'))))\n"
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('handlers ran', *(name in sys.modules for name in ('pydantic', 'pandas', 'rich')),\n"
+        "                              os.environ.get('OPENBLAS_NUM_THREADS')))\n"
         "from grpo_cli.cli import main\n"
         "sys.argv = ['grpo', *sys.argv[1:]]\n"
         "main()\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "OPENBLAS_NUM_THREADS")}
     run = subprocess.run([sys.executable, "-c", script, "advantages", str(sample_parquet), "-o", "-", "--output-format", "jsonl", "-q"],
                          capture_output=True, text=True, check=True, env=env)
     *rows, last = run.stdout.splitlines()
-    assert last == "handlers ran False False False"
+    assert last == "handlers ran False False False 1"
     assert len(rows) == pq.read_metadata(sample_parquet).num_rows
     assert json.loads(rows[-1])["advantage"] is not None
