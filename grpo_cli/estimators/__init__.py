@@ -43,8 +43,9 @@ def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.nda
 
 
 def whitened_rows(a: np.ndarray, inputs: RowInputs, config) -> np.ndarray:
-    """``a`` whitened as ``config`` says (:func:`.whiten.whitened`) over the scored rows, each
-    counted once, or once per valid token for an estimator that whitens over tokens."""
+    """With ``config.whiten``, ``a`` whitened as ``config`` says (:func:`.whiten.whitened`) over
+    the scored rows, each counted once, or once per valid token for an estimator that whitens
+    over tokens; else ``a``."""
     if not config.whiten:
         return a
     per_row = inputs.length if lookup(config.estimator).whitens == "tokens" else 1

@@ -83,15 +83,13 @@ def pooled(count: np.ndarray, mean: np.ndarray, m2: np.ndarray, m2_unit: np.ndar
 
 
 def whitened(a: np.ndarray, config, count: np.ndarray | None = None) -> np.ndarray:
-    """With ``config.whiten``: ``(a - mu) / s`` over the rows, row i counted ``count[i]``
-    times (its valid tokens; default once, and 0 for rows left out), else ``a``. Rows counted
-    0 times keep 0.
+    """``(a - mu) / s`` over the rows, row i counted ``count[i]`` times (its valid tokens;
+    default once, and 0 for rows left out), ``s`` as ``config`` says (whether to whiten at all
+    is the caller's: :func:`~grpo_cli.estimators.whitened_rows`). Rows counted 0 times keep 0.
 
     >>> from grpo_cli import AdvantageConfig
     >>> whitened(np.array([1.0, 2.0, 3.0]), AdvantageConfig(whiten=True, whiten_eps=0.0)).tolist()
     [-1.0, 0.0, 1.0]
     """
-    if not config.whiten:
-        return a
     count = np.ones(len(a)) if count is None else count
     return np.where(count > 0, whitening(count, a, np.zeros_like(a), config)(a), 0.0)
