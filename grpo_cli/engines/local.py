@@ -97,7 +97,7 @@ class LocalEngine(Engine):
                 keep &= ~truncated
         penalty = reward = None
         if plan.steps is not None:
-            parts = [part for _, _, part in self._batches(source, grouping, kernels.row_steps, plan.steps, None,
+            parts = [part for _, _, _, part in self._batches(source, grouping, kernels.row_steps, plan.steps, None,
                                                            columns=plan.steps.names, carry=False)]
             penalty = overlong_penalty(_joined(parts, ("length",))["length"], config)
             reward = r + penalty
@@ -129,7 +129,7 @@ class LocalEngine(Engine):
         return figures
 
     def inspect(self, source: Source, plan: InspectPlan) -> dict:
-        parts = [part for _, _, part in self._batches(source, plan.grouping, kernels.inspect_batch, plan, columns=list(plan.columns),
+        parts = [part for _, _, _, part in self._batches(source, plan.grouping, kernels.inspect_batch, plan, columns=list(plan.columns),
                                                        carry=False)]
         nulls = dict(zip(plan.columns, np.sum([p["nulls"] for p in parts], axis=0).tolist()))
         lengths = entries = None
@@ -179,7 +179,7 @@ class LocalEngine(Engine):
 
     def _row_steps(self, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> dict[str, np.ndarray]:
         """Per row, from a pass over the token columns: ``length`` (valid tokens) and ``kl``."""
-        parts = [part for _, _, part in self._batches(source, grouping, kernels.row_steps, inputs.steps, config,
+        parts = [part for _, _, _, part in self._batches(source, grouping, kernels.row_steps, inputs.steps, config,
                                                        columns=inputs.steps.names, carry=False)]
         return _joined(parts, ("length", "kl") if config.kl_in_reward is not None else ("length",))
 
@@ -210,7 +210,7 @@ class LocalEngine(Engine):
         """A token-level estimator: one pass for each row's moments of its raw token
         advantages (the whitening needs the whole input's), one to write the columns."""
         config, columns = plan.estimator, plan.inputs.steps.names
-        parts = [part for _, _, part in self._batches(source, plan.grouping, kernels.token_moments, plan, inputs.r,
+        parts = [part for _, _, _, part in self._batches(source, plan.grouping, kernels.token_moments, plan, inputs.r,
                                                        columns=columns, carry=False)]
         moments = _joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
         w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
@@ -224,9 +224,10 @@ class LocalEngine(Engine):
 
     def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool,
                  held: pa.Table | None = None) -> Iterator:
-        """``(part index, batch, kernel(read, first_row, *args))`` for every record batch, in
-        order: the kernel gets the ``columns`` it reads in their unified types; ``batch`` holds
-        them as stored, and with ``carry`` every other column of its file too.
+        """``(part index, first_row, batch, kernel(read, first_row, *args))`` for every record
+        batch, in order (``first_row``: its first row in the dataset): the kernel gets the
+        ``columns`` it reads in their unified types; ``batch`` holds them as stored, and with
+        ``carry`` every other column of its file too.
 
         Batches hold ``batch_rows`` rows (default: :attr:`Source.batch_rows`, about 32 MiB);
         :meth:`_computed` says where the kernel runs. Progress is reported as batches arrive.
@@ -234,7 +235,7 @@ class LocalEngine(Engine):
         done, total = 0, int(source.row_counts.sum())
         kind, ends = source.pieces
         for part, batch, result in self._computed(source, grouping.prompt, kernel, args, columns, carry, held):
-            yield part, batch, result
+            yield part, done, batch, result
             done += batch.num_rows
             if self.progress is not None:
                 self.progress(done, total, f"{kind} {int(np.searchsorted(ends, done, side='right'))}/{len(ends)}")
@@ -268,7 +269,7 @@ class LocalEngine(Engine):
         batches are written too (:meth:`_write_pass`, which takes the ``held`` columns from memory)."""
         if output.targets:
             return self._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns, held=held)
-        return [written.partial for _, _, written in self._batches(source, grouping, kernel, *args, columns=columns, carry=False)]
+        return [written.partial for _, _, _, written in self._batches(source, grouping, kernel, *args, columns=columns, carry=False)]
 
     def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
                     columns: list[str], held: pa.Table | None = None) -> list:
@@ -278,11 +279,9 @@ class LocalEngine(Engine):
         partials = []
 
         def written() -> Iterator[tuple[int, int, pa.RecordBatch, kernels.Written]]:
-            first_row = 0
-            for part, batch, result in self._batches(source, grouping, kernel, *args, columns=columns, carry=True, held=held):
+            for part, first_row, batch, result in self._batches(source, grouping, kernel, *args, columns=columns, carry=True, held=held):
                 partials.append(result.partial)
                 yield part, first_row, batch, result
-                first_row += batch.num_rows
 
         self._write(source, output, new_fields, row_labeller(source, grouping.prompt), written())
         return partials
