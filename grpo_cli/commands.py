@@ -67,7 +67,8 @@ def _listing(entries: dict[str, str]) -> str:
 
 
 def _escaped(text: str) -> str:
-    """``text`` shown as it is in rich's help: every ``[`` escaped from markup."""
+    """``text`` shown as it is in rich's help: every ``[`` escaped from markup (not
+    ``rich.markup.escape``: importing it loads rich, 0.03 s, into every run)."""
     return text.replace("[", "\\[")
 
 
