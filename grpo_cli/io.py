@@ -945,10 +945,12 @@ class Staged:
 
 class Sink(Staged):
     """Writes record batches, in format ``fmt``, to a staged output (see :class:`Staged`);
-    parquet as ``layout`` says (:mod:`grpo_cli.writer`)."""
+    parquet as ``layout`` says (:mod:`grpo_cli.writer`), encoded on up to ``threads`` threads."""
 
-    def __init__(self, target: str, fmt: str, schema: pa.Schema, layout: Layout = Layout(), outputs: Outputs | None = None):
+    def __init__(self, target: str, fmt: str, schema: pa.Schema, layout: Layout = Layout(), outputs: Outputs | None = None,
+                 threads: int = 1):
         self.format = fmt
+        self.threads = threads
         self.schema = schema
         self.layout = layout
         self.rows = 0
@@ -956,7 +958,7 @@ class Sink(Staged):
         super().__init__(target, outputs)
 
     def _open(self) -> None:
-        self._parquet = RowGroupWriter(str(self.tmp), self.schema, self.layout) if self.format == "parquet" else None
+        self._parquet = RowGroupWriter(str(self.tmp), self.schema, self.layout, self.threads) if self.format == "parquet" else None
         self._jsonl = open(self.tmp, "wb") if self.format == "jsonl" else None
 
     def write(self, batch: pa.RecordBatch) -> None:

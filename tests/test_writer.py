@@ -1,6 +1,7 @@
-"""Parquet output: row groups as large as the input's whatever the batch size, a dictionary
-only for values that repeat, the input's compression or `--compression`, and files no larger
-than pyarrow's default writer makes of the same rows."""
+"""Parquet output: row groups as large as the input's whatever the batch size or threads, a
+dictionary only for values that repeat, ascending integers delta-encoded, the input's
+compression or `--compression`, and files no larger than pyarrow's default writer makes of
+the same rows."""
 
 import numpy as np
 import pyarrow as pa
@@ -9,7 +10,7 @@ import pytest
 
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import UsageError
-from grpo_cli.writer import DEFAULT_ROW_GROUP_ROWS, Layout, dictionary_columns, layout
+from grpo_cli.writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, encodings, layout
 
 from .conftest import SAMPLE, run_grpo
 
@@ -31,10 +32,14 @@ def _rollouts(path, rows=3000, rewards="continuous", row_group_size=1000, compre
     return path
 
 
-def _columns(path) -> dict[str, tuple[bool, str]]:
-    """Each leaf: (dictionary page?, codec), from the first row group."""
+def _columns(path) -> dict[str, tuple[str, str]]:
+    """Each leaf: (how its values are encoded: dictionary, delta or plain; codec), from the first row group."""
     group = pq.read_metadata(path).row_group(0)
-    return {group.column(j).path_in_schema: (group.column(j).has_dictionary_page, group.column(j).compression) for j in range(group.num_columns)}
+
+    def encoding(column) -> str:
+        return "dictionary" if column.has_dictionary_page else "delta" if "DELTA_BINARY_PACKED" in column.encodings else "plain"
+
+    return {group.column(j).path_in_schema: (encoding(group.column(j)), group.column(j).compression) for j in range(group.num_columns)}
 
 
 def test_row_groups_are_the_inputs_whatever_the_batch_size(tmp_path):
@@ -49,28 +54,60 @@ def test_row_groups_are_the_inputs_whatever_the_batch_size(tmp_path):
 def test_a_dictionary_only_where_values_repeat(tmp_path):
     source = _rollouts(tmp_path / "in.parquet")
     objective_file(str(source), str(tmp_path / "out.parquet"))
-    written = {path: dictionary for path, (dictionary, _) in _columns(tmp_path / "out.parquet").items()}
-    assert written["prompt_id"] and written["source"] and written["reward"]  # 8 rows an id, 3 strings, ~60 distinct rewards
-    assert not written["logprobs.list.element"] and not written["old_logprobs.list.element"]  # distinct floats: plain
-    assert not written["advantage"] and not written["objective_sum"]  # continuous rewards: distinct advantages
-    assert written["n_tokens"]  # 1-8
+    written = {path: encoding for path, (encoding, _) in _columns(tmp_path / "out.parquet").items()}
+    assert written["source"] == written["reward"] == written["n_tokens"] == "dictionary"  # 3 strings, ~60 distinct rewards, 1-8
+    assert written["prompt_id"] == "delta"  # ascending integers
+    assert written["logprobs.list.element"] == written["old_logprobs.list.element"] == "plain"  # distinct floats
+    assert written["advantage"] == written["objective_sum"] == "plain"  # continuous rewards: distinct advantages
 
 
 def test_advantages_of_binary_rewards_repeat_and_get_a_dictionary(tmp_path):
     source = _rollouts(tmp_path / "in.parquet", rewards="binary")
     advantages_file(str(source), str(tmp_path / "out.parquet"))
-    assert _columns(tmp_path / "out.parquet")["advantage"][0]
+    assert _columns(tmp_path / "out.parquet")["advantage"][0] == "dictionary"
 
 
-def test_dictionary_columns_of_nested_types():
+def test_encodings_of_nested_types():
     table = pa.table({
-        "s": pa.array([{"a": k % 2, "b": float(k)} for k in range(100)]),
+        "s": pa.array([{"a": k % 2, "b": float(k), "step": k // 3} for k in range(100)]),
         "m": pa.array([[("k", k % 2)] for k in range(100)], pa.map_(pa.string(), pa.int64())),
         "d": pa.array(["x", "y"] * 50).dictionary_encode(),
         "flag": pa.array([True, False] * 50),
+        "row": pa.array(range(100), pa.int32()),
+        "down": pa.array(range(100, 0, -1)),
     })
-    assert dictionary_columns(table) == ["s.a", "m.key_value.key", "m.key_value.value", "d"]
-    assert dictionary_columns(table.slice(0, 0)) == []
+    assert encodings(table) == {"use_dictionary": ["s.a", "m.key_value.key", "m.key_value.value", "d"],
+                                "column_encoding": {"s.step": "DELTA_BINARY_PACKED", "row": "DELTA_BINARY_PACKED"}}
+    assert encodings(table.slice(0, 0)) == {"use_dictionary": [], "column_encoding": {}}
+
+
+def _written(path, table: pa.Table, threads: int, rows: int) -> bytes:
+    writer = RowGroupWriter(str(path), table.schema, Layout("zstd", rows), threads)
+    for batch in table.to_batches(max_chunksize=97):
+        writer.write_batch(batch)
+    writer.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("rows", [0, 1, 999, 10_000])
+def test_the_file_does_not_depend_on_the_threads_that_encode_it(tmp_path, rows):
+    """Row groups encoded apart and joined make, byte for byte, the file one pyarrow writer
+    makes of them, whatever the number of threads."""
+    rng = np.random.default_rng(1)
+    table = pa.table({
+        "id": np.arange(rows) // 8,
+        "x": rng.normal(size=rows),
+        "tokens": pa.array([[float(k)] * (k % 4) if k % 5 else None for k in range(rows)], pa.list_(pa.float32())),
+        "s": pa.array([{"name": f"n{k % 7}", "v": k % 3} for k in range(rows)], pa.struct([("name", pa.string()), ("v", pa.int8())])),
+    }).replace_schema_metadata({"origin": "test"})
+    files = [_written(tmp_path / f"{threads}.parquet", table, threads, 1000) for threads in (1, 2, 5)]
+    assert files[0] == files[1] == files[2]
+    single = tmp_path / "single.parquet"
+    with pq.ParquetWriter(single, table.schema, compression="zstd", **encodings(table)) as writer:
+        for start in range(0, rows, 1000):
+            writer.write_table(table.slice(start, 1000), row_group_size=1000)
+    assert files[0] == single.read_bytes()
+    assert pq.read_table(tmp_path / "2.parquet").equals(table)
 
 
 def test_compression_is_the_inputs_unless_given(tmp_path):

@@ -307,7 +307,8 @@ class LocalEngine(Engine):
             while len(sinks) <= index:
                 if sinks:
                     sinks[-1].close()
-                sinks.append(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout, self.outputs))
+                sinks.append(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout, self.outputs,
+                                  self.workers))
             return sinks[index]
 
         def write(part: int, first_row: int, batch: pa.RecordBatch, result: kernels.Written) -> None:

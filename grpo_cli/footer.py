@@ -1,0 +1,199 @@
+"""Row groups encoded apart, joined into one parquet file.
+
+pyarrow's writer encodes a file's row groups one after another on one thread. To use every
+core, each row group is encoded on its own, as a complete parquet file in memory (``PAR1``,
+its column chunks, its footer), and :class:`JoinedFile` appends the column chunks in order
+and writes one footer listing every row group, its offsets moved to where its bytes landed.
+The file is byte for byte the one a single writer makes.
+
+A footer is parquet's ``FileMetaData`` in thrift's compact protocol. It is decoded into plain
+values, every field kept in its order and type so that it encodes back to the same bytes:
+a struct is a list of ``[field id, type, value]``, a list is ``(element type, [values])``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import BinaryIO
+
+MAGIC = b"PAR1"
+# thrift compact protocol types
+TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, STRUCT = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12
+INTEGERS = (I16, I32, I64)
+# parquet.thrift field ids
+FILE_NUM_ROWS, FILE_ROW_GROUPS = 3, 4
+GROUP_COLUMNS, GROUP_NUM_ROWS, GROUP_FILE_OFFSET, GROUP_ORDINAL = 1, 3, 5, 7
+CHUNK_FILE_OFFSET, CHUNK_META, CHUNK_OFFSET_INDEX = 2, 3, 4
+META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER = 9, 10, 11, 14
+
+
+class _Reader:
+    """Decodes compact-protocol values from ``data``."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def byte(self) -> int:
+        self.pos += 1
+        return self.data[self.pos - 1]
+
+    def varint(self) -> int:
+        value = shift = 0
+        while True:
+            b = self.byte()
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value
+            shift += 7
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def value(self, kind: int):
+        if kind in INTEGERS:
+            return self.zigzag()
+        if kind in (TRUE, FALSE):  # a bool in a list: one byte (a field's is in its header)
+            return self.byte()
+        if kind == BYTE:
+            return self.byte()
+        if kind == DOUBLE:  # kept as its 8 bytes
+            self.pos += 8
+            return self.data[self.pos - 8:self.pos]
+        if kind == BINARY:
+            n = self.varint()
+            self.pos += n
+            return self.data[self.pos - n:self.pos]
+        if kind in (LIST, SET):
+            header = self.byte()
+            n = header >> 4 if header >> 4 != 15 else self.varint()
+            return header & 0x0F, [self.value(header & 0x0F) for _ in range(n)]
+        if kind == STRUCT:
+            return self.struct()
+        raise ValueError(f"not a parquet footer (thrift type {kind})")
+
+    def struct(self) -> list:
+        fields, last = [], 0
+        while (header := self.byte()) != 0:
+            kind, delta = header & 0x0F, header >> 4
+            last = last + delta if delta else self.zigzag()
+            fields.append([last, kind, None if kind in (TRUE, FALSE) else self.value(kind)])
+        return fields
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _zigzag(n: int) -> bytes:
+    return _varint((n << 1) ^ (n >> 63))
+
+
+def _value(kind: int, value) -> bytes:
+    if kind in INTEGERS:
+        return _zigzag(value)
+    if kind in (TRUE, FALSE, BYTE):
+        return bytes([value])
+    if kind == DOUBLE:
+        return bytes(value)
+    if kind == BINARY:
+        return _varint(len(value)) + bytes(value)
+    if kind in (LIST, SET):
+        element, values = value
+        header = bytes([len(values) << 4 | element]) if len(values) < 15 else bytes([0xF0 | element]) + _varint(len(values))
+        return header + b"".join(_value(element, v) for v in values)
+    return _struct(value)
+
+
+def _struct(fields: list) -> bytes:
+    out, last = bytearray(), 0
+    for field_id, kind, value in fields:
+        delta = field_id - last
+        out += bytes([delta << 4 | kind]) if 0 < delta <= 15 else bytes([kind]) + _zigzag(field_id)
+        if kind not in (TRUE, FALSE):
+            out += _value(kind, value)
+        last = field_id
+    return bytes(out + b"\x00")
+
+
+def footer(data: bytes | memoryview) -> tuple[list, int]:
+    """The decoded ``FileMetaData`` of a parquet file held in ``data``, and where it starts."""
+    if bytes(data[:4]) != MAGIC or bytes(data[-4:]) != MAGIC:
+        raise ValueError("not a parquet file")
+    size = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - size
+    return _Reader(bytes(data[start:-8])).struct(), start
+
+
+def encoded(meta: list) -> bytes:
+    """``FileMetaData`` as thrift compact bytes."""
+    return _struct(meta)
+
+
+def _field(fields: list, field_id: int) -> list | None:
+    return next((f for f in fields if f[0] == field_id), None)
+
+
+def _shift(fields: list, ids: tuple[int, ...], by: int) -> None:
+    for f in fields:
+        if f[0] in ids:
+            f[2] += by
+
+
+def _moved(group: list, by: int, ordinal: int) -> list:
+    """A ``RowGroup`` whose bytes moved ``by`` bytes later in the file, now number ``ordinal``.
+    A column chunk's deprecated ``file_offset`` is moved only if it was set (not 0). A page
+    index is refused: its page locations are file offsets too, inside the data."""
+    _shift(group, (GROUP_FILE_OFFSET,), by)
+    for chunk in _field(group, GROUP_COLUMNS)[2][1]:
+        if _field(chunk, CHUNK_OFFSET_INDEX) is not None:
+            raise ValueError("a part with a page index cannot be moved")
+        if (offset := _field(chunk, CHUNK_FILE_OFFSET)) is not None and offset[2]:
+            offset[2] += by
+        _shift(_field(chunk, CHUNK_META)[2], (META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER), by)
+    if (number := _field(group, GROUP_ORDINAL)) is not None:
+        number[2] = ordinal
+    return group
+
+
+class JoinedFile:
+    """One parquet file written to ``out`` from parts, each a complete parquet file in memory
+    with the same schema and options: :meth:`append` them in order, then :meth:`close`.
+
+    >>> import io, pyarrow as pa, pyarrow.parquet as pq
+    >>> def part(values):
+    ...     sink = pa.BufferOutputStream(); pq.write_table(pa.table({"x": values}), sink); return sink.getvalue()
+    >>> out = io.BytesIO(); joined = JoinedFile(out); joined.append(part([1, 2])); joined.append(part([3])); joined.close()
+    >>> pq.read_table(pa.BufferReader(out.getvalue()))["x"].to_pylist()
+    [1, 2, 3]
+    """
+
+    def __init__(self, out: BinaryIO):
+        self.out = out
+        self.position = len(MAGIC)
+        self.meta: list | None = None
+        self.groups: list = []
+        out.write(MAGIC)
+
+    def append(self, part: bytes | memoryview) -> None:
+        """Append the column chunks of ``part`` and keep its row groups' metadata, moved."""
+        view = memoryview(part)
+        meta, start = footer(view)
+        by = self.position - len(MAGIC)  # the part's byte 4 lands at self.position
+        self.groups += [_moved(g, by, len(self.groups) + k) for k, g in enumerate(_field(meta, FILE_ROW_GROUPS)[2][1])]
+        self.meta = self.meta or meta
+        self.out.write(view[len(MAGIC):start])
+        self.position += start - len(MAGIC)
+
+    def close(self) -> None:
+        """Write the footer: the first part's metadata, with every part's row groups and rows."""
+        meta = [list(f) for f in self.meta]
+        _field(meta, FILE_ROW_GROUPS)[2] = (STRUCT, self.groups)
+        _field(meta, FILE_NUM_ROWS)[2] = sum(_field(g, GROUP_NUM_ROWS)[2] for g in self.groups)
+        tail = encoded(meta)
+        self.out.write(tail + struct.pack("<I", len(tail)) + MAGIC)

@@ -1,0 +1,80 @@
+"""Parquet footers decode and encode back to the same bytes, and parts joined into one file
+keep every offset pointing at the bytes it pointed at in its part."""
+
+import io
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from grpo_cli import footer as f
+
+
+def _parquet(table: pa.Table, **options) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, **options)
+    return sink.getvalue().to_pybytes()
+
+
+TABLE = pa.table({
+    "id": pa.array(np.arange(300) // 3),
+    "x": pa.array(np.linspace(-1.5, 2.5, 300)),
+    "name": pa.array([f"n{k % 11}" if k % 7 else None for k in range(300)]),
+    "tokens": pa.array([[k * 0.5] * (k % 3) for k in range(300)], pa.list_(pa.float32())),
+    "flag": pa.array([k % 2 == 0 for k in range(300)]),
+}).replace_schema_metadata({"origin": "test"})
+
+OPTIONS = [
+    {},
+    {"compression": "zstd", "row_group_size": 64},
+    {"write_page_index": True, "row_group_size": 100},
+    {"write_statistics": False, "use_dictionary": False},
+    {"sorting_columns": [pq.SortingColumn(0)], "bloom_filter_options": {"name": {"ndv": 20}}},
+]
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_a_footer_encodes_back_to_its_bytes(options):
+    data = _parquet(TABLE, **options)
+    meta, start = f.footer(data)
+    assert f.encoded(meta) == data[start:-8]
+
+
+def _offsets(meta: list, data: bytes) -> list[bytes]:
+    """For each column chunk of each row group: the bytes each of its offsets points at."""
+    pointed = []
+    for group in f._field(meta, f.FILE_ROW_GROUPS)[2][1]:
+        for chunk in f._field(group, f.GROUP_COLUMNS)[2][1]:
+            column = f._field(chunk, f.CHUNK_META)[2]
+            ids = (f.META_DATA_PAGE, f.META_INDEX_PAGE, f.META_DICTIONARY_PAGE, f.META_BLOOM_FILTER)
+            pointed += [data[field[2]:field[2] + 16] for field in column if field[0] in ids]
+    return pointed
+
+
+@pytest.mark.parametrize("options", [o for o in OPTIONS if not o.get("write_page_index")])
+def test_joined_parts_read_back_whole_and_point_where_they_did(options):
+    parts = [_parquet(TABLE.slice(start, 100), **options) for start in (0, 100, 200)]
+    out = io.BytesIO()
+    joined = f.JoinedFile(out)
+    for part in parts:
+        joined.append(part)
+    joined.close()
+    data = out.getvalue()
+    assert pq.read_table(pa.BufferReader(data)).equals(TABLE)
+    meta = pq.read_metadata(pa.BufferReader(data))
+    assert meta.num_rows == 300 and meta.num_row_groups == sum(pq.read_metadata(pa.BufferReader(p)).num_row_groups for p in parts)
+    assert _offsets(f.footer(data)[0], data) == [b for p in parts for b in _offsets(f.footer(p)[0], p)]
+
+
+def test_a_page_index_is_refused_rather_than_left_pointing_elsewhere():
+    """Its page locations are file offsets inside the data, which a join does not rewrite."""
+    joined = f.JoinedFile(io.BytesIO())
+    joined.append(_parquet(TABLE.slice(0, 10)))
+    with pytest.raises(ValueError, match="page index"):
+        joined.append(_parquet(TABLE.slice(10, 10), write_page_index=True))
+
+
+def test_what_is_not_parquet_is_refused():
+    with pytest.raises(ValueError, match="not a parquet file"):
+        f.footer(b"PAR1 but not at the end")
