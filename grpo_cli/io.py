@@ -349,7 +349,12 @@ def _with_held(read: Iterator[pa.RecordBatch] | None, held: pa.Table, schema: pa
         size = batch.num_rows if batch is not None else min(batch_rows, held.num_rows - start)
         rows, start = held.slice(start, size), start + size
         yield pa.RecordBatch.from_arrays([batch.column(f.name) if batch is not None and f.name in batch.schema.names
-                                          else rows.column(f.name).combine_chunks() for f in schema], schema=schema)
+                                          else _contiguous(rows.column(f.name)) for f in schema], schema=schema)
+
+
+def _contiguous(column: pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its chunk if it has one (``combine_chunks`` would copy it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def conform(data: Data, schema: pa.Schema, name: str) -> Data:
