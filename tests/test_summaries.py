@@ -13,7 +13,7 @@ from grpo_cli import ObjectiveConfig
 from grpo_cli.estimators import Groups, group_index
 from grpo_cli.objective import Tokens, row_terms
 from grpo_cli.numerics import unit
-from grpo_cli.summaries import BlockSums, GroupSummary, Moments, ObjectiveSummary, Spread, describe, described, histogram
+from grpo_cli.summaries import BlockSums, GroupSummary, Moments, ObjectiveSummary, Spread, bin_counts, describe, described, histogram
 
 values = st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=200)
 cuts = st.lists(st.integers(1, 50), min_size=1, max_size=20)
@@ -64,6 +64,16 @@ def test_one_piece_figures_are_numpys():
     assert figures == {"mean": float(np.mean(x)), "std": float(np.std(x)), "min": float(np.min(x)), "max": float(np.max(x))}
     counts, edges = np.histogram(x, bins=10)
     assert histogram(*described(x, histogram=True)) == {"edges": edges.tolist(), "counts": counts.tolist()}
+
+
+@given(values, st.lists(st.integers(0, 10), max_size=20))
+def test_bin_counts_are_numpys_histogram(values, on_edges):
+    """Counts below each edge give np.histogram's bins, values exactly on an edge included."""
+    x = np.array(values)
+    span = (float(x.min()), float(x.max()))
+    edges = np.histogram_bin_edges(np.empty(0), bins=10, range=span)
+    x = np.concatenate([x, [e for e in edges[on_edges] if span[0] <= e <= span[1]]])
+    assert bin_counts(x, span).tolist() == np.histogram(x, bins=10, range=span)[0].tolist()
 
 
 @given(st.lists(st.integers(1, 6), min_size=1, max_size=30), st.integers(1, 10))
