@@ -10,9 +10,11 @@ messages, which name Python parameters, are shown with the flags.
 
 import contextlib
 import functools
+import importlib
 import re
 import signal
 import sys
+import threading
 import time
 from dataclasses import fields
 from enum import Enum
@@ -260,10 +262,29 @@ def progress_lines(write: Callable[[str], None], every: float = PROGRESS_EVERY, 
 @contextlib.contextmanager
 def progress_reporter(mode: str, quiet: bool) -> Iterator[Optional[Callable[[int, int, str], None]]]:
     """Progress of rows (and row groups or files) on stderr: a rich bar on a terminal, else
-    a line every few seconds; none with ``never``, or with --quiet unless ``always``."""
+    a line every few seconds; none with ``never``, or with --quiet unless ``always``. The
+    display is set up when the first rows are done (a run that reports none never imports
+    rich for it). A run that will show a summary imports its renderer (rich) on a thread of
+    its own meanwhile, while this one reads and computes: 0.02-0.03 s off the critical path."""
+    if not quiet:
+        threading.Thread(target=importlib.import_module, args=(f"{__package__}.report",), daemon=True).start()
     if mode == "never" or (quiet and mode != "always"):
         yield None
         return
+    with contextlib.ExitStack() as stack:
+        display: Optional[Callable[[int, int, str], None]] = None
+
+        def report(done: int, total: int, pieces: str) -> None:
+            nonlocal display
+            display = display or stack.enter_context(_progress_display())
+            display(done, total, pieces)
+
+        yield report
+
+
+@contextlib.contextmanager
+def _progress_display() -> Iterator[Callable[[int, int, str], None]]:
+    """A rich bar on a terminal, else a line every few seconds (:func:`progress_lines`)."""
     console = _stderr()
     if not console.is_terminal:
         yield progress_lines(lambda line: print(line, file=sys.stderr, flush=True))
