@@ -1,16 +1,17 @@
-"""Parquet output laid out for speed and size: whole row groups, a dictionary only where
-values repeat, the input's compression.
+"""Parquet output laid out for speed and size: whole row groups, each column encoded for its
+values, the input's compression.
 
 - Row groups hold :attr:`Layout.row_group_rows` rows: as many as the input's largest row
   group (parquet; JSON Lines: :data:`DEFAULT_ROW_GROUP_ROWS`), at most about
   :data:`ROW_GROUP_BYTES` of uncompressed data. Batches are buffered until a row group is
   full, so the file does not depend on the batch size or thread count.
-- Dictionary encoding for strings and binary, and for any other column (each leaf of a
-  nested one) whose first :data:`SAMPLE_VALUES` values in the first row group repeat: at most
-  one value in :data:`DISTINCT_SHARE` distinct (ids, steps, rewards, advantages of binary
-  rewards). Distinct floats (log-probs, advantages of continuous rewards) are written plain:
-  pyarrow's default writer tries a dictionary on every column and gives each up only after
-  its dictionary page has filled, work that is thrown away.
+- Each column (each leaf of a nested one) is encoded as its first :data:`SAMPLE_VALUES`
+  values in the first row group suggest: integers that ascend (ids, steps) delta-encoded;
+  strings and binary, and values that repeat (at most one in :data:`DISTINCT_SHARE` distinct:
+  steps, rewards, advantages of binary rewards) in a dictionary; distinct floats (log-probs,
+  advantages of continuous rewards) byte-stream-split, faster to write and smaller than plain
+  once compressed. pyarrow's default writer tries a dictionary on every column and gives each
+  up only after its dictionary page has filled, work that is thrown away.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
 - Row groups are encoded on several threads at once, each into a parquet file in memory,
   and joined in order (:mod:`grpo_cli.footer`): pyarrow's writer encodes one column after
@@ -115,14 +116,15 @@ def encodings(table: pa.Table) -> dict:
     takes it (``use_dictionary``, ``column_encoding``), judged on the first :data:`SAMPLE_VALUES`
     values of each leaf: integers in ascending order (ids, steps, row numbers) delta-encoded;
     strings and binary, and values that repeat (at most one in :data:`DISTINCT_SHARE`
-    distinct), in a dictionary; the rest plain."""
-    chosen: dict[str, list[str]] = {"dictionary": [], "delta": [], "plain": []}
+    distinct), in a dictionary; other floats byte-stream-split; the rest plain."""
+    chosen: dict[str, list[str]] = {"dictionary": [], "DELTA_BINARY_PACKED": [], "BYTE_STREAM_SPLIT": [], "plain": []}
     if table.num_rows:
         sample = table.slice(0, SAMPLE_VALUES).combine_chunks()
         leaves = [leaf for column in sample.columns for chunk in column.chunks[:1] for leaf in _leaves(chunk)]
         for path, values in zip(leaf_paths(table.schema), leaves, strict=True):
             chosen[_encoding(values)].append(path)
-    return {"use_dictionary": chosen["dictionary"], "column_encoding": dict.fromkeys(chosen["delta"], "DELTA_BINARY_PACKED")}
+    encoded = {path: encoding for encoding in ("DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT") for path in chosen[encoding]}
+    return {"use_dictionary": chosen["dictionary"], "column_encoding": encoded}
 
 
 def leaf_paths(schema: pa.Schema) -> list[str]:
@@ -151,7 +153,8 @@ def _leaves(values: pa.Array) -> Iterator[pa.Array]:
 
 
 def _encoding(values: pa.Array) -> str:
-    """'dictionary', 'delta' or 'plain' for a leaf whose first values are ``values`` (see :func:`encodings`)."""
+    """How a leaf whose first values are ``values`` is encoded (see :func:`encodings`):
+    'dictionary', a parquet encoding's name, or 'plain'."""
     t = values.type
     if pa.types.is_dictionary(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
             or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t):
@@ -159,5 +162,7 @@ def _encoding(values: pa.Array) -> str:
     if pa.types.is_boolean(t) or pa.types.is_null(t) or len(values) == 0:
         return "plain"
     if pa.types.is_integer(t) and pc.all(pc.less_equal(values[:-1], values[1:])).as_py() is not False:
-        return "delta"
-    return "dictionary" if pc.count_distinct(values, mode="all").as_py() * DISTINCT_SHARE <= len(values) else "plain"
+        return "DELTA_BINARY_PACKED"
+    if pc.count_distinct(values, mode="all").as_py() * DISTINCT_SHARE <= len(values):
+        return "dictionary"
+    return "BYTE_STREAM_SPLIT" if pa.types.is_float32(t) or pa.types.is_float64(t) else "plain"

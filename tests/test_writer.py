@@ -1,7 +1,7 @@
 """Parquet output: row groups as large as the input's whatever the batch size or threads, a
-dictionary only for values that repeat, ascending integers delta-encoded, the input's
-compression or `--compression`, and files no larger than pyarrow's default writer makes of
-the same rows."""
+dictionary only for values that repeat, ascending integers delta-encoded, distinct floats
+byte-stream-split, the input's compression or `--compression`, and files no larger than
+pyarrow's default writer makes of the same rows."""
 
 import numpy as np
 import pyarrow as pa
@@ -33,11 +33,14 @@ def _rollouts(path, rows=3000, rewards="continuous", row_group_size=1000, compre
 
 
 def _columns(path) -> dict[str, tuple[str, str]]:
-    """Each leaf: (how its values are encoded: dictionary, delta or plain; codec), from the first row group."""
+    """Each leaf: (how its values are encoded: dictionary, delta, split or plain; codec), from the first row group."""
     group = pq.read_metadata(path).row_group(0)
 
     def encoding(column) -> str:
-        return "dictionary" if column.has_dictionary_page else "delta" if "DELTA_BINARY_PACKED" in column.encodings else "plain"
+        if column.has_dictionary_page:
+            return "dictionary"
+        named = {"DELTA_BINARY_PACKED": "delta", "BYTE_STREAM_SPLIT": "split"}
+        return next((named[e] for e in column.encodings if e in named), "plain")
 
     return {group.column(j).path_in_schema: (encoding(group.column(j)), group.column(j).compression) for j in range(group.num_columns)}
 
@@ -57,8 +60,8 @@ def test_a_dictionary_only_where_values_repeat(tmp_path):
     written = {path: encoding for path, (encoding, _) in _columns(tmp_path / "out.parquet").items()}
     assert written["source"] == written["reward"] == written["n_tokens"] == "dictionary"  # 3 strings, ~60 distinct rewards, 1-8
     assert written["prompt_id"] == "delta"  # ascending integers
-    assert written["logprobs.list.element"] == written["old_logprobs.list.element"] == "plain"  # distinct floats
-    assert written["advantage"] == written["objective_sum"] == "plain"  # continuous rewards: distinct advantages
+    assert written["logprobs.list.element"] == written["old_logprobs.list.element"] == "split"  # distinct floats
+    assert written["advantage"] == written["objective_sum"] == "split"  # continuous rewards: distinct advantages
 
 
 def test_advantages_of_binary_rewards_repeat_and_get_a_dictionary(tmp_path):
@@ -77,7 +80,7 @@ def test_encodings_of_nested_types():
         "down": pa.array(range(100, 0, -1)),
     })
     assert encodings(table) == {"use_dictionary": ["s.a", "m.key_value.key", "m.key_value.value", "d"],
-                                "column_encoding": {"s.step": "DELTA_BINARY_PACKED", "row": "DELTA_BINARY_PACKED"}}
+                                "column_encoding": {"s.step": "DELTA_BINARY_PACKED", "row": "DELTA_BINARY_PACKED", "s.b": "BYTE_STREAM_SPLIT"}}
     assert encodings(table.slice(0, 0)) == {"use_dictionary": [], "column_encoding": {}}
 
 
