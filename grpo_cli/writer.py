@@ -13,9 +13,9 @@ values, the input's compression.
   once compressed. pyarrow's default writer tries a dictionary on every column and gives each
   up only after its dictionary page has filled, work that is thrown away.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
-- Row groups are encoded on several threads at once, each into a parquet file in memory,
-  and joined in order (:mod:`grpo_cli.footer`): pyarrow's writer encodes one column after
-  another on one thread, the slowest step of a run. The file is the same byte for byte.
+- Small row groups are encoded on several threads at once, each into a parquet file in
+  memory, and joined in order (:mod:`grpo_cli.footer`): pyarrow's writer encodes one column
+  after another on one thread, the slowest step of a run. The file is the same byte for byte.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ DEFAULT_CODEC = "snappy"
 DEFAULT_ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 128 << 20
 SAMPLE_VALUES = 65_536
+ENCODING_BYTES = 64 << 20  # uncompressed bytes of the row groups encoded at once (at least one row group)
 DISTINCT_SHARE = 4
 
 
@@ -59,19 +60,26 @@ def layout(compression: str | None, input_codec: str | None, input_row_group_row
 
 
 class RowGroupWriter:
-    """A parquet file written a whole row group at a time (see the module's docstring), the
-    row groups encoded on up to ``threads`` threads at once and joined in order
-    (:class:`~grpo_cli.footer.JoinedFile`): the file does not depend on ``threads``."""
+    """A parquet file written a whole row group at a time (see the module's docstring).
+
+    As many row groups are encoded at once as ``threads`` allows and :data:`ENCODING_BYTES`
+    holds (uncompressed), judged on the first row group. Several: each is encoded on a thread
+    of its own as a parquet file in memory, and the files are joined in order
+    (:class:`~grpo_cli.footer.JoinedFile`); thin rows (ids, rewards) get every thread. One (a
+    single thread, or row groups of long token lists, as large as a batch already): pyarrow's
+    writer writes straight to the file, with no copy in memory. The file is the same either way.
+    """
 
     def __init__(self, path: str, schema: pa.Schema, layout: Layout, threads: int = 1):
-        self.schema, self.layout, self.threads = schema, layout, max(1, threads)
+        self.path, self.schema, self.layout, self.threads = path, schema, layout, max(1, threads)
         self._pending: list[pa.RecordBatch] = []
         self._rows = 0
-        self._encodings: dict | None = None  # chosen from the first row group
+        self._encodings: dict | None = None  # chosen from the first row group (see _start)
+        self._at_once = 1  # row groups encoded at once
+        self._single: pq.ParquetWriter | None = None
+        self._joined: JoinedFile | None = None
         self._encoding: deque[Future] = deque()
-        self._pool = ThreadPoolExecutor(self.threads)
-        self._file = open(path, "wb")
-        self._joined = JoinedFile(self._file)
+        self._pool: ThreadPoolExecutor | None = None
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         self._pending.append(batch)
@@ -80,27 +88,44 @@ class RowGroupWriter:
             self._flush(self.layout.row_group_rows)
 
     def close(self) -> None:
+        if self._rows or self._encodings is None:  # the rest, or an empty file's schema
+            self._flush(self._rows)
+        if self._single is not None:
+            self._single.close()
+            return
         try:
-            if self._rows or self._encodings is None:  # the rest, or an empty file's schema
-                self._flush(self._rows)
             while self._encoding:
                 self._joined.append(self._encoding.popleft().result())
             self._joined.close()
         finally:
             self._pool.shutdown(cancel_futures=True)
-            self._file.close()
+            self._joined.out.close()
 
     def _flush(self, rows: int) -> None:
-        """Encode the first ``rows`` pending rows as one row group (0: a file without any);
-        join the oldest encoded ones while more than ``threads`` are under way."""
+        """Write the first ``rows`` pending rows as one row group (0: a file without any)."""
         table = pa.Table.from_batches(self._pending, self.schema)
+        group = table.slice(0, rows)
         if self._encodings is None:
-            self._encodings = encodings(table)
-        self._encoding.append(self._pool.submit(self._encoded, table.slice(0, rows)))
+            self._start(table, group)
+        if self._single is not None:
+            if rows:
+                self._single.write_table(group, row_group_size=rows)
+        else:
+            self._encoding.append(self._pool.submit(self._encoded, group))
+            while len(self._encoding) > self._at_once:
+                self._joined.append(self._encoding.popleft().result())
         rest = table.slice(rows)
         self._pending, self._rows = rest.to_batches(), rest.num_rows
-        while len(self._encoding) > self.threads:
-            self._joined.append(self._encoding.popleft().result())
+
+    def _start(self, table: pa.Table, group: pa.Table) -> None:
+        """Choose each column's encoding and how many row groups to encode at once; open the file."""
+        self._encodings = encodings(table)
+        self._at_once = min(self.threads, ENCODING_BYTES // group.nbytes) if group.num_rows and group.nbytes else 1
+        if self._at_once <= 1:
+            self._single = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression, **self._encodings)
+        else:
+            self._pool = ThreadPoolExecutor(self._at_once)
+            self._joined = JoinedFile(open(self.path, "wb"))
 
     def _encoded(self, rows: pa.Table) -> pa.Buffer:
         """``rows`` as a parquet file in memory: one row group (none if empty)."""

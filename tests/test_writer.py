@@ -10,6 +10,7 @@ import pytest
 
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import UsageError
+import grpo_cli.writer
 from grpo_cli.writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, encodings, layout
 
 from .conftest import SAMPLE, run_grpo
@@ -93,9 +94,12 @@ def _written(path, table: pa.Table, threads: int, rows: int) -> bytes:
 
 
 @pytest.mark.parametrize("rows", [0, 1, 999, 10_000])
-def test_the_file_does_not_depend_on_the_threads_that_encode_it(tmp_path, rows):
+@pytest.mark.parametrize("budget", [grpo_cli.writer.ENCODING_BYTES, 1])
+def test_the_file_does_not_depend_on_the_threads_that_encode_it(tmp_path, monkeypatch, rows, budget):
     """Row groups encoded apart and joined make, byte for byte, the file one pyarrow writer
-    makes of them, whatever the number of threads."""
+    makes of them, whatever the number of threads; so do row groups too large to encode
+    several at once (``budget``), which one writer writes straight to the file."""
+    monkeypatch.setattr(grpo_cli.writer, "ENCODING_BYTES", budget)
     rng = np.random.default_rng(1)
     table = pa.table({
         "id": np.arange(rows) // 8,
