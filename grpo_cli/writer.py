@@ -88,18 +88,19 @@ class RowGroupWriter:
             self._flush(self.layout.row_group_rows)
 
     def close(self) -> None:
-        if self._rows or self._encodings is None:  # the rest, or an empty file's schema
-            self._flush(self._rows)
-        if self._single is not None:
-            self._single.close()
-            return
         try:
+            if self._rows or self._encodings is None:  # the rest, or an empty file's schema
+                self._flush(self._rows)
+            if self._single is not None:
+                self._single.close()
+                return
             while self._encoding:
                 self._joined.append(self._encoding.popleft().result())
             self._joined.close()
         finally:
-            self._pool.shutdown(cancel_futures=True)
-            self._joined.out.close()
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+                self._joined.out.close()
 
     def _flush(self, rows: int) -> None:
         """Write the first ``rows`` pending rows as one row group (0: a file without any)."""
