@@ -295,8 +295,8 @@ class LocalEngine(Engine):
         A column of the input with the same name as a new one is replaced in place; the others
         are appended in order. Every output is written to a temporary file staged in
         :attr:`outputs`, which the caller commits (see :class:`~grpo_cli.io.Outputs`). The
-        writing runs on a thread of its own, a batch behind the reading: pyarrow's writer
-        uses one core, and reading and the kernels use the other meanwhile.
+        writing runs on a thread of its own, a batch behind the reading; the sinks encode
+        small row groups on the worker threads too (:class:`~grpo_cli.writer.RowGroupWriter`).
         """
         inputs = source.stored_schemas if output.per_input else [source.output_schema]
         schemas = [_annotated_schema(s, new_fields) for s in inputs]
