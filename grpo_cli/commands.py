@@ -321,17 +321,28 @@ def _check_json(json_out: bool, output: Optional[str], summary_json: Optional[st
 def _emit(figures: dict, command: str, quiet: bool, json_out: bool = False, *, written: tuple[Optional[str], ...]) -> None:
     """The figures as JSON on stdout with ``json_out``, else as tables on stderr
     (``report.render_<command>``) unless ``quiet``; the outputs (``written``: the paths
-    given, or None) were committed before. A quiet run imports neither the report nor rich."""
+    given, or None) were committed before. Only the tables import the report and rich."""
     if quiet and not json_out:
         return
-    from . import report
-    with report.reporting(any(path is not None for path in written)):
+    with _reporting(any(path is not None for path in written)):
         if json_out:
             out = stdout()
             out.write(json_text(figures).encode())
             out.flush()
         else:
+            from . import report
             getattr(report, f"render_{command}")(figures, _stderr())
+
+
+@contextlib.contextmanager
+def _reporting(written: bool) -> Iterator[None]:
+    """Show the figures of a run that has finished, every output (if it ``written`` any)
+    committed: an interrupt meanwhile says so, and that only the summary is cut short."""
+    try:
+        yield
+    except Interrupted as exc:
+        done = "every output was written completely, only the summary is cut short" if written else "the summary is cut short"
+        raise exc.saying(f" while printing the summary; {done}") from None
 
 
 ADVANTAGES_EXAMPLES = """\

@@ -3,28 +3,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
-from typing import Iterator
 
 from rich.console import Console
 from rich.table import Table
 
-from .errors import Interrupted
-
 BAR_WIDTH = 30
 VALUE_WIDTH = 50  # the value column; with the longest label the table fits 80 columns
-
-
-@contextlib.contextmanager
-def reporting(written: bool) -> Iterator[None]:
-    """Show the figures of a run that has finished, every output (if it ``written`` any)
-    committed: an interrupt meanwhile says so, and that only the summary is cut short."""
-    try:
-        yield
-    except Interrupted as exc:
-        done = "every output was written completely, only the summary is cut short" if written else "the summary is cut short"
-        raise exc.saying(f" while printing the summary; {done}") from None
 
 
 def _fmt(x, spec: str = ".6g") -> str:
