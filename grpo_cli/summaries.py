@@ -212,9 +212,15 @@ def described(x: np.ndarray, histogram: bool = False, map_chunks: Callable = map
     >>> moments, spread = described(np.array([1.0, 2.0, 3.0])); moments.mean, spread.squares.total("x")
     (2.0, 2.0)
     """
-    u = unit(x)
     starts = range(0, len(x), CHUNK_ROWS) or range(1)
-    moments = reduce(Moments.merge, map_chunks(lambda start: Moments.of(x[start:start + CHUNK_ROWS], start, u), starts))
+
+    def moments_in(u: float) -> Moments:
+        return reduce(Moments.merge, map_chunks(lambda start: Moments.of(x[start:start + CHUNK_ROWS], start, u), starts))
+
+    moments = moments_in(1.0)
+    u = unit(np.array([moments.min, moments.max])) if moments.n else 1.0  # unit(x), from the extremes already found
+    if u != 1.0:  # values beyond 2^500 or within 2^-500: the sums again, in that unit
+        moments = moments_in(u)
     spreads = map_chunks(lambda start: Spread.of(x[start:start + CHUNK_ROWS], moments, start, histogram), starts)
     return moments, reduce(Spread.merge, spreads)
 

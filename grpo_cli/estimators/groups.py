@@ -4,9 +4,11 @@ Each row gets a dense group number (:class:`GroupIndex`). When every group's row
 contiguous (the common layout, checked cheaply on runs of equal keys), the groups are the
 runs, no per-row group number is built, and the advantages can be computed a window of
 whole groups at a time; otherwise polars' hash group-by numbers the rows. Sums over
-a group are ``np.bincount`` in row order. polars' own float sums are not used because they
-can differ by an ulp from run to run (their summation order depends on memory alignment and
-hashing), and results here must depend on the values alone.
+a group are added in row order from 0.0: ``np.bincount``, or, when the groups are contiguous
+and all of one size k (the usual layout: k generations per prompt), k vector additions over
+the groups' j-th rewards (:attr:`Groups.positions`), the same bits 3x faster. polars' own
+float sums are not used because they can differ by an ulp from run to run (their summation
+order depends on memory alignment and hashing), and results here must depend on the values alone.
 
 A group's rewards are summarised by sufficient statistics, computed once and shared by the
 estimators, the scales and the summary: count n, sum S, M2 = sum (r - S/n)^2, min and max.
@@ -68,6 +70,19 @@ class GroupIndex:
         if self.contiguous:
             return np.diff(self.first, append=self.rows)
         return np.bincount(self.codes, minlength=self.count)
+
+    @cached_property
+    def size(self) -> int | None:
+        """k, when the groups are contiguous, all of k rows, and at least k of them (so the k
+        vector operations of :attr:`Groups.positions` each span at least k groups); else None.
+
+        >>> GroupIndex.blocks(8, 2).size, GroupIndex.blocks(8, 4).size, GroupIndex.whole(8).size
+        (2, None, None)
+        """
+        if not self.contiguous or not self.count or self.rows % self.count:
+            return None
+        k = self.rows // self.count
+        return k if k <= self.count and (self.sizes == k).all() else None
 
     def window(self, lo: int, hi: int) -> tuple[slice, "GroupIndex"]:
         """Groups ``lo`` to ``hi - 1`` of a contiguous index: the rows they span, and their
@@ -141,6 +156,16 @@ def group_sum(values: np.ndarray, g: GroupIndex) -> np.ndarray:
     return np.bincount(g.codes, weights=values, minlength=g.count)
 
 
+def _added(positions: np.ndarray) -> np.ndarray:
+    """Per column of ``positions`` (:attr:`Groups.positions`): its values added in row order
+    from 0.0, one vector addition per row (np.bincount's order, so the same bits; numpy's own
+    reduction would add a single column pairwise)."""
+    total = np.zeros(positions.shape[1])
+    for row in positions:
+        total += row
+    return total
+
+
 class Groups:
     """Rewards ``r`` of rows grouped by ``index``, with each group's sufficient statistics,
     computed when first asked for and then shared.
@@ -171,7 +196,21 @@ class Groups:
 
     def per_row(self, group_values: np.ndarray) -> np.ndarray:
         """Each row gets its group's value."""
+        if self.index.contiguous:
+            return np.repeat(group_values, self.count)
         return np.take(group_values, self.index.codes)
+
+    @cached_property
+    def positions(self) -> np.ndarray | None:
+        """Groups all of k rows (:attr:`GroupIndex.size`): the rewards as k rows of one value per
+        group, row j holding each group's j-th reward, so that a per-group sum, minimum or
+        maximum is k vector operations; else None.
+
+        >>> Groups(np.arange(6.0), GroupIndex.blocks(6, 2)).positions.tolist()
+        [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+        """
+        k = self.index.size
+        return None if k is None else np.ascontiguousarray(self.r.reshape(-1, k).T)
 
     @property
     def count(self) -> np.ndarray:
@@ -181,7 +220,7 @@ class Groups:
     @cached_property
     def sum(self) -> np.ndarray:
         """S: sum of the group's rewards, added in row order."""
-        return group_sum(self.r, self.index)
+        return group_sum(self.r, self.index) if self.positions is None else _added(self.positions)
 
     @property
     def mean(self) -> np.ndarray:
@@ -196,8 +235,11 @@ class Groups:
     @cached_property
     def m2(self) -> np.ndarray:
         """M2 = sum over the group of ``(r - mean_g)^2``."""
-        c = self.centered
-        return group_sum(c * c, self.index)
+        if self.positions is None:
+            c = self.centered
+            return group_sum(c * c, self.index)
+        c = self.positions - self.mean  # the same differences as ``centered``, by position
+        return _added(np.multiply(c, c, out=c))
 
     def std(self, ddof: int) -> np.ndarray:
         """``sqrt(M2 / (n - ddof))``: ddof 0 is the population std, 1 the sample std."""
@@ -205,11 +247,11 @@ class Groups:
 
     @cached_property
     def min(self) -> np.ndarray:
-        return self.reduce(np.minimum, self.r)
+        return self.reduce(np.minimum, self.r) if self.positions is None else self.positions.min(axis=0)
 
     @cached_property
     def max(self) -> np.ndarray:
-        return self.reduce(np.maximum, self.r)
+        return self.reduce(np.maximum, self.r) if self.positions is None else self.positions.max(axis=0)
 
     def reduce(self, ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
         """Per group: ``ufunc`` (np.minimum, np.maximum) over the group's ``values``."""

@@ -9,6 +9,7 @@ here): left out of its group's statistics, advantage 0. With ``multi_reward``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -31,8 +32,9 @@ class RowInputs:
         cut = lambda x: None if x is None else x[rows]  # noqa: E731
         return RowInputs(self.r[rows], cut(self.columns), cut(self.length), cut(self.baseline))
 
-    @property
+    @cached_property
     def scored(self) -> np.ndarray:
+        """Which rows have a reward (``r`` not NaN)."""
         return ~np.isnan(self.r)
 
 

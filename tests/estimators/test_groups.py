@@ -85,3 +85,23 @@ def digests(threads: int) -> str:
 
 def test_advantages_are_bit_identical_across_thread_counts():
     assert digests(1) == digests(2) == digests(4)
+
+
+@given(st.integers(1, 12), st.integers(0, 40), st.integers(0, 2**32 - 1), st.integers(-300, 300), st.sampled_from([None, 0, 1]))
+def test_groups_of_one_size_give_the_bits_of_np_bincount(k, extra, seed, exponent, decimals):
+    rows = k * (k + extra)  # at least k groups: the layout by position
+    r = np.random.default_rng(seed).normal(size=rows)
+    r = (r * 1e3 if decimals is None else np.round(r, decimals)) * 2.0**exponent  # rounded: ties, groups of equal rewards
+    regular = Groups(r, GroupIndex.blocks(rows, k))
+    assert regular.positions is not None
+    codes = np.repeat(np.arange(rows // k), k)
+    by_codes = Groups(r, GroupIndex(regular.index.first, rows, codes))  # the same groups, summed with np.bincount
+    assert by_codes.positions is None
+    for stat in ("sum", "m2", "min", "max", "informative"):
+        assert getattr(regular, stat).tobytes() == getattr(by_codes, stat).tobytes(), stat
+    assert regular.per_row(regular.mean).tobytes() == by_codes.per_row(by_codes.mean).tobytes()
+
+
+def test_groups_of_one_size_fewer_than_their_size_are_summed_with_np_bincount():
+    assert GroupIndex.blocks(12, 4).size is None and GroupIndex.blocks(12, 3).size == 3
+    assert GroupIndex(np.array([0, 2, 4]), 7).size is None  # sizes 2, 2, 3
