@@ -44,7 +44,7 @@ def float64(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     """A numeric column (named ``name``) as float64 with nulls as NaN; an integer that float64
     would round (beyond 2^53) is refused, naming its row."""
     try:
-        values = pc.cast(column, pa.float64())
+        values = column if column.type == pa.float64() else pc.cast(column, pa.float64())
     except pa.ArrowInvalid:  # the safe cast refuses integers beyond 2^53
         raise schema.inexact_integer(column, name) from None
     return values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)

@@ -165,17 +165,25 @@ class LocalEngine(Engine):
         label = row_labeller(source, grouping.prompt)
         table = _labelled(label, self._read_columns, source, list(dict.fromkeys(c for c in names if c is not None)))
         keys = table.column(grouping.prompt) if grouping.prompt is not None else None
-        index = _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
+
+        def groups() -> GroupIndex:
+            return _labelled(label, kernels.index, keys, grouping, table.num_rows, source.name)
+
+        def rows() -> RowInputs:
+            values = _labelled(label, kernels.reward_values, table, paths, inputs.rewards)
+            baseline = _labelled(label, kernels.scalars, table.column(inputs.baseline), inputs.baseline) if inputs.baseline else None
+            row_level = inputs.steps is not None and lookup(config.estimator).level == "row"  # token level: in its own passes
+            per_row = self._row_steps(source, grouping, inputs, config) if row_level else {}
+            found = _labelled(label, lambda: row_inputs(values, list(inputs.rewards), config, baseline=baseline, **per_row))
+            if len(found.r) and not found.scored.any():
+                raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
+            return found
+
         if inputs is None:
-            return index, None, table
-        values = _labelled(label, kernels.reward_values, table, paths, inputs.rewards)
-        baseline = _labelled(label, kernels.scalars, table.column(inputs.baseline), inputs.baseline) if inputs.baseline else None
-        row_level = inputs.steps is not None and lookup(config.estimator).level == "row"  # token level: in its own passes
-        per_row = self._row_steps(source, grouping, inputs, config) if row_level else {}
-        rows = _labelled(label, lambda: row_inputs(values, list(inputs.rewards), config, baseline=baseline, **per_row))
-        if len(rows.r) and not rows.scored.any():
-            raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
-        return index, rows, table
+            return groups(), None, table
+        # the groups are found while the rewards are read; an error in the groups is raised first
+        index, found = ordered_map(lambda task: task(), [groups, rows], self.workers)
+        return index, found, table
 
     def _row_steps(self, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> dict[str, np.ndarray]:
         """Per row, from a pass over the token columns: ``length`` (valid tokens) and ``kl``."""

@@ -37,6 +37,14 @@ def test_sorted_and_shuffled_groups_give_the_same_advantages(rows, random):
         np.testing.assert_allclose(by_runs[np.argsort(order)], by_hash[np.argsort(shuffled)], rtol=1e-12, atol=1e-12)
 
 
+@given(st.lists(st.integers(-3, 3), min_size=1, max_size=40), st.booleans())
+def test_integer_keys_in_numpy_and_their_strings_in_arrow_give_the_same_groups(keys, contiguous):
+    keys = sorted(keys) if contiguous else keys
+    by_numpy, by_arrow = group_index(pa.array(keys, pa.int16())), group_index(pa.array([str(k) for k in keys]))
+    assert by_numpy.first.tolist() == by_arrow.first.tolist() and by_numpy.codes.tolist() == by_arrow.codes.tolist()
+    assert by_numpy.contiguous == by_arrow.contiguous
+
+
 @given(st.lists(st.integers(1, 30), min_size=1, max_size=60), st.integers(1, 100))
 def test_windows_cover_every_group_once_in_order(sizes, rows):
     g = group_index(pa.array(np.repeat(np.arange(len(sizes)), sizes)))
