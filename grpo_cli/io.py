@@ -31,7 +31,6 @@ from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -828,6 +827,8 @@ def json_values(values: pa.Array) -> pa.Array:
 def _as_list(views: pa.Array) -> pa.Array:
     """A list view (or large list view) array as the list (or large list) array of the same
     entries (pyarrow's cast between them gives invalid offsets)."""
+    import pyarrow.compute as pc
+
     large = pa.types.is_large_list_view(views.type)
     lengths = pc.fill_null(pc.list_value_length(views), 0).to_numpy()
     offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int64() if large else pa.int32())
@@ -978,6 +979,8 @@ class Sink(Staged):
     def _check_json_numbers(self, batch: pa.RecordBatch) -> None:
         """JSON has no NaN or infinity: refuse them, at any depth, rather than write null in
         their place."""
+        import pyarrow.compute as pc
+
         for name, column in zip(batch.schema.names, batch.columns):
             first: list[int] = []  # each float leaf's first row with NaN or infinity
             for _, values, rows in jsonl.leaves(column):

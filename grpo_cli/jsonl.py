@@ -24,7 +24,6 @@ from typing import BinaryIO, Callable, Collection, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from .errors import InputError
@@ -156,6 +155,7 @@ def _leaves(values: pa.Array, path: tuple[str, ...], rows: Callable[[np.ndarray]
     elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         if pa.types.is_null(t.value_type):
             return  # entries that are all null (pyarrow's JSON reader gives such lists offsets that cannot be flattened)
+        import pyarrow.compute as pc
 
         def parents(positions: np.ndarray, lists: pa.Array = values) -> np.ndarray:
             return rows(pc.list_parent_indices(lists).to_numpy()[positions])

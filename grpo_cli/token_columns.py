@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .errors import RowError
 from .schema import is_list
@@ -38,6 +37,8 @@ class TokenColumns:
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
     """(lengths, flat child values, nulls kept) of a list column; a null list is refused."""
+    import pyarrow.compute as pc
+
     column = batch.column(name)
     if not is_list(column.type):
         raise RowError(0, f"column {name!r} must hold a list per row (found {column.type})")
@@ -69,6 +70,8 @@ def _mask(batch: pa.RecordBatch, name: str, lengths: np.ndarray) -> np.ndarray:
 def _numbers(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(lengths, flat float32/float64 values) of a numeric list column, as long as
     ``lengths_new``; masked tokens (padding) are set to 0, whatever they held."""
+    import pyarrow.compute as pc
+
     lengths, values = _list_column(batch, name)
     if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type) or pa.types.is_null(values.type)):
         raise RowError(0, f"column {name!r} must hold numbers (found list of {values.type})")

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import UsageError
@@ -181,6 +180,8 @@ def _leaves(values: pa.Array) -> Iterator[pa.Array]:
 def _encoding(values: pa.Array) -> str:
     """How a leaf whose first values are ``values`` is encoded (see :func:`encodings`):
     'dictionary', a parquet encoding's name, or 'plain'."""
+    import pyarrow.compute as pc
+
     t = values.type
     if pa.types.is_dictionary(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
             or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t):

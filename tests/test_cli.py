@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -184,6 +185,25 @@ def test_summary_fits_80_columns(tmp_path, command):
         assert proc.returncode == 0, proc.stderr.decode()
         shown[width] = [line.rstrip() for line in proc.stderr.decode().splitlines()]
     assert max(map(len, shown["80"])) <= 80 and shown["80"] == shown["200"]
+
+
+def test_a_summary_of_integer_ids_imports_neither_pyarrow_compute_nor_polars(tmp_path):
+    """Importing pyarrow.compute takes about 0.03 s (README, Performance): a summary-only run on
+    integer prompt ids and float64 rewards calls none of its kernels, so it is not imported."""
+    path = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"prompt_id": [7, 7, 9, 9], "reward": [0.0, 1.0, 1.0, 1.0]}), path)
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(*(name in sys.modules for name in ('pyarrow.compute', 'polars'))))\n"
+        "from grpo_cli.cli import main\n"
+        "sys.argv = ['grpo', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    summary = tmp_path / "summary.json"
+    run = subprocess.run([sys.executable, "-c", script, "advantages", str(path), "-q", "--summary-json", str(summary)],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(summary.read_text())["zero_variance_groups"]["count"] == 1
+    assert run.stdout == "False False\n"
 
 
 def test_a_quiet_run_imports_no_pydantic_pandas_or_rich_and_flushes_before_its_quick_exit(sample_parquet, tmp_path):

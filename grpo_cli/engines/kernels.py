@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import schema
 from ..errors import InputError, RowError
@@ -43,17 +42,24 @@ class Written:
 def float64(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     """A numeric column (named ``name``) as float64 with nulls as NaN; an integer that float64
     would round (beyond 2^53) is refused, naming its row."""
-    try:
-        values = column if column.type == pa.float64() else pc.cast(column, pa.float64())
-    except pa.ArrowInvalid:  # the safe cast refuses integers beyond 2^53
-        raise schema.inexact_integer(column, name) from None
-    return values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    if column.type != pa.float64():
+        import pyarrow.compute as pc  # here, not above: a run that needs no kernel of it skips its import (0.03 s)
+
+        try:
+            column = pc.cast(column, pa.float64())
+        except pa.ArrowInvalid:  # the safe cast refuses integers beyond 2^53
+            raise schema.inexact_integer(column, name) from None
+    return column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
 
 def field(table: pa.Table | pa.RecordBatch, path: tuple[str, ...]) -> pa.ChunkedArray | pa.Array:
     """The column ``path[0]``, or its struct field ``path[1:]`` (nulls where a struct is null)."""
     values = table.column(path[0])
-    return pc.struct_field(values, list(path[1:])) if len(path) > 1 else values
+    if len(path) == 1:
+        return values
+    import pyarrow.compute as pc
+
+    return pc.struct_field(values, list(path[1:]))
 
 
 def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
@@ -79,6 +85,8 @@ def index(keys: pa.ChunkedArray | None, grouping: Grouping, rows: int, source: s
     """Each row's group, as ``grouping`` says (keys: the prompt id column, if there is one)."""
     if keys is not None:
         if keys.null_count:
+            import pyarrow.compute as pc
+
             raise RowError(pc.indices_nonzero(pc.is_null(keys))[0].as_py(), f"column {grouping.prompt!r} (prompt id) is null")
         found = group_index(keys)
         if grouping.num_generations is not None:
@@ -269,6 +277,8 @@ def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) ->
 
 def truncation_flags(column: pa.ChunkedArray, name: str) -> np.ndarray:
     """A truncation column (booleans or 0/1) as bool; nulls and other values are refused."""
+    import pyarrow.compute as pc
+
     values = pc.cast(column, pa.int64()) if not pa.types.is_boolean(column.type) else column
     if values.null_count:
         raise RowError(pc.indices_nonzero(pc.is_null(values))[0].as_py(), f"column {name!r} (truncation flag) is null")
@@ -282,6 +292,8 @@ def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep
                    masked: np.ndarray | None) -> Written:
     """Which rows of a batch `grpo filter` keeps, and its changed columns (all rows): the
     penalised ``reward``; the mask, 0 on every token of a ``masked`` row."""
+    import pyarrow.compute as pc
+
     rows = slice(first_row, first_row + batch.num_rows)
     columns = {} if reward is None else {plan.reward: pa.array(reward[rows])}
     if masked is not None:
