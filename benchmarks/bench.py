@@ -24,6 +24,8 @@ The baselines are scripts in ``benchmarks/baselines/``:
   needs (a ``reward_baseline`` column; without log-prob columns, a ``response_mask`` of 1-7
   tokens per row for the lengths), so their times compare side by side.
 - ``--losses``: `grpo objective -o` once per loss, against the same 8-column floor.
+The runs are interleaved: each round runs every command once, so a drift of the machine's speed
+(a shared VM's is large) weighs on all of them alike rather than on whichever ran during it.
 A command slower than :data:`SLOW_SECONDS` on its first run is not repeated. This is a
 benchmark, not a test: nothing here asserts a time.
 """
@@ -171,17 +173,22 @@ def main() -> None:
               f"data {data.stat().st_size / 2**20:.1f} MiB\n")
         print("| command | median s | x floor | peak RSS MiB | output MiB |")
         print("| --- | ---: | ---: | ---: | ---: |")
+        timed = cases(data, out, args)
+        results: dict[str, list[tuple[float, int]]] = {label: [] for _, label, _ in timed}
+        sizes = {}
+        for _ in range(args.runs):  # interleaved: one run of every command per round
+            for _, label, argv in timed:
+                if results[label] and results[label][0][0] >= SLOW_SECONDS:
+                    continue
+                out.unlink(missing_ok=True)
+                results[label].append(run(argv))
+                sizes[label] = f"{out.stat().st_size / 2**20:.1f}" if out.exists() else ""
         floor = {}
-        for task, label, argv in cases(data, out, args):
-            out.unlink(missing_ok=True)
-            results = [run(argv)]
-            if results[0][0] < SLOW_SECONDS:
-                results += [run(argv) for _ in range(args.runs - 1)]
-            median = statistics.median(t for t, _ in results)
-            peak = max(m for _, m in results)
+        for task, label, _ in timed:
+            median = statistics.median(t for t, _ in results[label])
+            peak = max(m for _, m in results[label])
             floor.setdefault(task, median)
-            size = f"{out.stat().st_size / 2**20:.1f}" if out.exists() else ""
-            print(f"| {label} | {median:.3f} | {median / floor[task]:.2f} | {peak / 2**20:.0f} | {size} |", flush=True)
+            print(f"| {label} | {median:.3f} | {median / floor[task]:.2f} | {peak / 2**20:.0f} | {sizes[label]} |", flush=True)
     if args.workdir is None:
         shutil.rmtree(workdir)
 
