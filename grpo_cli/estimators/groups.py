@@ -6,9 +6,10 @@ runs, no per-row group number is built, and the advantages can be computed a win
 whole groups at a time; otherwise polars' hash group-by numbers the rows. Sums over
 a group are added in row order from 0.0: ``np.bincount``, or, when the groups are contiguous
 and all of one size k (the usual layout: k generations per prompt), k vector additions over
-the groups' j-th rewards (:attr:`Groups.positions`), the same bits 3x faster. polars' own
-float sums are not used because they can differ by an ulp from run to run (their summation
-order depends on memory alignment and hashing), and results here must depend on the values alone.
+the groups' j-th rewards (:attr:`Groups.positions`): the same bits, with a window of
+262,144 rows 1.7x faster. polars' own float sums are not used because they can differ by an
+ulp from run to run (their summation order depends on memory alignment and hashing), and
+results here must depend on the values alone.
 
 A group's rewards are summarised by sufficient statistics, computed once and shared by the
 estimators, the scales and the summary: count n, sum S, M2 = sum (r - S/n)^2, min and max.
@@ -137,9 +138,9 @@ def group_index(keys: pa.Array | pa.ChunkedArray) -> GroupIndex:
 
 def _runs(keys: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | pa.ChunkedArray] | None:
     """Where each run of equal consecutive keys starts, and its key; None for keys pyarrow
-    cannot compare (lists, structs). Integer keys are compared in numpy: as fast, and without
-    importing pyarrow.compute (0.03 s)."""
-    if pa.types.is_integer(keys.type):
+    cannot compare (lists, structs). Integer keys without nulls are compared in numpy: 22 ms on
+    10M ids against 41 ms, and without importing pyarrow.compute (0.03 s)."""
+    if pa.types.is_integer(keys.type) and not keys.null_count:
         k = keys.to_numpy()
         starts = np.concatenate([np.zeros(1, dtype=np.int64), np.flatnonzero(k[1:] != k[:-1]) + 1])
         return starts, k[starts]
