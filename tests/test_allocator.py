@@ -1,6 +1,10 @@
 """The allocator setting of the `grpo` command."""
 
+import os
 import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,3 +15,43 @@ def test_the_cli_allocator_setting_takes_on_glibc():
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt is glibc's")
     assert keep_freed_memory() is True
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "rollouts.parquet"
+POOL = "import pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+
+
+def _pool_after_setting(env: dict) -> str:
+    code = f"from grpo_cli.allocator import keep_freed_memory; keep_freed_memory(); {POOL}"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_cli_allocator_setting_puts_arrows_buffers_on_the_same_heap():
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    assert _pool_after_setting(env) == "system"
+
+
+def test_a_users_arrow_pool_is_kept():
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    assert _pool_after_setting({**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}) == "jemalloc"
+
+
+def test_the_grpo_command_allocates_arrows_buffers_from_the_heap(tmp_path):
+    """``cli.main`` makes the setting before anything imports pyarrow."""
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    script = tmp_path / "grpo_then_pool.py"
+    script.write_text(
+        "import atexit, sys\n"
+        "from grpo_cli import cli\n"
+        "atexit.register(lambda: sys.stderr.write(__import__('pyarrow').default_memory_pool().backend_name))\n"
+        "sys.argv = ['grpo', 'advantages', sys.argv[1], '-q']\n"
+        "cli.main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    done = subprocess.run([sys.executable, str(script), str(SAMPLE)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "system"
