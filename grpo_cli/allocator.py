@@ -5,7 +5,9 @@ about 128 KiB to the kernel on free and maps fresh pages for the next one, so a 
 that allocates per batch spends much of its time in page faults (measured: a third of the
 wall time of a summary-only `grpo objective` on this project's benchmark). Keeping freed
 memory in the heap lets the next batch reuse it; the peak resident memory is the same,
-since the stream's working set does not grow.
+since the stream's working set does not grow. One heap (one arena) for every thread: glibc
+gives each thread an arena of its own, so a block freed by one was not reused by another, and
+an arena's heaps are 64 MiB at most, so larger blocks were mapped fresh on another thread.
 
 pyarrow's buffers come from the same heap (its ``system`` pool): its default pool, mimalloc,
 hands freed pages back to the kernel too, so the columns a run decodes, and numpy's arrays
@@ -18,18 +20,19 @@ from __future__ import annotations
 import ctypes
 import os
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
 KEEP_BYTES = (1 << 31) - 1  # the largest value mallopt takes (a C int)
 
 
 def keep_freed_memory() -> bool:
-    """Ask glibc to serve allocations from its heap and not return freed memory to the
-    kernel, and pyarrow (imported after this) to allocate from that heap unless
+    """Ask glibc to serve allocations from one heap, for every thread, and not return freed
+    memory to the kernel, and pyarrow (imported after this) to allocate from that heap unless
     ``ARROW_DEFAULT_MEMORY_POOL`` says otherwise; True if glibc agreed (False on other C
     libraries, where nothing changes)."""
     try:
         libc = ctypes.CDLL(None)  # this process's own symbols, glibc's among them
-        kept = bool(libc.mallopt(M_MMAP_THRESHOLD, KEEP_BYTES) and libc.mallopt(M_TRIM_THRESHOLD, KEEP_BYTES))
+        kept = all(libc.mallopt(option, value) for option, value in
+                   ((M_MMAP_THRESHOLD, KEEP_BYTES), (M_TRIM_THRESHOLD, KEEP_BYTES), (M_ARENA_MAX, 1)))
     except (OSError, AttributeError):
         return False
     if kept:
