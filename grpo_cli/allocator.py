@@ -25,14 +25,16 @@ KEEP_BYTES = (1 << 31) - 1  # the largest value mallopt takes (a C int)
 
 
 def keep_freed_memory() -> bool:
-    """Ask glibc to serve allocations from one heap, for every thread, and not return freed
-    memory to the kernel, and pyarrow (imported after this) to allocate from that heap unless
-    ``ARROW_DEFAULT_MEMORY_POOL`` says otherwise; True if glibc agreed (False on other C
-    libraries, where nothing changes)."""
+    """Ask glibc to serve allocations from one heap, for every thread (unless
+    ``MALLOC_ARENA_MAX`` says otherwise), and not return freed memory to the kernel, and
+    pyarrow (imported after this) to allocate from that heap unless ``ARROW_DEFAULT_MEMORY_POOL``
+    says otherwise; True if glibc agreed (False on other C libraries, where nothing changes)."""
     try:
         libc = ctypes.CDLL(None)  # this process's own symbols, glibc's among them
-        kept = all(libc.mallopt(option, value) for option, value in
-                   ((M_MMAP_THRESHOLD, KEEP_BYTES), (M_TRIM_THRESHOLD, KEEP_BYTES), (M_ARENA_MAX, 1)))
+        settings = [(M_MMAP_THRESHOLD, KEEP_BYTES), (M_TRIM_THRESHOLD, KEEP_BYTES)]
+        if "MALLOC_ARENA_MAX" not in os.environ:  # a user's own arena count stands (many cores: less waiting on one lock)
+            settings.append((M_ARENA_MAX, 1))
+        kept = all(libc.mallopt(option, value) for option, value in settings)
     except (OSError, AttributeError):
         return False
     if kept:

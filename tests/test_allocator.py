@@ -33,6 +33,41 @@ def test_the_cli_allocator_setting_puts_arrows_buffers_on_the_same_heap():
     assert _pool_after_setting(env) == "system"
 
 
+ARENAS = """
+import ctypes, threading
+from grpo_cli.allocator import keep_freed_memory
+keep_freed_memory()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+both = threading.Barrier(4)
+
+def allocate():
+    both.wait()
+    libc.malloc(1000)
+    both.wait()
+
+threads = [threading.Thread(target=allocate) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+libc.malloc_stats()  # one "Arena N:" section per arena, on stderr
+"""
+
+
+def _arenas(env: dict) -> int:
+    done = subprocess.run([sys.executable, "-c", ARENAS], env=env, capture_output=True, text=True, check=True)
+    return sum(line.startswith("Arena ") for line in done.stderr.splitlines())
+
+
+def test_every_thread_allocates_from_one_arena_unless_the_user_says_otherwise():
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    assert _arenas(env) == 1
+    assert _arenas({**env, "MALLOC_ARENA_MAX": "4"}) > 1
+
+
 def test_a_users_arrow_pool_is_kept():
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt is glibc's")
