@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from .. import schema
 from ..errors import InputError, RowError
-from ..estimators import GroupIndex, RowInputs, Steps, Whitening, group_index, lookup, row_advantages
+from ..estimators import GroupIndex, RowInputs, Runs, Steps, Whitening, lookup, row_advantages
 from ..objective import KL_ESTIMATORS, LOSSES, reduce_rows, row_terms
 from ..mismatch import MismatchSummary, batch_terms
 from ..numerics import units
@@ -69,7 +69,7 @@ def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     return values
 
 
-def reward_values(table: pa.Table, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
+def reward_values(table: pa.Table | pa.RecordBatch, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
     """The reward columns as float64 (rows x columns), null or NaN as NaN; an infinite reward
     is refused."""
     columns = [float64(field(table, path), name) for path, name in zip(paths, names)]
@@ -81,18 +81,41 @@ def reward_values(table: pa.Table, paths: list[tuple[str, ...]], names: tuple[st
     return values
 
 
-def index(keys: pa.ChunkedArray | None, grouping: Grouping, rows: int, source: str) -> GroupIndex:
-    """Each row's group, as ``grouping`` says (keys: the prompt id column, if there is one)."""
-    if keys is not None:
-        if keys.null_count:
-            import pyarrow.compute as pc
+@dataclass(frozen=True)
+class RowsRead:
+    """What pass 1 takes from a batch: the ``runs`` of its prompt ids (None without a prompt
+    id column), its ``rewards`` (rows x reward columns, float64, NaN where null) and its
+    ``baseline`` rewards (None without a baseline column)."""
 
-            raise RowError(pc.indices_nonzero(pc.is_null(keys))[0].as_py(), f"column {grouping.prompt!r} (prompt id) is null")
-        found = group_index(keys)
+    runs: Runs | None
+    rewards: np.ndarray
+    baseline: np.ndarray | None
+
+
+def rows_read(batch: pa.RecordBatch, first_row: int, prompt: str | None, paths: list[tuple[str, ...]], names: tuple[str, ...],
+              baseline: str | None) -> RowsRead:
+    """Pass 1's kernel: a batch's :class:`RowsRead`."""
+    return RowsRead(prompt_runs(batch.column(prompt), prompt) if prompt is not None else None, reward_values(batch, paths, names),
+                    scalars(batch.column(baseline), baseline) if baseline is not None else None)
+
+
+def prompt_runs(keys: pa.Array | pa.ChunkedArray, name: str) -> Runs:
+    """The :class:`~grpo_cli.estimators.groups.Runs` of the prompt id column ``name``; a null id is refused."""
+    if keys.null_count:
+        import pyarrow.compute as pc
+
+        raise RowError(pc.indices_nonzero(pc.is_null(keys))[0].as_py(), f"column {name!r} (prompt id) is null")
+    return Runs.of(keys)
+
+
+def index(runs: Runs | None, grouping: Grouping, rows: int, source: str) -> GroupIndex:
+    """Each row's group, as ``grouping`` says (``runs``: of the prompt ids, if there are any)."""
+    if runs is not None:
+        found = runs.index()
         if grouping.num_generations is not None:
             wrong = np.flatnonzero(found.sizes != grouping.num_generations)
             if len(wrong):
-                key, size = keys[int(found.first[wrong[0]])].as_py(), int(found.sizes[wrong[0]])
+                key, size = runs.key_at(int(found.first[wrong[0]])), int(found.sizes[wrong[0]])
                 raise InputError(f"{source}: prompt id {key!r} has {size} rows, expected `num_generations` {grouping.num_generations}")
         return found
     if grouping.num_generations is not None:

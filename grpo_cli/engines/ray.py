@@ -1,9 +1,9 @@
 """The Ray engine: the local engine's passes, with the per-batch kernels run in Ray tasks.
 
-Work is split by input file: pass 1 reads each file's id and reward columns in a task and
-gathers them (16 bytes a row) so that the group statistics are computed exactly as the local
-engine computes them, in row order; every later pass runs one streaming task per file, which
-reads the file's batches, runs the kernel on each and yields the results in order. The driver
+Work is split by input file: every pass runs one streaming task per file, which reads the
+file's batches, runs the kernel on each and yields the results in order. Pass 1's results
+(the runs of the ids and the float64 rewards, at most 16 bytes a row) are gathered so that
+the group statistics are computed exactly as the local engine computes them, in row order. The driver
 merges the partial summaries in row order. One output file (``-o``) is written by the driver,
 batch by batch in input order; with one output per input file, each file's task writes it to
 a temporary file and the driver stages them all with the run's other outputs, committed
@@ -40,13 +40,19 @@ def _ray():
 
 def _part_results(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
                   carry: bool, batch_rows: int) -> Iterator[tuple[pa.RecordBatch, object]]:
-    """Part ``k``'s batches and the kernel's result on each (a batch without its columns when
-    they are not carried: only its row count travels)."""
+    """Part ``k``'s batches and the kernel's result on each (when the columns are not carried,
+    only the batch's row count travels: :func:`_rows_only`)."""
     label = row_labeller(source, prompt)
     read = source.read_schema(columns)
     for _, batch in source.iter_batches(batch_rows, None if carry else columns, only=k):
-        yield batch if carry else batch.select([]), run_kernel(source, label, kernel, args, read, k, first_row, batch)
+        yield batch if carry else batch.num_rows, run_kernel(source, label, kernel, args, read, k, first_row, batch)
         first_row += batch.num_rows
+
+
+def _rows_only(rows: int) -> pa.RecordBatch:
+    """A batch of ``rows`` rows and no columns (a pickled one arrives with none: pyarrow keeps
+    the row count of a batch without columns only in memory)."""
+    return pa.record_batch([pa.nulls(rows)], names=["rows"]).select([])
 
 
 def _write_part(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
@@ -106,7 +112,7 @@ class RayEngine(LocalEngine):
         for k, stream in enumerate(streams):
             for ref in stream:
                 batch, result = self._get(ref)
-                yield k, batch, result
+                yield k, batch if isinstance(batch, pa.RecordBatch) else _rows_only(batch), result
 
     def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
                     columns: list[str], held: pa.Table | None = None) -> list:

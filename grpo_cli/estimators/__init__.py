@@ -11,7 +11,7 @@ import numpy as np
 from . import grpo, rloo, mean, passk, gpg, opo, remax, reinforce_baseline, returns  # noqa: F401, I001  (each registers itself; this order is the listing order)
 from ..errors import RowError
 from ..numerics import units
-from .groups import GroupIndex, Groups, group_index
+from .groups import GroupIndex, Groups, Runs, group_index
 from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
 from .returns import Steps
 from .rewards import RowInputs, row_inputs, weights
@@ -19,7 +19,7 @@ from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
 from .whiten import Whitening, pooled, whitened, whitening
 
-__all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "RowInputs", "Steps", "advantage",
+__all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "RowInputs", "Runs", "Steps", "advantage",
            "group_index", "in_units", "lookup", "names", "pooled", "row_advantages", "row_inputs",
            "Whitening", "whitened", "whitened_rows", "whitening"]
 

@@ -35,17 +35,26 @@ def test_objective_batch_gives_columns_and_a_partial_summary(sample_parquet, tmp
 
 
 def test_group_index_kernel():
-    keys = pa.chunked_array([pa.array(["a", "a", "b", "b"])])
-    assert kernels.index(keys, Grouping("id", None), 4, "f").sizes.tolist() == [2, 2]
+    runs = kernels.prompt_runs(pa.chunked_array([pa.array(["a", "a", "b", "b"])]), "id")
+    assert kernels.index(runs, Grouping("id", None), 4, "f").sizes.tolist() == [2, 2]
     assert kernels.index(None, Grouping(None, 2), 4, "f").first.tolist() == [0, 2]
     assert kernels.index(None, Grouping(None, None), 4, "f").count == 1
     with pytest.raises(InputError, match="f: prompt id 'a' has 2 rows, expected `num_generations` 3"):
-        kernels.index(keys, Grouping("id", 3), 4, "f")
+        kernels.index(runs, Grouping("id", 3), 4, "f")
     with pytest.raises(InputError, match="f: 4 rows is not a multiple of `num_generations` 3"):
         kernels.index(None, Grouping(None, 3), 4, "f")
     with pytest.raises(RowError, match="column 'id' \\(prompt id\\) is null") as caught:
-        kernels.index(pa.chunked_array([pa.array(["a", None])]), Grouping("id", None), 2, "f")
+        kernels.prompt_runs(pa.array(["a", None]), "id")
     assert caught.value.row == 1
+
+
+def test_pass_one_kernel_reads_runs_rewards_and_baseline():
+    batch = pa.record_batch({"id": [7, 7, 8], "reward": [1.0, None, 0.5], "base": [0.1, 0.2, 0.3]})
+    read = kernels.rows_read(batch, 0, "id", [("reward",)], ("reward",), "base")
+    assert read.runs.starts.tolist() == [0, 2] and read.runs.keys.tolist() == [7, 8] and read.runs.rows == 3
+    np.testing.assert_array_equal(read.rewards, [[1.0], [np.nan], [0.5]])
+    assert read.baseline.tolist() == [0.1, 0.2, 0.3]
+    assert kernels.rows_read(batch, 0, None, [], (), None).runs is None
 
 
 def test_advantage_window():

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grpo_cli import AdvantageConfig
-from grpo_cli.estimators import GroupIndex, Groups, advantage, group_index
+from grpo_cli.estimators import GroupIndex, Groups, Runs, advantage, group_index
 
 
 def test_group_index_contiguous_and_scattered_paths():
@@ -43,6 +43,29 @@ def test_integer_keys_in_numpy_and_their_strings_in_arrow_give_the_same_groups(k
     by_numpy, by_arrow = group_index(pa.array(keys, pa.int16())), group_index(pa.array([str(k) for k in keys]))
     assert by_numpy.first.tolist() == by_arrow.first.tolist() and by_numpy.codes.tolist() == by_arrow.codes.tolist()
     assert by_numpy.contiguous == by_arrow.contiguous
+
+
+@given(st.lists(st.integers(-2, 2), max_size=40), st.lists(st.integers(0, 40), max_size=4), st.booleans())
+def test_runs_joined_from_batches_are_the_runs_of_the_whole(keys, cuts, as_text):
+    """Pass 1 finds runs a batch at a time: joined, they give the index of the whole column,
+    whatever the batch edges cut (ids in numpy, or in arrow as text; groups contiguous or not)."""
+    column = pa.array([str(k) for k in keys]) if as_text else pa.array(keys, pa.int64())
+    edges = [0, *sorted(min(c, len(keys)) for c in cuts), len(keys)]
+    joined = Runs.joined([Runs.of(column[lo:hi]) for lo, hi in zip(edges, edges[1:])])
+    whole = Runs.of(column)
+    assert joined.starts.tolist() == whole.starts.tolist() and joined.rows == len(keys)
+    assert list(joined.keys.tolist() if isinstance(joined.keys, np.ndarray) else joined.keys.to_pylist()) == \
+        list(whole.keys.tolist() if isinstance(whole.keys, np.ndarray) else whole.keys.to_pylist())
+    by_batches, by_column = joined.index(), group_index(column)
+    assert by_batches.first.tolist() == by_column.first.tolist() and by_batches.codes.tolist() == by_column.codes.tolist()
+    assert [joined.key_at(row) for row in range(len(keys))] == column.to_pylist()
+
+
+def test_keys_without_an_order_are_grouped_by_hash():
+    keys = pa.array([{"a": 1}, {"a": 2}, {"a": 1}])  # structs: pyarrow compares none
+    runs = Runs.of(keys)
+    assert runs.starts.tolist() == [0, 1, 2]
+    assert group_index(keys).codes.tolist() == [0, 1, 0] and group_index(keys[:2]).contiguous
 
 
 @given(st.lists(st.integers(1, 30), min_size=1, max_size=60), st.integers(1, 100))
