@@ -167,8 +167,9 @@ class LocalEngine(Engine):
         are a view of them). Without it they are streamed by batch, so no id column is held:
         a 10M-row summary-only run touched 100 MiB less memory, 0.04 s faster (interleaved)."""
         paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
-        args = (grouping.prompt, paths, inputs.rewards if inputs else (), inputs and inputs.baseline)
-        columns = list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), args[-1]) if c is not None))
+        baseline = inputs.baseline if inputs else None
+        args = (grouping.prompt, paths, inputs.rewards if inputs else (), baseline)  # what kernels.rows_read takes
+        columns = list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), baseline) if c is not None))
         label = row_labeller(source, grouping.prompt)
         held = _labelled(label, self._read_columns, source, columns) if hold else None
         read = _labelled(label, kernels.rows_read, held, 0, *args) if hold else self._rows_read(source, grouping, args, columns)
@@ -186,8 +187,9 @@ class LocalEngine(Engine):
     def _rows_read(self, source: Source, grouping: Grouping, args: tuple, columns: list[str]) -> kernels.RowsRead:
         """:func:`~.kernels.rows_read` of every row, a batch at a time: the runs joined, the
         rewards laid in arrays of every row as the batches finish."""
-        rows, prompt, baseline = int(source.row_counts.sum()), args[0], args[-1]
-        rewards, baselines, runs = np.empty((rows, len(args[1]))), np.empty(rows) if baseline else None, []
+        prompt, paths, _, baseline = args
+        rows = int(source.row_counts.sum())
+        rewards, baselines, runs = np.empty((rows, len(paths))), np.empty(rows) if baseline else None, []
         for _, first_row, batch, found in self._batches(source, grouping, kernels.rows_read, *args, columns=columns, carry=False):
             runs.append(found.runs)
             rewards[first_row:first_row + batch.num_rows] = found.rewards
