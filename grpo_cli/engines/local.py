@@ -165,15 +165,14 @@ class LocalEngine(Engine):
         With ``hold``, the ids and rewards are read whole and returned too, in their unified
         types (a write pass takes them from there rather than reading them again; the rewards
         are a view of them). Without it they are streamed by batch, so no id column is held:
-        a 10M-row summary-only run touched 100 MiB less memory, 0.04 s faster (interleaved)."""
+        a 10M-row summary-only run peaked 85 MiB lower, 0.03-0.04 s faster (interleaved)."""
         paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
         baseline = inputs.baseline if inputs else None
         args = (grouping.prompt, paths, inputs.rewards if inputs else (), baseline)  # what kernels.rows_read takes
         columns = list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), baseline) if c is not None))
-        label = row_labeller(source, grouping.prompt)
+        label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
         held = _labelled(label, self._read_columns, source, columns) if hold else None
-        read = _labelled(label, kernels.rows_read, held, 0, *args) if hold else self._rows_read(source, grouping, args, columns)
-        rows = int(source.row_counts.sum())
+        read = _labelled(label, kernels.rows_read, held, 0, *args) if hold else self._rows_read(source, grouping, args, columns, rows)
         index = _labelled(label, kernels.index, read.runs, grouping, rows, source.name)
         if inputs is None:
             return index, None, held
@@ -184,11 +183,10 @@ class LocalEngine(Engine):
             raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
         return index, found, held
 
-    def _rows_read(self, source: Source, grouping: Grouping, args: tuple, columns: list[str]) -> kernels.RowsRead:
-        """:func:`~.kernels.rows_read` of every row, a batch at a time: the runs joined, the
-        rewards laid in arrays of every row as the batches finish."""
+    def _rows_read(self, source: Source, grouping: Grouping, args: tuple, columns: list[str], rows: int) -> kernels.RowsRead:
+        """:func:`~.kernels.rows_read` of the ``rows`` rows, a batch at a time: the runs joined,
+        the rewards laid in arrays of every row as the batches finish."""
         prompt, paths, _, baseline = args
-        rows = int(source.row_counts.sum())
         rewards, baselines, runs = np.empty((rows, len(paths))), np.empty(rows) if baseline else None, []
         for _, first_row, batch, found in self._batches(source, grouping, kernels.rows_read, *args, columns=columns, carry=False):
             runs.append(found.runs)

@@ -3,8 +3,8 @@
 Work is split by input file: every pass runs one streaming task per file, which reads the
 file's batches, runs the kernel on each and yields the results in order. Pass 1's results
 (the runs of the ids and the float64 rewards, at most 16 bytes a row) are gathered so that
-the group statistics are computed exactly as the local engine computes them, in row order. The driver
-merges the partial summaries in row order. One output file (``-o``) is written by the driver,
+the group statistics are computed exactly as the local engine computes them, in row order.
+The driver merges the partial summaries in row order. One output file (``-o``) is written by the driver,
 batch by batch in input order; with one output per input file, each file's task writes it to
 a temporary file and the driver stages them all with the run's other outputs, committed
 together at the end (or removed, if one task failed). The same writer sees the same batches: files and summaries are byte-identical to the
@@ -112,7 +112,7 @@ class RayEngine(LocalEngine):
         for k, stream in enumerate(streams):
             for ref in stream:
                 batch, result = self._get(ref)
-                yield k, batch if isinstance(batch, pa.RecordBatch) else _rows_only(batch), result
+                yield k, batch if carry else _rows_only(batch), result
 
     def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
                     columns: list[str], held: pa.Table | None = None) -> list:

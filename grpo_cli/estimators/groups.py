@@ -134,7 +134,7 @@ class Runs:
         ids against 41 ms, and without importing pyarrow.compute (0.03 s)."""
         if isinstance(keys, np.ndarray) or pa.types.is_integer(keys.type) and not keys.null_count:
             k = keys if isinstance(keys, np.ndarray) else keys.to_numpy()
-            starts = np.flatnonzero(np.concatenate([k[:1] == k[:1], k[1:] != k[:-1]]))
+            starts = np.flatnonzero(np.concatenate([np.ones(min(len(k), 1), dtype=bool), k[1:] != k[:-1]]))  # row 0, then each change
             return cls(starts, k[starts], len(k))
         import pyarrow.compute as pc
 
@@ -153,7 +153,7 @@ class Runs:
         if not parts:
             return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
         offsets = np.cumsum([0, *(part.rows for part in parts)])
-        starts = np.concatenate([np.zeros(0, dtype=np.int64), *(part.starts + offset for part, offset in zip(parts, offsets))])
+        starts = np.concatenate([part.starts + offset for part, offset in zip(parts, offsets)])
         numeric = all(isinstance(part.keys, np.ndarray) for part in parts)
         keys = np.concatenate([part.keys for part in parts]) if numeric else pa.chunked_array([c for part in parts for c in part.keys.chunks])
         merged = cls.of(keys)
