@@ -82,10 +82,9 @@ class LocalEngine(Engine):
         path = schema.field_path(source.schema, plan.reward)
         label = row_labeller(source, grouping.prompt)
         table = _labelled(label, self._read_columns, source, list(dict.fromkeys(c for c in (grouping.prompt, path[0], plan.truncated) if c is not None)))
-        keys = table.column(grouping.prompt) if grouping.prompt is not None else None
-        runs = _labelled(label, kernels.prompt_runs, keys, grouping.prompt) if keys is not None else None
-        index = _labelled(label, kernels.index, runs, grouping, table.num_rows, source.name)
-        r = _labelled(label, kernels.reward_values, table, [path], (plan.reward,))[:, 0]
+        read = _labelled(label, kernels.rows_read, table, 0, grouping.prompt, [path], (plan.reward,), None)
+        index = _labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
+        r = read.rewards[:, 0]
         if np.isnan(r).any():
             raise InputError(f"{label(int(np.flatnonzero(np.isnan(r))[0]))}: column {plan.reward!r} is null or NaN (`grpo filter` needs every reward)")
         groups = Groups(r, index)
