@@ -10,6 +10,7 @@ not by the token columns.
 from __future__ import annotations
 
 from collections import deque
+from contextlib import nullcontext
 from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Callable, Iterable, Iterator
@@ -18,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import Engine, kernels
+from .ahead import WINDOW_ROWS, WindowsAhead
 from .. import schema
 from ..config import AdvantageConfig
 from ..errors import InputError, RowError
@@ -32,7 +34,6 @@ from ..inspection import inspect_figures
 from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, Grouping, Inputs, InspectPlan, MismatchPlan, ObjectivePlan, Output
 from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
 
-WINDOW_ROWS = 1 << 18
 WRITES_QUEUED = 1  # batches waiting for the writer thread besides the one it writes
 
 
@@ -44,12 +45,12 @@ class LocalEngine(Engine):
         return self.threads or default_threads()
 
     def advantages(self, source: Source, plan: AdvantagesPlan) -> dict:
-        index, inputs, held = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator, hold=bool(plan.output.targets))
+        index, inputs, held, ahead = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator, hold=bool(plan.output.targets))
         if plan.token_level:
             return self._token_advantages(source, plan, index, inputs)
         with ThreadPoolExecutor(2) as pool:  # the summary is computed while the advantages are, then while the rows are written
             rewards = pool.submit(self._described, _scored(inputs))
-            adv, group_summary = self._advantages(source, plan.grouping, index, inputs, plan.estimator)
+            adv, group_summary = self._advantages(source, plan.grouping, index, inputs, plan.estimator, ahead)
             figures = pool.submit(lambda: advantage_figures(group_summary, plan.grouping.described, rewards.result(),
                                                             self._described(adv, histogram=True), plan.estimator, len(adv)))
             if plan.output.targets:
@@ -61,9 +62,9 @@ class LocalEngine(Engine):
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
         computed = held = None
         if plan.first_pass:
-            index, inputs, held = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator, hold=bool(plan.output.targets))
+            index, inputs, held, ahead = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator, hold=bool(plan.output.targets))
             if plan.estimator is not None:
-                computed = self._advantages(source, plan.grouping, index, inputs, plan.estimator)[0]
+                computed = self._advantages(source, plan.grouping, index, inputs, plan.estimator, ahead)[0]
         partials = self._partials(source, plan.grouping, plan.output, kernels.objective_fields(plan), kernels.objective_batch, plan,
                                   computed, columns=plan.columns, held=held)
         return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(plan.config)
@@ -113,8 +114,8 @@ class LocalEngine(Engine):
     def compare(self, source: Source, plan: ComparePlan) -> dict:
         columns = {}
         for label, inputs, config in plan.estimators:
-            index, rows, held = self._first_pass(source, plan.grouping, inputs, config, hold=bool(plan.output.targets))
-            columns[column_name(label)] = self._advantages(source, plan.grouping, index, rows, config)[0]
+            index, rows, held, ahead = self._first_pass(source, plan.grouping, inputs, config, hold=bool(plan.output.targets))
+            columns[column_name(label)] = self._advantages(source, plan.grouping, index, rows, config, ahead)[0]
         prompt = plan.grouping.prompt
 
         def names(groups: np.ndarray) -> list:
@@ -144,8 +145,8 @@ class LocalEngine(Engine):
                                   plan.truncated)
         estimator, groups, rewards, adv = AdvantageConfig(), None, None, None
         if plan.inputs is not None:
-            index, inputs, _ = self._first_pass(source, plan.grouping, plan.inputs, estimator)
-            adv, _ = self._advantages(source, plan.grouping, index, inputs, estimator)
+            index, inputs, _, ahead = self._first_pass(source, plan.grouping, plan.inputs, estimator)
+            adv, _ = self._advantages(source, plan.grouping, index, inputs, estimator, ahead)
             groups, rewards = GroupSummary.of(Groups(inputs.r, index).subset(inputs.scored)), _scored(inputs)
         return inspect_figures(rows=int(source.row_counts.sum()), roles=plan.roles, nulls=nulls, lengths=lengths, entries=entries,
                                mask=plan.steps.mask if plan.steps else None, groups=groups, grouped_by=plan.grouping.described,
@@ -156,7 +157,7 @@ class LocalEngine(Engine):
         return described(x, histogram, lambda fn, chunks: ordered_map(fn, chunks, self.workers))
 
     def _first_pass(self, source: Source, grouping: Grouping, inputs: Inputs | None, config: AdvantageConfig | None,
-                    hold: bool = False) -> tuple[GroupIndex, RowInputs | None, pa.Table | None]:
+                    hold: bool = False) -> tuple[GroupIndex, RowInputs | None, pa.Table | None, Ahead | None]:
         """Each row's group and (if ``inputs``) what the estimator reads of it, in input order:
         the ids and rewards (:func:`~.kernels.rows_read`: the runs of the ids and the float64
         rewards), and a pass over the token columns the estimator needs.
@@ -164,35 +165,47 @@ class LocalEngine(Engine):
         With ``hold``, the ids and rewards are read whole and returned too, in their unified
         types (a write pass takes them from there rather than reading them again; the rewards
         are a view of them). Without it they are streamed by batch, so no id column is held:
-        a 10M-row summary-only run peaked 85 MiB lower, 0.03-0.04 s faster (interleaved)."""
+        a 10M-row summary-only run peaked 85 MiB lower, 0.03-0.04 s faster (interleaved). Then,
+        for an estimator that needs nothing more, the advantages are computed while the pass
+        reads (:mod:`.ahead`): the last item returned, kept if the ids' layout allowed it, else None."""
         paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
         baseline = inputs.baseline if inputs else None
         args = (grouping.prompt, paths, inputs.rewards if inputs else (), baseline)  # what kernels.rows_read takes
         columns = list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), baseline) if c is not None))
         label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
-        held = _labelled(label, self._read_columns, source, columns) if hold else None
-        read = _labelled(label, kernels.rows_read, held, 0, *args) if hold else self._rows_read(source, grouping, args, columns, rows)
-        index = _labelled(label, kernels.index, read.runs, grouping, rows, source.name)
-        if inputs is None:
-            return index, None, held
-        row_level = inputs.steps is not None and lookup(config.estimator).level == "row"  # token level: in its own passes
-        per_row = self._row_steps(source, grouping, inputs, config) if row_level else {}
-        found = _labelled(label, lambda: row_inputs(read.rewards, list(inputs.rewards), config, baseline=read.baseline, **per_row))
-        if len(found.r) and not found.scored.any():
-            raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
-        return index, found, held
+        if hold:
+            held = _labelled(label, self._read_columns, source, columns)
+            read = _labelled(label, kernels.rows_read, held, 0, *args)
+        else:
+            held, read = None, kernels.RowsRead(None, np.empty((rows, len(paths))), np.empty(rows) if baseline else None)
+        ahead = WindowsAhead(read.rewards, read.baseline, list(inputs.rewards), config, self.workers) \
+            if not hold and grouping.prompt is not None and _ahead(inputs, config) else None
+        with ahead or nullcontext():
+            if not hold:
+                read = self._rows_read(source, grouping, args, columns, read, ahead)
+            index = _labelled(label, kernels.index, read.runs, grouping, rows, source.name)
+            if inputs is None:
+                return index, None, held, None
+            row_level = inputs.steps is not None and lookup(config.estimator).level == "row"  # token level: in its own passes
+            per_row = self._row_steps(source, grouping, inputs, config) if row_level else {}
+            found = _labelled(label, lambda: row_inputs(read.rewards, list(inputs.rewards), config, baseline=read.baseline, **per_row))
+            if len(found.r) and not found.scored.any():
+                raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
+            return index, found, held, ahead.finish(index) if ahead else None
 
-    def _rows_read(self, source: Source, grouping: Grouping, args: tuple, columns: list[str], rows: int) -> kernels.RowsRead:
-        """:func:`~.kernels.rows_read` of the ``rows`` rows, a batch at a time: the runs joined,
-        the rewards laid in arrays of every row as the batches finish."""
-        prompt, paths, _, baseline = args
-        rewards, baselines, runs = np.empty((rows, len(paths))), np.empty(rows) if baseline else None, []
+    def _rows_read(self, source: Source, grouping: Grouping, args: tuple, columns: list[str], into: kernels.RowsRead,
+                   ahead: WindowsAhead | None) -> kernels.RowsRead:
+        """:func:`~.kernels.rows_read` of every row, a batch at a time: the runs joined, the
+        rewards laid in the arrays of ``into`` as the batches finish (each batch then told to ``ahead``)."""
+        prompt, runs = args[0], []
         for _, first_row, batch, found in self._batches(source, grouping, kernels.rows_read, *args, columns=columns, carry=False):
             runs.append(found.runs)
-            rewards[first_row:first_row + batch.num_rows] = found.rewards
-            if baselines is not None:
-                baselines[first_row:first_row + batch.num_rows] = found.baseline
-        return kernels.RowsRead(Runs.joined(runs) if prompt is not None else None, rewards, baselines)
+            into.rewards[first_row:first_row + batch.num_rows] = found.rewards
+            if into.baseline is not None:
+                into.baseline[first_row:first_row + batch.num_rows] = found.baseline
+            if ahead:
+                ahead.read(first_row, found.runs)
+        return kernels.RowsRead(Runs.joined(runs) if prompt is not None else None, into.rewards, into.baseline)
 
     def _row_steps(self, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> dict[str, np.ndarray]:
         """Per row, from a pass over the token columns: ``length`` (valid tokens) and ``kl``."""
@@ -201,26 +214,29 @@ class LocalEngine(Engine):
         return _joined(parts, ("length", "kl") if config.kl_in_reward is not None else ("length",))
 
     def _advantages(self, source: Source, grouping: Grouping, g: GroupIndex, inputs: RowInputs,
-                    config: AdvantageConfig) -> tuple[np.ndarray, GroupSummary]:
+                    config: AdvantageConfig, ahead: Ahead | None = None) -> tuple[np.ndarray, GroupSummary]:
         """Each row's advantage (float64) and the group figures; an error names its row.
+        ``ahead``: the unwhitened advantages and figures pass 1 computed (:meth:`_first_pass`).
 
         Contiguous groups of a group-local estimator are computed a window of whole groups
-        (about :data:`WINDOW_ROWS` rows) at a time on the worker threads: each window stays in
-        cache, and its sums are the same as over the whole input, so the result is
+        (about :data:`~.ahead.WINDOW_ROWS` rows) at a time on the worker threads: each window
+        stays in cache, and its sums are the same as over the whole input, so the result is
         bit-identical. File-wide statistics (``scale='batch'``) need every reward at once.
         """
         label = row_labeller(source, grouping.prompt)
-        if not g.contiguous or lookup(config.estimator).scope == "file" or config.scale == "batch":
+        if ahead is not None:
+            out, summary = ahead
+        elif not g.contiguous or not _windowed(config):
             out, summary = _labelled(label, kernels.advantage_window, inputs, g, config)
-            return whitened_rows(out, inputs, config), summary
-        out = np.empty_like(inputs.r)
+        else:
+            out = np.empty_like(inputs.r)
 
-        def fill(window: tuple[int, int]) -> GroupSummary:
-            rows, local = g.window(*window)
-            out[rows], summary = _labelled(lambda row: label(rows.start + row), kernels.advantage_window, inputs.rows(rows), local, config)
-            return summary
+            def fill(window: tuple[int, int]) -> GroupSummary:
+                rows, local = g.window(*window)
+                out[rows], summary = _labelled(lambda row: label(rows.start + row), kernels.advantage_window, inputs.rows(rows), local, config)
+                return summary
 
-        summary = reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), self.workers), GroupSummary())
+            summary = reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), self.workers), GroupSummary())
         return whitened_rows(out, inputs, config), summary
 
     def _token_advantages(self, source: Source, plan: AdvantagesPlan, index: GroupIndex, inputs: RowInputs) -> dict:
@@ -341,6 +357,20 @@ class LocalEngine(Engine):
             pending.append(writer.submit(lambda: sink(len(targets) - 1).close()))
             for written in pending:
                 written.result()
+
+
+Ahead = tuple[np.ndarray, GroupSummary]  # advantages (before any whitening) and group figures computed during pass 1
+
+
+def _windowed(config: AdvantageConfig) -> bool:
+    """The estimator's advantages of contiguous groups can be computed a window of groups at a time."""
+    return lookup(config.estimator).scope == "group" and config.scale != "batch"
+
+
+def _ahead(inputs: Inputs | None, config: AdvantageConfig | None) -> bool:
+    """Pass 1 reads all the estimator needs (no token columns), and it is windowed: its
+    advantages can be computed while the pass reads."""
+    return inputs is not None and inputs.steps is None and lookup(config.estimator).level == "row" and _windowed(config)
 
 
 def _scored(inputs: RowInputs) -> np.ndarray:
