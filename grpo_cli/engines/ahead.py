@@ -7,7 +7,8 @@ of those rows can be computed, a window of whole groups at a time on worker thre
 the pass ends.
 
 Whether the layout is contiguous is known only at the end (an id may come back), so this work
-is speculative: it is kept only if the finished index is contiguous and no window failed. Else
+is speculative: it is kept only if the finished index is contiguous and starts its groups where
+the windows assumed, and no window failed. Else
 it is dropped and done again after the pass, where any error is raised in its usual place and
 order. Both ways give the same bits: a group's advantages depend on its rows alone, its sums
 added in row order whatever the window (:mod:`grpo_cli.estimators.groups`).
@@ -40,6 +41,7 @@ class WindowsAhead:
         self.out = np.empty(len(rewards))
         self.pool = ThreadPoolExecutor(threads)
         self.windows: list[Future] = []
+        self.firsts: list[np.ndarray] = []  # where the groups sent start, as assumed
         self.cut = 0  # rows before it are sent to the workers
         self.parts: list[tuple[int, Runs]] = []  # the runs of the batches read since the cut's batch (first row, runs)
 
@@ -59,18 +61,26 @@ class WindowsAhead:
     def finish(self, g: GroupIndex) -> tuple[np.ndarray, GroupSummary] | None:
         """Every row's advantage (before any whitening) and the group figures, once the pass
         has read all rows into index ``g``; None if the speculation did not hold (``g`` is not
-        contiguous, or a window failed): the caller computes them again."""
+        contiguous or starts other groups, or a window failed): the caller computes them again."""
         try:
-            if not g.contiguous:
+            sent = sum(len(first) for first in self.firsts)
+            if not self._assumed(g, sent):
                 return None
             if self.cut < g.rows:
-                self._send(g.window(int(np.searchsorted(g.first, self.cut)), g.count)[1])
+                self._send(g.window(sent, g.count)[1])
             summaries = [window.result() for window in self.windows]
         except Exception:  # a window that failed fails again, in its place, when computed after the pass
             return None
         finally:
             self.close()
         return self.out, reduce(GroupSummary.merge, summaries, GroupSummary())
+
+    def _assumed(self, g: GroupIndex, sent: int) -> bool:
+        """``g`` is contiguous, its first ``sent`` groups start where the windows sent assumed,
+        and the next one at the cut (or no row is left)."""
+        assumed = np.concatenate([g.first[:0], *self.firsts])
+        starts_next = self.cut == g.rows or sent < g.count and int(g.first[sent]) == self.cut
+        return g.contiguous and np.array_equal(assumed, g.first[:sent]) and starts_next
 
     def __enter__(self) -> "WindowsAhead":
         return self
@@ -86,6 +96,7 @@ class WindowsAhead:
         """Send the rows from the cut on, whole groups in index ``g`` (numbered from the cut),
         to the workers a window at a time."""
         self.windows += [self.pool.submit(self._window, self.cut, g, window) for window in g.windows(WINDOW_ROWS)]
+        self.firsts.append(g.first + self.cut)
         self.cut += g.rows
 
     def _window(self, start: int, g: GroupIndex, window: tuple[int, int]) -> GroupSummary:

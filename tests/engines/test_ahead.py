@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 from grpo_cli import AdvantageConfig, advantages_file
 from grpo_cli.engines.ahead import WindowsAhead
 from grpo_cli.errors import InputError
+from grpo_cli.estimators import GroupIndex, Runs
 
 CONFIGS = [AdvantageConfig(), AdvantageConfig(estimator="rloo", std="sample"), AdvantageConfig(scale="none", reward_clip=(-1.0, 2.0)),
            AdvantageConfig(estimator="passk"), AdvantageConfig(whiten=True)]
@@ -56,6 +57,18 @@ def test_advantages_computed_ahead_are_the_bits_computed_after_the_pass(tmp_path
     else:
         written = pq.read_table(out)["advantage"].to_numpy()
         assert finished[0] is not None and (config.whiten or finished[0][0].tobytes() == written.tobytes())
+
+
+@pytest.mark.parametrize("first, kept", [([0, 2], True), ([0, 3], False), ([0, 1, 2], False)])
+def test_windows_are_kept_only_where_the_finished_index_starts_the_groups_they_assumed(monkeypatch, first, kept):
+    """The batch's runs sent rows 0-1 as one group, the cut at row 2."""
+    monkeypatch.setattr("grpo_cli.engines.ahead.WINDOW_ROWS", 1)
+    with WindowsAhead(np.array([[1.0], [0.0], [1.0], [3.0]]), None, ["reward"], AdvantageConfig(), threads=1) as ahead:
+        ahead.read(0, Runs.of(np.array([7, 7, 8, 8])))
+        found = ahead.finish(GroupIndex(np.array(first), 4))
+    assert (found is not None) == kept
+    if kept:
+        assert found[0].tolist() == [1.0, -1.0, -1.0, 1.0] and found[1].groups == 2
 
 
 def test_rows_of_a_returning_id_are_computed_after_the_pass(tmp_path, monkeypatch):
