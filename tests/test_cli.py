@@ -206,6 +206,22 @@ def test_a_summary_of_integer_ids_imports_neither_pyarrow_compute_nor_polars(tmp
     assert run.stdout == "False False\n"
 
 
+def test_string_ids_split_across_batches_are_grouped_without_importing_pyarrow_compute(tmp_path):
+    """Runs of text ids, joined where a batch edge cut them, use Arrow's kernels by name
+    (groups.arrow), not the pyarrow.compute module."""
+    path = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"prompt_id": ["a", "a", "a", "b", "b", "c"], "reward": [0.0, 1.0, 2.0, 1.0, 1.0, 3.0]}), path)
+    script = (
+        "import sys\n"
+        "from grpo_cli import advantages_file, cli\n"
+        "sys.meta_path.insert(0, cli._WithoutPandas)  # as the command runs: pandas would import pyarrow.compute\n"
+        "figures = advantages_file(sys.argv[1], batch_rows=2)\n"
+        "print(figures['group_sizes'], 'pyarrow.compute' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
+    assert run.stdout == "{'1': 1, '2': 1, '3': 1} False\n"
+
+
 def test_a_quiet_run_imports_no_pydantic_pandas_or_rich_and_flushes_before_its_quick_exit(sample_parquet, tmp_path):
     """Start-up is measured (README, Performance): typer >= 0.29 imports pydantic for every
     option (0.15 s), pyarrow imports pandas on its first numpy conversion (0.2-0.3 s), a run

@@ -164,7 +164,7 @@ class Runs:
             return cls(starts, keys, int(offsets[-1]))
         keep = np.ones(len(starts), dtype=bool)
         keep[edges[same]] = False
-        return cls(starts[keep], keys[keep] if numeric else keys.filter(pa.array(keep)), int(offsets[-1]))
+        return cls(starts[keep], keys[keep] if numeric else arrow("filter", keys, pa.array(keep)), int(offsets[-1]))
 
     def key_at(self, row: int):
         """The key of row ``row``, as a Python value."""
