@@ -179,7 +179,7 @@ class LocalEngine(Engine):
         else:
             held, read = None, kernels.RowsRead(None, np.empty((rows, len(paths))), np.empty(rows) if baseline else None)
         ahead = WindowsAhead(read.rewards, read.baseline, list(inputs.rewards), config, self.workers) \
-            if not hold and grouping.prompt is not None and _ahead(inputs, config) else None
+            if not hold and _ahead(grouping, inputs, config) else None
         with ahead or nullcontext():
             if not hold:
                 read = self._rows_read(source, grouping, args, columns, read, ahead)
@@ -367,10 +367,11 @@ def _windowed(config: AdvantageConfig) -> bool:
     return lookup(config.estimator).scope == "group" and config.scale != "batch"
 
 
-def _ahead(inputs: Inputs | None, config: AdvantageConfig | None) -> bool:
-    """Pass 1 reads all the estimator needs (no token columns), and it is windowed: its
-    advantages can be computed while the pass reads."""
-    return inputs is not None and inputs.steps is None and lookup(config.estimator).level == "row" and _windowed(config)
+def _ahead(grouping: Grouping, inputs: Inputs | None, config: AdvantageConfig | None) -> bool:
+    """The groups are runs of prompt ids, pass 1 reads all the estimator needs (no token
+    columns), and it is windowed: its advantages can be computed while the pass reads."""
+    return grouping.prompt is not None and inputs is not None and inputs.steps is None and lookup(config.estimator).level == "row" \
+        and _windowed(config)
 
 
 def _scored(inputs: RowInputs) -> np.ndarray:
