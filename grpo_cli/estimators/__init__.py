@@ -86,7 +86,7 @@ def advantage(groups: Groups, config) -> np.ndarray:
     with np.errstate(all="ignore"):
         a = spec.compute(scaled) / SCALE_DIVISORS[config.scale](scaled, config.ddof, config.eps / u)
         if spec.grouped:
-            a = np.where(groups.per_row(groups.informative), a, 0.0)
+            groups.set_rows(a, ~groups.informative, 0.0)
         if config.scale == "none" and scaled is not groups:
             a *= groups.per_row(u) if len(u) > 1 else u[0]
         if config.singleton != "zero" and spec.grouped:

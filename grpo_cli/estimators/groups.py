@@ -288,6 +288,15 @@ class Groups:
             return np.repeat(group_values, self.count)
         return np.take(group_values, self.index.codes)
 
+    def set_rows(self, a: np.ndarray, of: np.ndarray, value: float) -> None:
+        """``a[i] = value`` (in place) for every row i of a group where ``of`` (a bool per group).
+        Groups all of k rows are the rows of ``a`` seen as groups x k: no per-row mask is built."""
+        k = self.index.size
+        if k is None:
+            a[self.per_row(of)] = value
+        else:
+            a.reshape(-1, k)[of] = value  # a view: ``a`` is one-dimensional and contiguous
+
     @cached_property
     def positions(self) -> np.ndarray | None:
         """Groups all of k rows (:attr:`GroupIndex.size`): the rewards as k rows of one value per
