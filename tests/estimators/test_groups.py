@@ -114,6 +114,22 @@ def digests(threads: int) -> str:
     return subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, check=True, text=True).stdout
 
 
+@given(st.integers(1, 6), st.integers(1, 8), st.integers(0, 3), st.integers(0, 2**32 - 1))
+def test_set_rows_sets_the_rows_of_the_groups_asked_for(k, count, extra, seed):
+    """Groups all of k rows (a groups x k view), and groups of other sizes or scattered (a per-row
+    mask): each sets exactly the rows of the groups asked for, as a per-row np.where does."""
+    rng = np.random.default_rng(seed)
+    sizes = np.r_[np.full(count, k), rng.integers(1, 5, size=extra)]
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    for keys in (codes, rng.permutation(codes)):
+        groups = Groups(rng.normal(size=len(keys)), group_index(pa.array(keys)))
+        of = rng.integers(0, 2, size=groups.index.count).astype(bool)
+        a = rng.normal(size=len(keys))
+        expected = np.where(groups.per_row(of), 0.0, a)
+        groups.set_rows(a, of, 0.0)
+        assert a.tolist() == expected.tolist()
+
+
 def test_advantages_are_bit_identical_across_thread_counts():
     assert digests(1) == digests(2) == digests(4)
 
