@@ -289,13 +289,14 @@ class Groups:
         return np.take(group_values, self.index.codes)
 
     def set_rows(self, a: np.ndarray, of: np.ndarray, value: float) -> None:
-        """``a[i] = value`` (in place) for every row i of a group where ``of`` (a bool per group).
-        Groups all of k rows are the rows of ``a`` seen as groups x k: no per-row mask is built."""
+        """``a[i] = value`` (in place) for every row i of a group where ``of`` (a bool per group);
+        ``a``: one value per row, C-contiguous (as a ufunc's result is), so that groups all of
+        k rows are the rows of its groups x k view and no per-row mask is built."""
         k = self.index.size
         if k is None:
             a[self.per_row(of)] = value
         else:
-            a.reshape(-1, k)[of] = value  # a view: ``a`` is one-dimensional and contiguous
+            a.reshape(-1, k)[of] = value  # a view of a contiguous ``a``: the rows set are its own
 
     @cached_property
     def positions(self) -> np.ndarray | None:
