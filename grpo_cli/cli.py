@@ -13,6 +13,7 @@ True
 
 import atexit
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Mapping
@@ -86,6 +87,19 @@ def _commands(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """Group-relative advantages (GRPO, RLOO, Dr.GRPO) and clipped policy objectives on rollout files."""
+    _collect_from_here()  # click builds the command (imports its modules) before it calls this
+
+
+def _collect_from_here() -> None:
+    """Start-up is over: collect cyclic garbage as usual from here on, but never walk again
+    the objects start-up made (``gc.freeze``), if :func:`main` turned the collector off for
+    start-up. Importing numpy, pyarrow and a command's modules makes some 50,000 objects;
+    collecting them as they were made took 9-10 ms of every run (about 80 collections; typer's
+    import, before :func:`main`, still pays about 3 ms). Measured on a small file, 41
+    interleaved runs: 0.209 s -> 0.203 s (median)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def drop_stdout() -> None:
@@ -109,6 +123,7 @@ class _WithoutPandas:
 
 
 def main() -> None:
+    gc.disable()  # until start-up is over: :func:`_collect_from_here`
     keep_freed_memory()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no command multiplies matrices: numpy's BLAS threads would only spin
     if "pandas" not in sys.modules:
