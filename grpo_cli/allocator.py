@@ -13,6 +13,12 @@ pyarrow's buffers come from the same heap (its ``system`` pool): its default poo
 hands freed pages back to the kernel too, so the columns a run decodes, and numpy's arrays
 after them, were each laid on fresh pages the kernel must zero first (measured: 0.55-0.89 s of
 kernel time in a 10M-row `grpo advantages -o`, 0.29-0.36 s from one heap).
+
+numpy marks its arrays of 4 MiB or more for transparent huge pages. A fresh huge page is
+cleared whole when first touched, and on a VM that hands free memory back to its host
+(virtio-balloon free page reporting, as this project's benchmark machine does) it comes back
+cold: 160 MB of arrays filled in 0.24-0.37 s a few seconds after the last run, 0.02 s right
+after it, and in a steady 0.06-0.08 s on 4 KiB pages (:func:`small_pages`).
 """
 
 from __future__ import annotations
@@ -40,3 +46,9 @@ def keep_freed_memory() -> bool:
     if kept:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     return kept
+
+
+def small_pages() -> None:
+    """Ask numpy (imported after this) to leave its arrays on 4 KiB pages, unless
+    ``NUMPY_MADVISE_HUGEPAGE`` says otherwise (1: numpy's default, huge pages)."""
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")

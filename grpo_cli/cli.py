@@ -22,7 +22,7 @@ from typing import Annotated, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from .allocator import keep_freed_memory
+from .allocator import keep_freed_memory, small_pages
 
 COMMANDS = {  # name: what it does (the first line of its help)
     "advantages": "Compute one advantage per row from the rewards of its group.",
@@ -133,6 +133,7 @@ def main() -> None:
     gc.disable()  # until start-up is over: :func:`_collect_from_here`
     _collector_paused = True
     keep_freed_memory()
+    small_pages()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no command multiplies matrices: numpy's BLAS threads would only spin
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas)

@@ -74,19 +74,37 @@ def test_a_users_arrow_pool_is_kept():
     assert _pool_after_setting({**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}) == "jemalloc"
 
 
+def _after_the_grpo_command(tmp_path, expression: str, env: dict) -> str:
+    """``expression`` evaluated once `grpo advantages` on the sample has run in a process of its own."""
+    script = tmp_path / "grpo_then.py"
+    script.write_text(
+        "import atexit, sys\n"
+        "from grpo_cli import cli\n"
+        f"atexit.register(lambda: sys.stderr.write(str({expression})))\n"
+        "sys.argv = ['grpo', 'advantages', sys.argv[1], '-q']\n"
+        "cli.main()\n"
+    )
+    done = subprocess.run([sys.executable, str(script), str(SAMPLE)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stderr.strip().splitlines()[-1]
+
+
 def test_the_grpo_command_allocates_arrows_buffers_from_the_heap(tmp_path):
     """``cli.main`` makes the setting before anything imports pyarrow."""
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt is glibc's")
-    script = tmp_path / "grpo_then_pool.py"
-    script.write_text(
-        "import atexit, sys\n"
-        "from grpo_cli import cli\n"
-        "atexit.register(lambda: sys.stderr.write(__import__('pyarrow').default_memory_pool().backend_name))\n"
-        "sys.argv = ['grpo', 'advantages', sys.argv[1], '-q']\n"
-        "cli.main()\n"
-    )
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-    done = subprocess.run([sys.executable, str(script), str(SAMPLE)], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.strip().splitlines()[-1] == "system"
+    assert _after_the_grpo_command(tmp_path, "__import__('pyarrow').default_memory_pool().backend_name", env) == "system"
+
+
+HUGE_PAGES = "__import__('numpy._core.multiarray', fromlist=['_']).__dict__.get('_get_madvise_hugepage', lambda: 'unknown')()"
+
+
+def test_the_grpo_command_keeps_numpys_arrays_off_huge_pages_unless_the_user_says_otherwise(tmp_path):
+    """``cli.main`` makes the setting before anything imports numpy; ``NUMPY_MADVISE_HUGEPAGE`` stands."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    by_default = _after_the_grpo_command(tmp_path, HUGE_PAGES, env)
+    if by_default == "unknown":
+        pytest.skip("this numpy does not say whether it asks for huge pages")
+    assert by_default == "False"
+    assert _after_the_grpo_command(tmp_path, HUGE_PAGES, {**env, "NUMPY_MADVISE_HUGEPAGE": "1"}) == "True"
