@@ -25,6 +25,8 @@ def units(peak: np.ndarray) -> np.ndarray:
     True
     """
     outside = np.isfinite(peak) & (peak > 0) & ((peak > 2.0**SAFE_EXPONENT) | (peak < 2.0**-SAFE_EXPONENT))
+    if not outside.any():  # the usual case: no exponent to take
+        return np.ones(np.shape(peak))
     return np.where(outside, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
 
 

@@ -236,9 +236,13 @@ class GroupSummary:
 
     @classmethod
     def of(cls, groups: Groups) -> "GroupSummary":
-        values, counts = np.unique(groups.count, return_counts=True)
-        return cls(groups.index.count, Counter(dict(zip(values.tolist(), counts.tolist()))),
-                   int(groups.index.count - groups.informative.sum()))
+        index = groups.index
+        if index.size is not None:  # all of k rows: nothing to count
+            sizes = Counter({index.size: index.count})
+        else:
+            values, counts = np.unique(groups.count, return_counts=True)
+            sizes = Counter(dict(zip(values.tolist(), counts.tolist())))
+        return cls(index.count, sizes, int(index.count - groups.informative.sum()))
 
     def merge(self, other: "GroupSummary") -> "GroupSummary":
         return GroupSummary(self.groups + other.groups, self.sizes + other.sizes, self.zero_variance + other.zero_variance)

@@ -34,10 +34,10 @@ def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.nda
     """
     groups = Groups(inputs.r, index, length=inputs.length, baseline=inputs.baseline)
     if inputs.columns is None:
-        a = _scored(groups, config)
+        a = _scored(groups, inputs.scored, config)
     else:
         w = weights(config, inputs.columns.shape[1])
-        a = sum(w[k] * _scored(groups.with_rewards(inputs.columns[:, k]), config) for k in range(len(w)))
+        a = sum(w[k] * _scored(groups.with_rewards(inputs.columns[:, k]), ~np.isnan(inputs.columns[:, k]), config) for k in range(len(w)))
     scored = inputs.scored
     return a, groups if scored.all() else groups.subset(scored)
 
@@ -52,9 +52,8 @@ def whitened_rows(a: np.ndarray, inputs: RowInputs, config) -> np.ndarray:
     return whitened(a, config, np.where(inputs.scored, per_row, 0))
 
 
-def _scored(groups: Groups, config) -> np.ndarray:
-    """:func:`advantage` over the rows whose reward is not NaN; the others get 0."""
-    scored = ~np.isnan(groups.r)
+def _scored(groups: Groups, scored: np.ndarray, config) -> np.ndarray:
+    """:func:`advantage` over the ``scored`` rows (their reward is not NaN); the others get 0."""
     if scored.all():
         return advantage(groups, config)
     a = np.zeros(len(groups.r))

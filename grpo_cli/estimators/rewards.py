@@ -27,15 +27,16 @@ class RowInputs:
     columns: np.ndarray | None = None
     length: np.ndarray | None = None
     baseline: np.ndarray | None = None
+    unscorable: np.ndarray | None = None  # the rows whose every reward is null, where known (else: where r is NaN)
 
     def rows(self, rows: slice) -> "RowInputs":
         cut = lambda x: None if x is None else x[rows]  # noqa: E731
-        return RowInputs(self.r[rows], cut(self.columns), cut(self.length), cut(self.baseline))
+        return RowInputs(self.r[rows], cut(self.columns), cut(self.length), cut(self.baseline), cut(self.unscorable))
 
     @cached_property
     def scored(self) -> np.ndarray:
         """Which rows have a reward (``r`` not NaN)."""
-        return ~np.isnan(self.r)
+        return ~(np.isnan(self.r) if self.unscorable is None else self.unscorable)
 
 
 def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, baseline=None, kl=None) -> RowInputs:
@@ -57,7 +58,7 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
         raise RowError(int(row), f"column {names[k]!r} is null or NaN (`on_null` 'error'; without it, a row whose every reward "
                                  "is null is left unscored)")
     w = weights(config, values.shape[1])
-    unscorable = null.all(axis=1)
+    unscorable = null[:, 0] if values.shape[1] == 1 else null.all(axis=1)
     clip = (lambda x: np.clip(x, *config.reward_clip)) if config.reward_clip is not None else (lambda x: x)
     def summed(x: np.ndarray) -> np.ndarray:  # a null counts 0; unscorable rows become NaN below
         if x.shape[1] == 1 and w[0] == 1:  # one reward column: itself (a view: no copy of every row)
@@ -69,13 +70,13 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
 
     if config.multi_reward == "normalize-then-sum":  # r: only what the summary describes
         columns = clip(values)
-        return RowInputs(np.where(unscorable, np.nan, summed(columns)), columns, length, baseline)
+        return RowInputs(np.where(unscorable, np.nan, summed(columns)), columns, length, baseline, unscorable)
     r = clip(summed(values))
     if kl is not None:
         r = r - config.kl_in_reward * kl
     if unscorable.any():
         r = np.where(unscorable, np.nan, r)
-    return RowInputs(r, None, length, baseline)
+    return RowInputs(r, None, length, baseline, unscorable if kl is None else None)  # a KL may make r NaN too
 
 
 def weights(config, columns: int) -> np.ndarray:
