@@ -41,7 +41,7 @@ class WindowsAhead:
         self.out = np.empty(len(rewards))
         self.pool = ThreadPoolExecutor(threads)
         self.windows: list[Future] = []
-        self.firsts: list[np.ndarray] = []  # where the groups sent start, as assumed
+        self.firsts: list[tuple[int, np.ndarray]] = []  # where the groups of each send start, as assumed: (cut, from the cut)
         self.cut = 0  # rows before it are sent to the workers
         self.parts: list[tuple[int, Runs]] = []  # the runs of the batches read since the cut's batch (first row, runs)
 
@@ -63,7 +63,7 @@ class WindowsAhead:
         has read all rows into index ``g``; None if the speculation did not hold (``g`` is not
         contiguous or starts other groups, or a window failed): the caller computes them again."""
         try:
-            sent = sum(len(first) for first in self.firsts)
+            sent = sum(len(first) for _, first in self.firsts)
             if not self._assumed(g, sent):
                 return None
             if self.cut < g.rows:
@@ -76,11 +76,17 @@ class WindowsAhead:
         return self.out, reduce(GroupSummary.merge, summaries, GroupSummary())
 
     def _assumed(self, g: GroupIndex, sent: int) -> bool:
-        """``g`` is contiguous, its first ``sent`` groups start where the windows sent assumed,
-        and the next one at the cut (or no row is left)."""
-        assumed = np.concatenate([g.first[:0], *self.firsts])
-        starts_next = self.cut == g.rows or sent < g.count and int(g.first[sent]) == self.cut
-        return g.contiguous and np.array_equal(assumed, g.first[:sent]) and starts_next
+        """``g`` is contiguous, its first ``sent`` groups start where the windows sent assumed
+        (compared send by send: no copy of every start), and the next one at the cut (or no
+        row is left)."""
+        if not g.contiguous:
+            return False
+        done = 0
+        for cut, first in self.firsts:
+            if not np.array_equal(g.first[done:done + len(first)] - cut, first):
+                return False
+            done += len(first)
+        return self.cut == g.rows or sent < g.count and int(g.first[sent]) == self.cut
 
     def __enter__(self) -> "WindowsAhead":
         return self
@@ -96,7 +102,7 @@ class WindowsAhead:
         """Send the rows from the cut on, whole groups in index ``g`` (numbered from the cut),
         to the workers a window at a time."""
         self.windows += [self.pool.submit(self._window, self.cut, g, window) for window in g.windows(WINDOW_ROWS)]
-        self.firsts.append(g.first + self.cut)
+        self.firsts.append((self.cut, g.first))
         self.cut += g.rows
 
     def _window(self, start: int, g: GroupIndex, window: tuple[int, int]) -> GroupSummary:
