@@ -8,10 +8,13 @@ from importlib import import_module
 
 _HOMES = {
     "api": ("GRPOAdvantage", "RLOOAdvantage", "advantages", "normalize_group", "policy_objective"),
-    "config": ("AdvantageConfig", "FilterConfig", "MismatchConfig", "ObjectiveConfig"),
+    "config": ("AdvantageConfig",),
     "errors": ("ColumnNotFoundError", "GrpoError", "InputError", "UnknownOptionError", "UsageError"),
     "files": ("advantages_file", "compare_file", "filter_file", "inspect_file", "mismatch_file", "objective_file"),
+    "filters": ("FilterConfig",),
     "frames": ("annotate_advantages", "annotate_objective"),
+    "mismatch": ("MismatchConfig",),
+    "objective.config": ("ObjectiveConfig",),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 

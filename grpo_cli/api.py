@@ -8,13 +8,14 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .config import AdvantageConfig, ObjectiveConfig
+from .config import AdvantageConfig
 from .errors import InputError, RowError, UsageError, check_keywords
 from .estimators import group_index, lookup, row_advantages, row_inputs, whitened_rows
 from .objective import row_terms
+from .objective.config import ObjectiveConfig
+from .objective.summary import ObjectiveSummary
 from .plan import default_estimator
 from .schema import check_finite_scalars
-from .summaries import ObjectiveSummary
 from .token_columns import TokenColumns, read_tokens
 
 TWINKLE_SCALED = {"std": "sample", "eps": 1e-8}  # Twinkle's numerics where advantages are scaled

@@ -25,7 +25,10 @@ import typer
 
 from . import estimators
 from .cli import COMMANDS, drop_stdout
-from .config import MULTI_REWARD, ON_NULL, STD_KINDS, TRUNCATED, WHITEN_EPS_AT, AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, numbers, value_range
+from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageConfig, numbers, value_range
+from .filters import TRUNCATED, FilterConfig
+from .mismatch import MismatchConfig
+from .objective.config import ObjectiveConfig
 from .engines import ENGINES
 from .errors import GrpoError, Interrupted, UsageError
 from .files import advantages_file, compare_file, filter_file, inspect_file, json_text, mismatch_file, objective_file
@@ -33,7 +36,8 @@ from .io import FORMATS, stdout
 from .numerics import ROUND_DIGITS_MAX
 from .parallel import IN_FLIGHT_PER_CORE
 from .writer import CODECS
-from .objective import AGGREGATIONS, ALIASES, KL_ESTIMATORS, LOSSES, RATIO_LEVELS
+from .kl import KL_ESTIMATORS
+from .objective import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .objective.rollout import REJECT_LEVELS
 from .plan import OBJECTIVE_ESTIMATOR, objective_estimator
 from .presets import PRESETS

@@ -115,7 +115,7 @@ def objective_file(
     ``logprobs_col``, ``old_logprobs_col``, ``ref_logprobs_col``, ``rollout_logprobs_col``, ``mask_col``, and
     ``output_dir``, ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_objective`, which also
     says where advantages come from). Returns the summary figures (see
-    :meth:`grpo_cli.summaries.ObjectiveSummary.figures`): ``objective`` aggregated as
+    :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`): ``objective`` aggregated as
     ``config.agg`` says, and ``loss``, its negative; ``columns``, which column played which
     role; ``unused_columns``, list columns that look like a mask or reference but played
     none; ``config.advantages``, where the advantages came from.

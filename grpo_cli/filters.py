@@ -9,9 +9,90 @@ penalty changes the reward. Everything here is per-row numpy over the first pass
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 
+from .config import Options, check_choice, check_range, option
+from .errors import UsageError
 from .estimators import Groups, in_units
+
+
+KEEP_IF = re.compile(r"^\s*(?:(?P<lo>[-+0-9.eE]+)\s*(?P<lo_op><=?)\s*)?(?P<stat>mean|std|min|max)\s*"
+                     r"(?:(?P<hi_op><=?)\s*(?P<hi>[-+0-9.eE]+))?\s*$")
+TRUNCATED = ("drop", "mask")
+
+
+@dataclass(frozen=True)
+class FilterConfig(Options):
+    """Which rows `grpo filter` keeps (see :mod:`grpo_cli.filters`).
+
+    Attributes
+    ----------
+    drop_zero_variance
+        Drop groups of two or more rows whose rewards are all equal (DAPO's dynamic sampling).
+    keep_if
+        Keep groups whose reward statistic lies in bounds, ``"LO < mean < HI"`` (OpenRLHF's
+        dynamic filtering; ``<=`` for inclusive, one side may be left out; ``mean``, ``std``
+        (population), ``min``, ``max``).
+    truncated
+        Rows a truncation column marks: ``drop`` them, or ``mask`` them (their token mask set
+        to 0, as TRL's ``mask_truncated_completions``).
+    overlong_buffer, max_length, overlong_factor
+        DAPO's overlong penalty: ``r += min(-(L - (max_length - buffer)) / buffer * factor, 0)``
+        with L the row's valid tokens.
+    """
+
+    drop_zero_variance: bool = option(False, "Drop groups (of 2+ rows) whose rewards are all equal (DAPO dynamic sampling).")
+    keep_if: str = option(None, "Keep groups whose reward statistic is in bounds: 'LO<mean<HI' (OpenRLHF; <= inclusive; mean, std, min, max).")
+    truncated: str = option(None, "Rows the truncation column marks: drop them, or mask them (token mask set to 0; TRL).")
+    overlong_buffer: int = option(None, "DAPO's overlong penalty: the last B tokens before --max-length are penalised linearly.")
+    max_length: int = option(None, "The maximum response length of the overlong penalty.")
+    overlong_factor: float = option(1.0, "The penalty at --max-length: r += min(-(L - (max_length - B)) / B * factor, 0).")
+
+    def __post_init__(self) -> None:
+        given = self._fill_defaults("filter")
+        if self.keep_if is not None:
+            self.keep_bounds  # noqa: B018  (parsed now)
+        if self.truncated is not None:
+            check_choice("truncated", self.truncated, TRUNCATED)
+        if self.overlong_buffer is None:
+            for name in sorted(given & {"max_length", "overlong_factor"}):
+                raise UsageError(f"`{name}` belongs to the overlong penalty; pass `overlong_buffer` too, or drop it")
+        else:
+            if self.max_length is None:
+                raise UsageError("`overlong_buffer` needs `max_length`, the maximum response length")
+            if not 0 < self.overlong_buffer <= self.max_length:
+                raise UsageError(f"`overlong_buffer` must be in [1, max_length] (found {self.overlong_buffer!r}, max_length {self.max_length!r})")
+            check_range("overlong_factor", self.overlong_factor, 0)
+        if not (self.drop_zero_variance or self.keep_if or self.truncated or self.overlong_buffer):
+            raise UsageError("no rule given: pass `drop_zero_variance`, `keep_if`, `truncated` or `overlong_buffer`")
+        self._set(_given=given)
+
+    @property
+    def keep_bounds(self) -> tuple[str, float, bool, float, bool]:
+        """``keep_if`` as (statistic, lo, lo inclusive, hi, hi inclusive); a side left out is infinite.
+
+        >>> FilterConfig(keep_if="0<mean<=1").keep_bounds
+        ('mean', 0.0, False, 1.0, True)
+        """
+        found = KEEP_IF.match(self.keep_if)
+        try:
+            lo = float(found["lo"]) if found and found["lo"] else -np.inf
+            hi = float(found["hi"]) if found and found["hi"] else np.inf
+        except ValueError:
+            found = None
+        if not found or (found["lo"] is None and found["hi"] is None) or not lo < hi:
+            raise UsageError(f"`keep_if` takes 'LO<STAT<HI' with STAT mean, std, min or max, LO < HI, "
+                             f"one side optional, <= for inclusive (found {self.keep_if!r})")
+        return found["stat"], lo, found["lo_op"] == "<=", hi, found["hi_op"] == "<="
+
+    @property
+    def figures(self) -> dict:
+        """The resolved options as the summary records them."""
+        return {k: getattr(self, k) for k in ("drop_zero_variance", "keep_if", "truncated", "overlong_buffer", "max_length")} | {
+            "overlong_factor": self.overlong_factor if self.overlong_buffer is not None else None}
 
 
 def statistic(groups: Groups, name: str) -> np.ndarray:
@@ -43,7 +124,6 @@ def overlong_penalty(length: np.ndarray, config) -> np.ndarray:
 
     .. math:: p = \\min\\left(-\\frac{L - (L_{max} - B)}{B} f, 0\\right)
 
-    >>> from grpo_cli.config import FilterConfig
     >>> overlong_penalty(np.array([10, 13, 16]), FilterConfig(overlong_buffer=4, max_length=16)).tolist()
     [0.0, -0.25, -1.0]
     """

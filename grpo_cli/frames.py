@@ -17,11 +17,12 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .config import AdvantageConfig, ObjectiveConfig
+from .config import AdvantageConfig
 from .engines import LocalEngine
 from .errors import UsageError
 from .files import run
 from .io import open_table
+from .objective.config import ObjectiveConfig
 from .plan import objective_estimator, plan_advantages, plan_objective
 
 ADVANTAGE_OPTIONS = {f.name for f in fields(AdvantageConfig)}

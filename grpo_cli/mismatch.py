@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .config import Options, check_range, option, weight_bounds
+from .errors import UsageError
+from .numerics import LOGRATIO_CLAMP_MAX
 from .objective.rollout import log_ratios, mismatch_terms
-from .objective.tokens import Tokens, row_count, row_sum
+from .tokens import Tokens, row_count, row_sum
 from .summaries import BlockSums, finite_or_null
 
 BUCKETS = 24  # powers of two: positions and lengths 1, 2-3, 4-7, ..., the last open-ended
@@ -24,6 +27,43 @@ STATS = ("rows", "tokens", "abs_diff", "k1", "k3")  # per bucket: rows in it, it
 ABS_DIFF_EDGES = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0, np.inf)
 LOG_WEIGHT_EDGES = (-np.inf, -5.0, -2.0, -1.0, -0.5, -0.1, -0.01, 0.01, 0.1, 0.5, 1.0, 2.0, 5.0, np.inf)
 ROW_SUMS = ("abs_diff_sum", "k1_sum", "k3_sum", "w_sum", "w2_sum", "seq_w", "seq_w2", "train_ppl", "rollout_ppl", "ppl_ratio")
+
+
+
+@dataclass(frozen=True)
+class MismatchConfig(Options):
+    """The train/rollout mismatch report (see :mod:`grpo_cli.mismatch`).
+
+    Attributes
+    ----------
+    is_cap, is_mask
+        The share of tokens and rows whose importance weight a cap C (above) or a mask
+        [LO, HI] (outside) would touch.
+    logratio_clamp
+        ``old - rollout`` is clamped to ``[-c, c]`` where it is exponentiated.
+    worst
+        How many rows to list, by their mean k3.
+    """
+
+    is_cap: float = option(2.0, "Report the tokens and rows whose weight pi_old / pi_rollout a cap C would truncate (verl's default threshold).")
+    is_mask: tuple = option(None, "Report the tokens and rows whose weight a mask [LO, HI] would zero.")
+    logratio_clamp: float = option(20.0, "Clamp old - rollout to [-c, c] before exp.")
+    worst: int = option(10, "List this many rows, by their mean k3 of KL(rollout || old).")
+
+    def __post_init__(self) -> None:
+        given = self._fill_defaults("mismatch")
+        check_range("is_cap", self.is_cap, 0, open_low=True)
+        self._set(is_mask=weight_bounds(self.is_mask))
+        check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)
+        if not (isinstance(self.worst, int) and self.worst >= 0):
+            raise UsageError(f"`worst` must be an integer >= 0 (found {self.worst!r})")
+        self._set(_given=given)
+
+    @property
+    def figures(self) -> dict:
+        """The resolved options as the report records them."""
+        return {"is_cap": self.is_cap, "is_mask": None if self.is_mask is None else list(self.is_mask),
+                "logratio_clamp": self.logratio_clamp, "worst": self.worst}
 
 
 def bucket(x: np.ndarray) -> np.ndarray:
@@ -123,7 +163,7 @@ class MismatchSummary:
                                sorted(self.worst + later.worst, key=lambda x: x[:2])[:worst])
 
     def figures(self, config) -> dict:
-        """The report (``config``: the :class:`~grpo_cli.config.MismatchConfig`); a figure that
+        """The report (``config``: the :class:`MismatchConfig`); a figure that
         is not finite (a perplexity beyond float64) is null."""
         c = self.counts
         n, rows = c["tokens"], c["scored_rows"]

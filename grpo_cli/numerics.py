@@ -15,6 +15,7 @@ import numpy as np
 SAFE_EXPONENT = 500  # |x| in [2^-500, 2^500]: squares and sums of up to 2^20 of them stay normal
 ROUND_DIGITS_MAX = 308  # 10^308 is the largest power of ten float64 holds
 EXACT_INTEGERS = 2**53  # every integer up to it in magnitude is a float64 (an int: int64 compares with it exactly)
+LOGRATIO_CLAMP_MAX = 709.0  # the largest log-ratio clamp: exp of a larger log-ratio is beyond float64 (its largest value is e^709.78)
 
 
 def units(peak: np.ndarray) -> np.ndarray:

@@ -15,7 +15,10 @@ import pyarrow as pa
 
 from . import schema
 from .compare import parse_estimators
-from .config import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig, check_range
+from .config import AdvantageConfig, check_range
+from .filters import FilterConfig
+from .mismatch import MismatchConfig
+from .objective.config import ObjectiveConfig
 from .errors import ColumnNotFoundError, UsageError
 from .estimators import lookup
 from .io import Source, Writes, resolve_output_format

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .objective import LOGRATIO_CLAMP_MAX
+from .numerics import LOGRATIO_CLAMP_MAX
 
 
 @dataclass(frozen=True)
 class Preset:
     """``advantage``: :class:`~grpo_cli.config.AdvantageConfig` values (``estimator`` is also
     what `grpo objective` computes from rewards); ``objective``:
-    :class:`~grpo_cli.config.ObjectiveConfig` values; ``source``: where they were read."""
+    :class:`~grpo_cli.objective.config.ObjectiveConfig` values; ``source``: where they were read."""
 
     name: str
     source: str

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from .errors import RowError
 from .schema import is_list
-from .objective import Tokens, reduce_rows
+from .tokens import Tokens, reduce_rows
 
 
 @dataclass(frozen=True)

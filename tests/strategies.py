@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from grpo_cli import AdvantageConfig
 from grpo_cli.estimators import ESTIMATORS
-from grpo_cli.objective import Tokens
+from grpo_cli.tokens import Tokens
 
 # Rewards on a 0.01 grid in [-10, 10]: realistic, and distinct values stay distinct under
 # affine maps.

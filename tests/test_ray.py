@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from grpo_cli import ObjectiveConfig, advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
-from grpo_cli.config import FilterConfig
+from grpo_cli.filters import FilterConfig
 from grpo_cli.engines import make_engine
 from grpo_cli.errors import InputError, UsageError
 

@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 
 from grpo_cli import ObjectiveConfig
 from grpo_cli.estimators import Groups, group_index
-from grpo_cli.objective import Tokens, row_terms
+from grpo_cli.objective import row_terms
+from grpo_cli.tokens import Tokens
 from grpo_cli.numerics import unit
-from grpo_cli.summaries import BlockSums, GroupSummary, Moments, ObjectiveSummary, Spread, bin_counts, describe, described, histogram
+from grpo_cli.objective.summary import ObjectiveSummary
+from grpo_cli.summaries import BlockSums, GroupSummary, Moments, Spread, bin_counts, describe, described, histogram
 
 values = st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=200)
 cuts = st.lists(st.integers(1, 50), min_size=1, max_size=20)

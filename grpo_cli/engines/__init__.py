@@ -40,7 +40,7 @@ class Engine(ABC):
     @abstractmethod
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
         """Compute the objective and write the per-row columns; return the figures of
-        :meth:`grpo_cli.summaries.ObjectiveSummary.figures`."""
+        :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`."""
 
     @abstractmethod
     def inspect(self, source: Source, plan: InspectPlan) -> dict:

@@ -5,6 +5,10 @@ Pass 2 streams every column by record batch (those pass 1 read are taken from me
 kernel on worker threads while this thread reads the next batch and a thread of its own writes
 the previous one, and merges each batch's partial summary, so memory is bounded by the batch,
 not by the token columns.
+
+Each command's own modules (:mod:`.token_kernels` and the objective's math with it, the
+mismatch report, filters, comparison, inspection) are imported by the method that runs it,
+so that a run imports only what its command uses.
 """
 
 from __future__ import annotations
@@ -26,13 +30,9 @@ from ..errors import InputError, RowError
 from ..estimators import GroupIndex, Groups, RowInputs, Runs, lookup, row_inputs, whitened_rows, whitening
 from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
-from ..mismatch import MismatchSummary
 from ..numerics import round_decimals
-from ..compare import column_name, compare_figures
-from ..filters import filter_figures, group_rules, overlong_penalty
-from ..inspection import inspect_figures
 from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, Grouping, Inputs, InspectPlan, MismatchPlan, ObjectivePlan, Output
-from ..summaries import GroupSummary, ObjectiveSummary, advantage_figures, described, token_advantage_figures
+from ..summaries import GroupSummary, advantage_figures, described, token_advantage_figures
 
 WRITES_QUEUED = 1  # batches waiting for the writer thread besides the one it writes
 
@@ -60,17 +60,23 @@ class LocalEngine(Engine):
             return figures.result()
 
     def objective(self, source: Source, plan: ObjectivePlan) -> dict:
+        from ..objective.summary import ObjectiveSummary
+        from . import token_kernels
+
         computed = held = None
         if plan.first_pass:
             index, inputs, held, ahead = self._first_pass(source, plan.grouping, plan.inputs, plan.estimator, hold=bool(plan.output.targets))
             if plan.estimator is not None:
                 computed = self._advantages(source, plan.grouping, index, inputs, plan.estimator, ahead)[0]
-        partials = self._partials(source, plan.grouping, plan.output, kernels.objective_fields(plan), kernels.objective_batch, plan,
+        partials = self._partials(source, plan.grouping, plan.output, token_kernels.objective_fields(plan), token_kernels.objective_batch, plan,
                                   computed, columns=plan.columns, held=held)
         return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(plan.config)
 
     def mismatch(self, source: Source, plan: MismatchPlan) -> dict:
-        partials = self._partials(source, Grouping(plan.prompt, None), plan.output, kernels.mismatch_fields(), kernels.mismatch_batch, plan,
+        from ..mismatch import MismatchSummary
+        from . import token_kernels
+
+        partials = self._partials(source, Grouping(plan.prompt, None), plan.output, token_kernels.mismatch_fields(), token_kernels.mismatch_batch, plan,
                                   columns=plan.columns)
         summary = reduce(lambda done, partial: done.merge(partial, plan.config.worst), partials, MismatchSummary())
         figures = summary.figures(plan.config)
@@ -79,6 +85,8 @@ class LocalEngine(Engine):
         return figures
 
     def filter(self, source: Source, plan: FilterPlan) -> dict:
+        from ..filters import filter_figures, group_rules, overlong_penalty
+
         config, grouping = plan.config, plan.grouping
         path = schema.field_path(source.schema, plan.reward)
         label = row_labeller(source, grouping.prompt)
@@ -98,7 +106,9 @@ class LocalEngine(Engine):
                 keep &= ~truncated
         penalty = reward = None
         if plan.steps is not None:
-            parts = [part for _, _, _, part in self._batches(source, grouping, kernels.row_steps, plan.steps, None,
+            from . import token_kernels
+
+            parts = [part for _, _, _, part in self._batches(source, grouping, token_kernels.row_steps, plan.steps, None,
                                                            columns=plan.steps.names, carry=False)]
             penalty = overlong_penalty(_joined(parts, ("length",))["length"], config)
             reward = r + penalty
@@ -112,6 +122,8 @@ class LocalEngine(Engine):
         return figures
 
     def compare(self, source: Source, plan: ComparePlan) -> dict:
+        from ..compare import column_name, compare_figures
+
         columns = {}
         for label, inputs, config in plan.estimators:
             index, rows, held, ahead = self._first_pass(source, plan.grouping, inputs, config, hold=bool(plan.output.targets))
@@ -130,7 +142,10 @@ class LocalEngine(Engine):
         return figures
 
     def inspect(self, source: Source, plan: InspectPlan) -> dict:
-        parts = [part for _, _, _, part in self._batches(source, plan.grouping, kernels.inspect_batch, plan, columns=list(plan.columns),
+        from ..inspection import inspect_figures
+        from . import token_kernels
+
+        parts = [part for _, _, _, part in self._batches(source, plan.grouping, token_kernels.inspect_batch, plan, columns=list(plan.columns),
                                                        carry=False)]
         nulls = dict(zip(plan.columns, np.sum([p["nulls"] for p in parts], axis=0).tolist()))
         lengths = entries = None
@@ -209,7 +224,9 @@ class LocalEngine(Engine):
 
     def _row_steps(self, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> dict[str, np.ndarray]:
         """Per row, from a pass over the token columns: ``length`` (valid tokens) and ``kl``."""
-        parts = [part for _, _, _, part in self._batches(source, grouping, kernels.row_steps, inputs.steps, config,
+        from . import token_kernels
+
+        parts = [part for _, _, _, part in self._batches(source, grouping, token_kernels.row_steps, inputs.steps, config,
                                                        columns=inputs.steps.names, carry=False)]
         return _joined(parts, ("length", "kl") if config.kl_in_reward is not None else ("length",))
 
@@ -242,8 +259,10 @@ class LocalEngine(Engine):
     def _token_advantages(self, source: Source, plan: AdvantagesPlan, index: GroupIndex, inputs: RowInputs) -> dict:
         """A token-level estimator: one pass for each row's moments of its raw token
         advantages (the whitening needs the whole input's), one to write the columns."""
+        from . import token_kernels
+
         config, columns = plan.estimator, plan.inputs.steps.names
-        parts = [part for _, _, _, part in self._batches(source, plan.grouping, kernels.token_moments, plan, inputs.r,
+        parts = [part for _, _, _, part in self._batches(source, plan.grouping, token_kernels.token_moments, plan, inputs.r,
                                                        columns=columns, carry=False)]
         moments = _joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
         w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
@@ -252,7 +271,7 @@ class LocalEngine(Engine):
                                           moments, w, config)
         if plan.output.targets:
             self._write_pass(source, plan.grouping, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],
-                             kernels.token_columns, plan, inputs.r, w, columns=columns)
+                             token_kernels.token_columns, plan, inputs.r, w, columns=columns)
         return figures
 
     def _batches(self, source: Source, grouping: Grouping, kernel: Callable, *args, columns: list[str], carry: bool,

@@ -3,7 +3,7 @@
 import numpy as np
 
 from .losses import Flag, LossInputs, SignedFactors, loss
-from .tokens import row_sum
+from ..tokens import row_sum
 
 
 @loss("gmpo", params=("epsilon", "epsilon_low", "epsilon_high"), flags=(Flag("low", -1), Flag("high", +1)),

@@ -60,7 +60,7 @@ class Flag:
 @dataclass(frozen=True)
 class Loss:
     """A policy objective: its factors, the options it reads (of
-    :class:`~grpo_cli.config.ObjectiveConfig`; any other loss option is refused), the flags
+    :class:`~grpo_cli.objective.config.ObjectiveConfig`; any other loss option is refused), the flags
     it reports, and ``defaults``: option values it is defined with (e.g. GSPO's sequence
     ratio and per-sequence mean), which apply unless the option is given (before a preset's)."""
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tokens import Tokens, row_sum
-
-LOGRATIO_CLAMP_MAX = 709.0  # the largest clamp: exp of a larger log-ratio is beyond float64 (its largest value is e^709.78)
+from ..tokens import Tokens, row_sum
 
 
 def token_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray | None]:

@@ -20,8 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .kl import KL_ESTIMATORS, k3
-from .tokens import Tokens, row_count, row_reduce, row_sum
+from ..kl import KL_ESTIMATORS, k3
+from ..tokens import Tokens, row_count, row_reduce, row_sum
 
 REJECT_LEVELS = ("token", "sequence-sum", "sequence-mean")
 # TRL's vllm_importance_sampling_mode names: (level, the bound they need)

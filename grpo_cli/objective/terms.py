@@ -1,6 +1,6 @@
 """Per-row terms of the objective: ratio, loss, KL, composed on blocks of whole rows.
 
-Token math is float64 on blocks of about :data:`~.tokens.BLOCK_TOKENS` tokens, so each pass
+Token math is float64 on blocks of about :data:`~grpo_cli.tokens.BLOCK_TOKENS` tokens, so each pass
 stays in cache; a row's numbers do not depend on the blocking. Masked tokens count nowhere.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import RowError
-from .kl import KL_ESTIMATORS, k3, k3_with_ratio
+from ..kl import KL_ESTIMATORS, k3, k3_with_ratio
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
 from .rollout import corrected, log_ratios, mismatch_terms
-from .tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
+from ..tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
 
 
 def row_terms(tokens: Tokens, advantages: np.ndarray | None, config, block_tokens: int = BLOCK_TOKENS) -> dict[str, np.ndarray]:
@@ -21,7 +21,7 @@ def row_terms(tokens: Tokens, advantages: np.ndarray | None, config, block_token
     on blocks of about ``block_tokens`` tokens (:meth:`Tokens.row_blocks`).
 
     ``advantages`` holds one advantage per row, or is ``None`` when ``tokens.advantage``
-    holds one per token. ``config`` is an :class:`~grpo_cli.config.ObjectiveConfig`. A row
+    holds one per token. ``config`` is an :class:`~grpo_cli.objective.config.ObjectiveConfig`. A row
     whose sum is beyond float64 is refused (:func:`check_row_sums`).
     """
     blocks = tokens.row_blocks(block_tokens)

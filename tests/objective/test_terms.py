@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_cli import ObjectiveConfig
-from grpo_cli.objective import Tokens, row_terms
+from grpo_cli.objective import row_terms
+from grpo_cli.tokens import Tokens
 
 from ..strategies import token_rows
 

@@ -1,0 +1,122 @@
+"""The summary of `grpo objective`: partial summaries of consecutive rows' terms that merge
+exactly (see :mod:`grpo_cli.summaries`), and the figures, the objective aggregated as the
+config says.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..summaries import BlockSums, finite_or_null
+from . import LOSSES, Totals, aggregate
+
+SUMMED_TERMS = ("objective_sum", "surrogate_sum", "kl_ref_sum")
+TOKEN_SUMS = ("kl_old_sum", "ratio_sum", "abs_diff_sum", "k1_sum", "k3_sum", "is_weight_sum")  # token totals, when present
+COUNTED = ("clamped", "mismatch_tokens", "rejected_tokens", "is_masked", "is_truncated")
+
+
+@dataclass
+class ObjectiveSummary:
+    """The figures of `grpo objective`, from the per-row terms of
+    :func:`grpo_cli.objective.row_terms` of consecutive rows.
+
+    Token shares (clip fractions, ratio mean) are over counted (unmasked) tokens. A figure
+    whose total over the rows is beyond float64 (each row's is a number) is null.
+    """
+
+    sums: BlockSums = field(default_factory=BlockSums)
+    counts: Counter = field(default_factory=Counter)
+    ratio_min: float = np.inf
+    ratio_max: float = -np.inf
+    has_kl_ref: bool = False
+    abs_diff_max: float | None = None  # None: no rollout log-probs
+
+    @classmethod
+    def of(cls, terms: dict[str, np.ndarray], start: int = 0) -> "ObjectiveSummary":
+        """The partial summary of rows ``start, start + 1, ...`` with these terms."""
+        n = terms["n_tokens"]
+        counted = n > 0
+        safe_n = np.where(counted, n, 1)
+        summed = [key for key in SUMMED_TERMS if key in terms]
+        sums = BlockSums.of({
+            **{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms},
+            # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens)
+            **{f"{key}/n": np.where(counted, terms[key] / safe_n, 0.0) for key in summed},
+        }, start)
+        counts = Counter({key: int(terms[key].sum()) for key in terms if key.startswith("flag_") or key in COUNTED})
+        counts.update(rows=len(n), counted_rows=int(counted.sum()), tokens=int(n.sum()),
+                      zero_advantage_rows=int(terms["zero_advantage"].sum()))
+        if "rejected_tokens" in terms:
+            counts.update(rejected_rows=int((terms["rejected_tokens"] > 0).sum()))
+        extremes = (float(terms["ratio_min"][counted].min()), float(terms["ratio_max"][counted].max())) if counted.any() else (np.inf, -np.inf)
+        abs_diff_max = None
+        if "abs_diff_max" in terms:
+            found = terms["abs_diff_max"][terms["mismatch_tokens"] > 0]
+            abs_diff_max = float(found.max()) if len(found) else -np.inf
+        return cls(sums, counts, *extremes, "kl_ref_sum" in terms, abs_diff_max)
+
+    def merge(self, later: "ObjectiveSummary") -> "ObjectiveSummary":
+        """These rows and ``later``'s, which follow them."""
+        maxima = [m for m in (self.abs_diff_max, later.abs_diff_max) if m is not None]
+        return ObjectiveSummary(self.sums.merge(later.sums), self.counts + later.counts, min(self.ratio_min, later.ratio_min),
+                                max(self.ratio_max, later.ratio_max), self.has_kl_ref or later.has_kl_ref,
+                                max(maxima) if maxima else None)
+
+    def figures(self, config) -> dict:
+        """The figures, the objective aggregated as ``config.agg`` says (``config``: the
+        :class:`~grpo_cli.objective.config.ObjectiveConfig`)."""
+        c = self.counts
+        tokens = c["tokens"]
+
+        def share(total: float) -> float | None:
+            return finite_or_null(float(total / tokens)) if tokens else 0.0
+
+        def agg(key: str) -> float | None:
+            totals = Totals(self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"], tokens, config.max_length)
+            with np.errstate(invalid="ignore"):
+                return finite_or_null(float(aggregate(config.agg, totals)))
+
+        objective = agg("objective_sum")
+        return {
+            "objective": objective,
+            "loss": None if objective is None else -objective,
+            "surrogate": agg("surrogate_sum"),
+            "kl_ref": agg("kl_ref_sum") if self.has_kl_ref else None,
+            "kl_old": share(self.sums.total("kl_old_sum")),
+            "clip_frac": {flag.name: share(c[f"flag_{flag.name}"]) for flag in LOSSES[config.loss].flags},
+            "ratio": {
+                "mean": share(self.sums.total("ratio_sum")),
+                "min": self.ratio_min if tokens else None,
+                "max": self.ratio_max if tokens else None,
+            },
+            "tokens": tokens,
+            "rows": c["rows"],
+            "zero_advantage_rows": c["zero_advantage_rows"],
+            "clamped_tokens": c["clamped"],
+            "rollout": self._rollout_figures(config, share),
+            "config": config.figures,
+        }
+
+    def _rollout_figures(self, config, share) -> dict | None:
+        """Train/rollout mismatch over the counted tokens as given (``None``: no rollout
+        log-probs), and what the correction did."""
+        if self.abs_diff_max is None:
+            return None
+        c = self.counts
+        n = c["mismatch_tokens"]
+
+        def mean(key: str) -> float | None:
+            return finite_or_null(self.sums.total(key) / n) if n else None
+
+        figures = {"tokens": n, "abs_diff_mean": mean("abs_diff_sum"), "abs_diff_max": self.abs_diff_max if n else None,
+                   "kl_k1": mean("k1_sum"), "kl_k3": mean("k3_sum"), "is": None, "rejected": None}
+        if config.is_level is not None:
+            figures["is"] = {"weight_mean": share(self.sums.total("is_weight_sum")), "masked_tokens": c["is_masked"],
+                             "truncated_tokens": c["is_truncated"]}
+        if config.reject is not None:
+            figures["rejected"] = {"tokens": c["rejected_tokens"], "rows": c["rejected_rows"],
+                                   "token_share": c["rejected_tokens"] / n if n else 0.0}
+        return figures
