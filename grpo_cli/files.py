@@ -1,7 +1,7 @@
 """The file API, what the commands call: open the input, make the plan, run an engine.
 
-The options are the keywords of the ``plan_*`` functions of :mod:`grpo_cli.plan`, declared
-there once; these functions add how to read the input and how to run: ``threads``,
+The options are the keywords of each command's ``plan_<command>`` (:mod:`grpo_cli.plan`,
+imported by the function that runs the command), declared there once; these functions add how to read the input and how to run: ``threads``,
 ``batch_rows``, ``progress``, and ``engine`` (``local``, or ``ray`` with ``ray_address``); and
 ``summary_json``, a path (``-``: stdout) for the returned figures as JSON, written with the
 other outputs (see :func:`run`).
@@ -12,13 +12,19 @@ from __future__ import annotations
 import inspect
 import json
 from functools import partial
-from typing import Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any, Callable, ContextManager
 
 from .engines import Engine, Progress, make_engine
 from .errors import check_keywords
 from .io import Source, Staged, Writes, open_source
-from .plan import (AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan, plan_advantages, plan_compare,
-                   plan_filter, plan_inspect, plan_mismatch, plan_objective)
+from .plan import AdvantagesPlan, plan_advantages
+
+if TYPE_CHECKING:
+    from .plan.compare import ComparePlan
+    from .plan.filter import FilterPlan
+    from .plan.inspect import InspectPlan
+    from .plan.mismatch import MismatchPlan
+    from .plan.objective import ObjectivePlan
 
 
 def json_text(figures: dict) -> str:
@@ -113,13 +119,15 @@ def objective_file(
     ``options``: ``config`` (an :class:`~grpo_cli.ObjectiveConfig`), ``advantage_config``,
     ``advantage_col``, ``prompt_col``, ``reward_col``, ``num_generations``, the token columns
     ``logprobs_col``, ``old_logprobs_col``, ``ref_logprobs_col``, ``rollout_logprobs_col``, ``mask_col``, and
-    ``output_dir``, ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_objective`, which also
+    ``output_dir``, ``output_format``, ``compression`` (see :func:`grpo_cli.plan.objective.plan_objective`, which also
     says where advantages come from). Returns the summary figures (see
     :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`): ``objective`` aggregated as
     ``config.agg`` says, and ``loss``, its negative; ``columns``, which column played which
     role; ``unused_columns``, list columns that look like a mask or reference but played
     none; ``config.advantages``, where the advantages came from.
     """
+    from .plan.objective import plan_objective
+
     return run("objective", plan_objective, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
@@ -144,9 +152,11 @@ def mismatch_file(
 
     ``options``: ``config`` (a :class:`~grpo_cli.MismatchConfig`), ``prompt_col`` (names the
     worst rows), ``old_logprobs_col``, ``rollout_logprobs_col``, ``mask_col``, ``output_dir``,
-    ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_mismatch`). Returns the figures of
+    ``output_format``, ``compression`` (see :func:`grpo_cli.plan.mismatch.plan_mismatch`). Returns the figures of
     :meth:`grpo_cli.mismatch.MismatchSummary.figures` and ``columns``.
     """
+    from .plan.mismatch import plan_mismatch
+
     return run("mismatch", plan_mismatch, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
@@ -171,9 +181,11 @@ def filter_file(
 
     ``options``: ``config`` (a :class:`~grpo_cli.FilterConfig`), ``prompt_col``,
     ``reward_col``, ``num_generations``, ``truncated_col``, ``mask_col``, ``logprobs_col``,
-    ``output_dir``, ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_filter`). Returns the
+    ``output_dir``, ``output_format``, ``compression`` (see :func:`grpo_cli.plan.filter.plan_filter`). Returns the
     figures of :func:`grpo_cli.filters.filter_figures` and ``columns``.
     """
+    from .plan.filter import plan_filter
+
     return run("filter", plan_filter, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
@@ -198,9 +210,11 @@ def compare_file(
 
     ``options``: ``estimators`` (e.g. ``"grpo:std=sample,eps=1e-6,rloo,verl"``), ``prompt_col``,
     ``reward_col``, ``num_generations``, ``baseline_col``, ``mask_col``, ``top``, ``output_dir``,
-    ``output_format``, ``compression`` (see :func:`grpo_cli.plan.plan_compare`). Returns the figures of
+    ``output_format``, ``compression`` (see :func:`grpo_cli.plan.compare.plan_compare`). Returns the figures of
     :func:`grpo_cli.compare.compare_figures`, ``columns`` and each estimator's ``config``.
     """
+    from .plan.compare import plan_compare
+
     return run("compare", plan_compare, partial(open_source, input, input_format, hive=hive), output,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)
@@ -225,9 +239,11 @@ def inspect_file(
     ``options``: the column options ``prompt_col``, ``reward_col``, ``num_generations``,
     ``mask_col``, ``logprobs_col``, ``old_logprobs_col``, ``ref_logprobs_col``,
     ``rollout_logprobs_col``, ``advantage_col``, ``truncated_col`` (see
-    :func:`grpo_cli.plan.plan_inspect`). Returns the figures of
+    :func:`grpo_cli.plan.inspect.plan_inspect`). Returns the figures of
     :func:`grpo_cli.inspection.inspect_figures`.
     """
+    from .plan.inspect import plan_inspect
+
     return run("inspect", plan_inspect, partial(open_source, input, input_format, hive=hive), None,
                make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
                options, summary_json)

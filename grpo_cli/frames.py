@@ -23,7 +23,8 @@ from .errors import UsageError
 from .files import run
 from .io import open_table
 from .objective.config import ObjectiveConfig
-from .plan import objective_estimator, plan_advantages, plan_objective
+from .plan import plan_advantages
+from .plan.objective import objective_estimator, plan_objective
 
 ADVANTAGE_OPTIONS = {f.name for f in fields(AdvantageConfig)}
 OBJECTIVE_OPTIONS = {f.name for f in fields(ObjectiveConfig)}

@@ -120,6 +120,26 @@ def test_the_command_list_and_version_import_no_numerics_and_build_no_command():
     assert run_grpo("advantages", "--help").stdout.decode().count("Compute one advantage per row from the rewards of its group.") == 1
 
 
+def test_a_command_imports_only_its_own_modules(sample_parquet, tmp_path):
+    """`grpo advantages` on rows without token columns imports none of the other commands'
+    modules (their options, plans, kernels and math), nor the token columns' (README, Performance)."""
+    script = (
+        "import json, sys\n"
+        "from grpo_cli.cli import app\n"
+        "try:\n    app(prog_name='grpo')\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('grpo_cli.'))))\n"
+    )
+    others = ("objective", "mismatch", "inspect", "compare", "filter", "presets")
+    for args in (["-q"], ["-o", str(tmp_path / "a.parquet")]):
+        run = subprocess.run([sys.executable, "-c", script, "advantages", str(sample_parquet), *args], capture_output=True, text=True, check=True)
+        loaded = set(json.loads(run.stdout.splitlines()[-1]))
+        assert {"grpo_cli.commands.advantages", "grpo_cli.plan", "grpo_cli.engines.kernels"} <= loaded
+        unwanted = {f"grpo_cli.{m}" for m in ("objective", "mismatch", "compare", "filters", "inspection", "token_columns", "tokens",
+                                              "engines.token_kernels")}
+        unwanted |= {f"grpo_cli.{package}.{m}" for package in ("commands", "plan") for m in others}
+        assert not {m for m in loaded if m in unwanted or m.startswith("grpo_cli.objective.")}, sorted(loaded)
+
+
 @pytest.mark.parametrize("command", ["advantages", "objective"])
 def test_help_has_panels_and_flags_without_a_type(command):
     shown = subprocess.run([grpo_executable(), command, "--help"], capture_output=True, env={**os.environ, "COLUMNS": "120"}).stdout.decode()

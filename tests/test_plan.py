@@ -10,7 +10,8 @@ import pytest
 from grpo_cli import AdvantageConfig, ObjectiveConfig, UsageError
 from grpo_cli.errors import ColumnNotFoundError
 from grpo_cli.io import open_source
-from grpo_cli.plan import OBJECTIVE_ESTIMATOR, objective_estimator, plan_advantages, plan_objective
+from grpo_cli.plan import plan_advantages
+from grpo_cli.plan.objective import OBJECTIVE_ESTIMATOR, objective_estimator, plan_objective
 
 ROWS = {"prompt_id": ["a", "a"], "reward": [0.0, 1.0], "logprobs": [[-0.1], [-0.2]], "old_logprobs": [[-0.1], [-0.3]]}
 

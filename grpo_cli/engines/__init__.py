@@ -9,11 +9,18 @@ numbers are the local engine's.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import UsageError
 from ..io import Outputs, Source
-from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, InspectPlan, MismatchPlan, ObjectivePlan
+
+if TYPE_CHECKING:
+    from ..plan import AdvantagesPlan
+    from ..plan.compare import ComparePlan
+    from ..plan.filter import FilterPlan
+    from ..plan.inspect import InspectPlan
+    from ..plan.mismatch import MismatchPlan
+    from ..plan.objective import ObjectivePlan
 
 Progress = Callable[[int, int, str], None]
 

@@ -8,6 +8,7 @@ the batch; the engine that ran the kernel says which file, row and prompt id tha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -15,8 +16,11 @@ import pyarrow as pa
 from .. import schema
 from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Runs, row_advantages
-from ..plan import FilterPlan, Grouping
+from ..plan import Grouping
 from ..summaries import GroupSummary
+
+if TYPE_CHECKING:
+    from ..plan.filter import FilterPlan
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections import deque
 from contextlib import nullcontext
 from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -31,8 +31,15 @@ from ..estimators import GroupIndex, Groups, RowInputs, Runs, lookup, row_inputs
 from ..io import Sink, Source, conform
 from ..parallel import default_threads, ordered_map
 from ..numerics import round_decimals
-from ..plan import AdvantagesPlan, ComparePlan, FilterPlan, Grouping, Inputs, InspectPlan, MismatchPlan, ObjectivePlan, Output
+from ..plan import AdvantagesPlan, Grouping, Inputs, Output
 from ..summaries import GroupSummary, advantage_figures, described, token_advantage_figures
+
+if TYPE_CHECKING:
+    from ..plan.compare import ComparePlan
+    from ..plan.filter import FilterPlan
+    from ..plan.inspect import InspectPlan
+    from ..plan.mismatch import MismatchPlan
+    from ..plan.objective import ObjectivePlan
 
 WRITES_QUEUED = 1  # batches waiting for the writer thread besides the one it writes
 

@@ -8,6 +8,8 @@ imports none of the token math (:mod:`grpo_cli.token_columns`, :mod:`grpo_cli.ob
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 
@@ -18,10 +20,15 @@ from ..mismatch import MismatchSummary, batch_terms
 from ..numerics import units
 from ..objective import LOSSES, row_terms
 from ..objective.summary import ObjectiveSummary
-from ..plan import AdvantagesPlan, InspectPlan, MismatchPlan, ObjectivePlan
 from ..token_columns import StepColumns, StepData, read_steps, read_tokens
 from ..tokens import reduce_rows
 from .kernels import Written, scalars
+
+if TYPE_CHECKING:
+    from ..plan import AdvantagesPlan
+    from ..plan.inspect import InspectPlan
+    from ..plan.mismatch import MismatchPlan
+    from ..plan.objective import ObjectivePlan
 
 
 def row_steps(batch: pa.RecordBatch, first_row: int, columns: StepColumns, config) -> dict[str, np.ndarray]:

@@ -1,0 +1,237 @@
+"""One plan per run: the input's columns and their roles, the options and the checks between
+them, resolved once into a frozen plan that every engine runs.
+
+The CLI and the Python API both call a command's ``plan_<command>`` (through
+:mod:`grpo_cli.files`): :func:`plan_advantages` here, with the pieces every plan resolves
+alike (groups, rewards, token columns, output); the other commands' in modules of their own
+(:mod:`.objective`, :mod:`.mismatch`, :mod:`.filter`, :mod:`.compare`, :mod:`.inspect`), so
+that a run imports only its command's. A plan holds names and numbers only (no open file),
+so an engine can ship it to workers. Options given where the resolved plan does not use
+them are refused here, each with what to pass instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from .. import schema
+from ..config import AdvantageConfig, check_range
+from ..errors import ColumnNotFoundError, UsageError
+from ..estimators import lookup
+from ..io import Source, Writes, resolve_output_format
+from ..numerics import ROUND_DIGITS_MAX
+from ..writer import Layout
+
+if TYPE_CHECKING:
+    from ..token_columns import StepColumns
+
+@dataclass(frozen=True)
+class Grouping:
+    """How rows form groups: by the ``prompt`` id column, else consecutive blocks of
+    ``num_generations`` rows, else one group of the whole input. With both, every group
+    must have ``num_generations`` rows."""
+
+    prompt: str | None
+    num_generations: int | None
+
+    @property
+    def described(self) -> str:
+        """Where the groups come from, as the summary says it."""
+        if self.prompt is not None:
+            return f"by column {self.prompt!r}"
+        if self.num_generations is not None:
+            return f"consecutive blocks of {self.num_generations} rows"
+        return "one group: the whole input"
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where the annotated rows go (no targets: the summary only) and in which format;
+    ``per_input``: one target per input file, each with that file's own columns; ``layout``:
+    how parquet is written."""
+
+    targets: tuple[str, ...]
+    format: str
+    per_input: bool = False
+    layout: Layout = Layout()
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the estimator reads besides the grouping: the ``rewards`` columns, a
+    ``baseline`` reward column, and token columns (``steps``)."""
+
+    rewards: tuple[str, ...]
+    baseline: str | None = None
+    steps: StepColumns | None = None
+
+    @property
+    def roles(self) -> dict:
+        """Which column plays which role (``reward``: a list when there are several)."""
+        s = self.steps
+        tokens = {} if s is None else {"tokens": s.count if s.count != s.mask else None, "mask": s.mask, "kl_logprobs": s.policy,
+                                       "ref_logprobs": s.ref, "values": s.values}
+        return {"reward": self.rewards[0] if len(self.rewards) == 1 else list(self.rewards), "baseline": self.baseline,
+                **dict.fromkeys(("tokens", "mask", "kl_logprobs", "ref_logprobs", "values")), **tokens}
+
+
+@dataclass(frozen=True)
+class AdvantagesPlan:
+    """`grpo advantages`: read ``inputs`` grouped by ``grouping``, compute with ``estimator``,
+    write ``advantage`` (rounded to ``round_digits`` if given), or for a token-level
+    estimator the list columns ``token_advantage`` and ``token_return``."""
+
+    grouping: Grouping
+    inputs: Inputs
+    estimator: AdvantageConfig
+    output: Output
+    round_digits: int | None = None
+
+    @property
+    def token_level(self) -> bool:
+        return lookup(self.estimator.estimator).level == "token"
+
+    @property
+    def roles(self) -> dict[str, str | None]:
+        """Which column plays which role (``None``: no column does)."""
+        return {"prompt": self.grouping.prompt, **self.inputs.roles}
+
+    @property
+    def figures(self) -> dict:
+        """What the summary says of the plan itself."""
+        return {"columns": self.roles}
+
+
+def resolve_grouping(source: Source, prompt_col: str | None, num_generations: int | None, *, required: bool) -> Grouping:
+    schema.positive_int(num_generations, "num_generations")
+    prompt = schema.resolve_column(source.schema, "prompt", prompt_col, required=False, source=source.name)
+    if prompt is None and num_generations is None and required:
+        raise ColumnNotFoundError(
+            f"{source.name}: no prompt id column (looked for {', '.join(schema.ROLES['prompt'].candidates)}); "
+            "pass `prompt_col`, or `num_generations` N to group consecutive blocks of N rows"
+        )
+    return Grouping(prompt, num_generations)
+
+
+def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...] | None, config: AdvantageConfig) -> tuple[str, ...]:
+    """The reward columns (one, or several: one per reward function), each a column or a
+    struct field ``column.field``; as many as ``config.reward_weights``."""
+    given = [reward_col] if reward_col is None or isinstance(reward_col, str) else list(reward_col)
+    if len(set(given)) < len(given):
+        raise UsageError(f"`reward_col` names a column twice ({', '.join(given)})")
+    rewards = tuple(schema.resolve_column(source.schema, "reward", name, source=source.name) for name in given)
+    for reward in rewards:
+        field = pa.field(reward, schema.field_type(source.schema, schema.field_path(source.schema, reward)))
+        schema.check_numeric(field, source.name, "reward")
+    if config.reward_weights is not None and len(config.reward_weights) != len(rewards):
+        raise UsageError(f"`reward_weights` has {len(config.reward_weights)} weights for {len(rewards)} reward columns "
+                         f"({', '.join(rewards)}); give one weight per `reward_col`")
+    return rewards
+
+
+def resolve_inputs(source: Source, config: AdvantageConfig, reward_col, baseline_col: str | None, steps: StepColumns | None) -> Inputs:
+    """The rewards, and the baseline column if the estimator reads one."""
+    spec = lookup(config.estimator)
+    baseline = None
+    if "baseline" in spec.needs:
+        baseline = schema.resolve_column(source.schema, "baseline", baseline_col, source=source.name)
+        schema.check_numeric(source.schema.field(baseline), source.name, "baseline")
+    elif baseline_col is not None:
+        raise UsageError(f"`baseline_col` is read only by estimator 'remax' (found {config.estimator!r}); drop it, or pass `estimator` 'remax'")
+    return Inputs(resolve_rewards(source, reward_col, config), baseline, steps)
+
+
+def reads_tokens(config: AdvantageConfig) -> bool:
+    """Whether the estimator reads token columns: token-level, a row's length, or the KL in the reward."""
+    spec = lookup(config.estimator)
+    return spec.level == "token" or "length" in spec.needs or config.kl_in_reward is not None
+
+
+def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None) -> StepColumns | None:
+    """The token columns the estimator of `grpo advantages` reads (``None``: none). The row's
+    tokens are counted in the mask, else in the log-probs; a column option given where no
+    token column is read is refused."""
+    if not reads_tokens(config):
+        for option, value in columns.items():
+            if value is not None:
+                raise UsageError(f"`{option}` is not read: estimator {config.estimator!r} reads no token column "
+                                 f"(without `kl_in_reward`); drop `{option}`")
+        return None
+    from ..token_columns import StepColumns  # imported only by a plan that reads token columns
+
+    s, name = source.schema, source.name
+    mask = schema.resolve_column(s, "mask", columns["mask_col"], required=False, source=name)
+    old = schema.resolve_column(s, "old", columns["old_logprobs_col"], required=False, source=name)
+    new = schema.resolve_column(s, "new", columns["logprobs_col"], required=False, source=name)
+    ref = policy = None
+    if config.kl_in_reward is not None:
+        ref = schema.resolve_column(s, "ref", columns["ref_logprobs_col"], source=name)
+        policy = old or new
+        if policy is None:
+            raise ColumnNotFoundError(f"{name}: `kl_in_reward` needs the rollout policy's log-probs (looked for "
+                                      f"{', '.join(schema.ROLES['old'].candidates + schema.ROLES['new'].candidates)}); pass `old_logprobs_col`")
+    elif columns["ref_logprobs_col"] is not None:
+        raise UsageError("`ref_logprobs_col` is read only by `kl_in_reward`; pass `kl_in_reward` BETA, or drop it")
+    count = mask or old or new
+    if count is None:
+        raise ColumnNotFoundError(f"{name}: estimator {config.estimator!r} needs each row's tokens: no mask or log-probs column "
+                                  f"(looked for {', '.join(schema.ROLES['mask'].candidates + schema.ROLES['old'].candidates)}); "
+                                  "pass `mask_col` or `logprobs_col`")
+    values = None
+    if "values" in lookup(config.estimator).needs:
+        values = schema.resolve_column(s, "values", columns["values_col"], source=name)
+    elif columns["values_col"] is not None:
+        raise UsageError(f"`values_col` is read only by estimator 'gae' (found {config.estimator!r}); drop it, or pass `estimator` 'gae'")
+    return StepColumns(count, mask, policy, ref, values)
+
+
+def resolve_output(source: Source, output: str | None, output_dir: str | None, output_format: str | None, compression: str | None) -> Output:
+    """Where the rows go, in which format, and how parquet is written. The paths were checked
+    when the input was opened, before it was read (:meth:`~grpo_cli.io.Writes.check`)."""
+    for name, given in (("output_format", output_format), ("compression", compression)):
+        if output is None and output_dir is None and given is not None:
+            raise UsageError(f"`{name}` applies to written rows; pass `output` or `output_dir` too, or drop it")
+    targets = Writes(output, output_dir, output_format).targets(source.parts)
+    fmt = resolve_output_format(output, output_format, source.format) if output is not None else output_format or source.format
+    if compression is not None and fmt != "parquet":
+        raise UsageError(f"`compression` applies to parquet output, and this output is {fmt}; drop it")
+    return Output(tuple(targets), fmt, output_dir is not None, source.layout(compression))
+
+
+def plan_advantages(
+    source: Source,
+    *,
+    config: AdvantageConfig | None = None,
+    prompt_col: str | None = None,
+    reward_col: str | list[str] | None = None,
+    baseline_col: str | None = None,
+    num_generations: int | None = None,
+    mask_col: str | None = None,
+    logprobs_col: str | None = None,
+    old_logprobs_col: str | None = None,
+    ref_logprobs_col: str | None = None,
+    values_col: str | None = None,
+    round_digits: int | None = None,
+    output: str | None = None,
+    output_dir: str | None = None,
+    output_format: str | None = None,
+    compression: str | None = None,
+) -> AdvantagesPlan:
+    """The plan of `grpo advantages` on ``source`` (see :func:`grpo_cli.advantages_file`)."""
+    config = config or AdvantageConfig()
+    if round_digits is not None and lookup(config.estimator).level == "token":
+        raise UsageError(f"`round_digits` rounds the per-row advantage column, and estimator {config.estimator!r} writes per-token lists; drop it")
+    if round_digits is not None:
+        check_range("round_digits", round_digits, 0, ROUND_DIGITS_MAX)
+        if output is None and output_dir is None:
+            raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
+    out = resolve_output(source, output, output_dir, output_format, compression)
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped)
+    steps = resolve_steps(source, config, mask_col=mask_col, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
+                   ref_logprobs_col=ref_logprobs_col, values_col=values_col)
+    return AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps), config, out, round_digits)
+
+
