@@ -1,6 +1,7 @@
 """The Python API: Twinkle-style callables (seeds 001 and 004), seed 000's normalize_group,
 advantages() on any grouping, and seed 002's policy_objective."""
 
+import importlib
 import math
 
 import numpy as np
@@ -167,3 +168,9 @@ def test_padded_tensors_with_a_mask():
                            torch.tensor([1.0, 0.0]), 0.2, mask=torch.tensor(PADDED_MASK, dtype=torch.bool))
     assert got == pytest.approx(policy_objective(np.float32(SEED_NEW), SEED_OLD, [1.0, 0.0], 0.2), rel=1e-15)
     assert got == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("package", ["grpo_cli", "grpo_cli.engines", "grpo_cli.estimators", "grpo_cli.objective"])
+def test_every_name_a_package_exports_is_there(package):
+    module = importlib.import_module(package)
+    assert [name for name in module.__all__ if not hasattr(module, name)] == []

@@ -16,5 +16,5 @@ from .terms import block_terms, row_terms
 
 __all__ = [
     "AGGREGATIONS", "ALIASES", "LOSSES", "RATIO_LEVELS", "Flag", "Loss", "LossInputs", "SignedFactors",
-    "Tokens", "Totals", "aggregate", "reduce_rows", "block_terms", "row_terms",
+    "Totals", "aggregate", "block_terms", "row_terms",
 ]
