@@ -18,7 +18,6 @@ from .config import Options, check_choice, check_range, option
 from .errors import UsageError
 from .estimators import Groups, in_units
 
-
 KEEP_IF = re.compile(r"^\s*(?:(?P<lo>[-+0-9.eE]+)\s*(?P<lo_op><=?)\s*)?(?P<stat>mean|std|min|max)\s*"
                      r"(?:(?P<hi_op><=?)\s*(?P<hi>[-+0-9.eE]+))?\s*$")
 TRUNCATED = ("drop", "mask")

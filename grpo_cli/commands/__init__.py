@@ -67,6 +67,7 @@ def choices(name: str, values) -> type[Enum]:
 
 
 def listing(entries: dict[str, str]) -> str:
+    """``name: text; name: text.``, a registry's entries as one line of help."""
     return "; ".join(f"{name}: {text.rstrip('.')}" for name, text in entries.items()) + "."
 
 
@@ -114,6 +115,7 @@ def config_option(cls, name: str, panel: str, extra: str = "", default: str | No
 
 
 def column_option(role: str, text: str) -> typer.models.OptionInfo:
+    """An option naming the column of ``role``, in the Columns panel."""
     return typer.Option(help=_column_help(role, text), rich_help_panel=COLUMNS)
 
 
@@ -232,6 +234,7 @@ def reported_errors(ctx: typer.Context, debug: bool) -> Iterator[None]:
 
 
 def enum_value(option: Optional[Enum]) -> Optional[str]:
+    """A choice option's value as the library takes it (``None``: not given)."""
     return option.value if option is not None else None
 
 
@@ -309,6 +312,7 @@ def repeatable(values: Optional[list[str]]) -> str | list[str] | None:
 
 
 def check_json(json_out: bool, output: Optional[str], summary_json: Optional[str]) -> None:
+    """Refuse ``--json`` where stdout already carries the rows or the summary JSON."""
     if json_out and (output == "-" or summary_json == "-"):
         raise UsageError("--json prints the figures on stdout, where the rows (or --summary-json -) would go; write them to a file")
     if json_out:

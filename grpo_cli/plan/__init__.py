@@ -28,6 +28,7 @@ from ..writer import Layout
 if TYPE_CHECKING:
     from ..token_columns import StepColumns
 
+
 @dataclass(frozen=True)
 class Grouping:
     """How rows form groups: by the ``prompt`` id column, else consecutive blocks of
@@ -72,10 +73,9 @@ class Inputs:
     def roles(self) -> dict:
         """Which column plays which role (``reward``: a list when there are several)."""
         s = self.steps
-        tokens = {} if s is None else {"tokens": s.count if s.count != s.mask else None, "mask": s.mask, "kl_logprobs": s.policy,
-                                       "ref_logprobs": s.ref, "values": s.values}
         return {"reward": self.rewards[0] if len(self.rewards) == 1 else list(self.rewards), "baseline": self.baseline,
-                **dict.fromkeys(("tokens", "mask", "kl_logprobs", "ref_logprobs", "values")), **tokens}
+                "tokens": s.count if s is not None and s.count != s.mask else None, "mask": s and s.mask,
+                "kl_logprobs": s and s.policy, "ref_logprobs": s and s.ref, "values": s and s.values}
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,8 @@ class AdvantagesPlan:
 
 
 def resolve_grouping(source: Source, prompt_col: str | None, num_generations: int | None, *, required: bool) -> Grouping:
+    """The groups: the prompt id column if there is one, else ``num_generations``; ``required``:
+    one of them must be there."""
     schema.positive_int(num_generations, "num_generations")
     prompt = schema.resolve_column(source.schema, "prompt", prompt_col, required=False, source=source.name)
     if prompt is None and num_generations is None and required:
@@ -231,7 +233,5 @@ def plan_advantages(
     out = resolve_output(source, output, output_dir, output_format, compression)
     grouping = resolve_grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped)
     steps = resolve_steps(source, config, mask_col=mask_col, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
-                   ref_logprobs_col=ref_logprobs_col, values_col=values_col)
+                          ref_logprobs_col=ref_logprobs_col, values_col=values_col)
     return AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps), config, out, round_digits)
-
-

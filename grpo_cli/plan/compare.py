@@ -56,6 +56,6 @@ def plan_compare(
     for label, config in specs:
         needs = lookup(config.estimator).needs
         steps = resolve_steps(source, config, mask_col=mask_col if reads_tokens(config) else None, logprobs_col=None, old_logprobs_col=None,
-                       ref_logprobs_col=None, values_col=None)
+                              ref_logprobs_col=None, values_col=None)
         resolved.append((label, resolve_inputs(source, config, reward_col, baseline_col if "baseline" in needs else None, steps), config))
     return ComparePlan(grouping, tuple(resolved), resolve_output(source, output, output_dir, output_format, compression), top)
