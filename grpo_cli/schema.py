@@ -171,6 +171,20 @@ def is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
 
 
+def arrow_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
+    """``pa.array(values, mask=mask)`` for a 1-D numpy array of numbers or booleans, built
+    from its buffers (zero-copy for numbers): ``pa.array`` imports ``numpy.ma`` to look for a
+    masked array, 7 ms of a run's start-up.
+
+    >>> arrow_array(np.array([1.5, 2.0]), mask=np.array([False, True])).to_pylist()
+    [1.5, None]
+    """
+    values = np.ascontiguousarray(values)
+    data = np.packbits(values, bitorder="little") if values.dtype == bool else values
+    validity = None if mask is None or not mask.any() else pa.py_buffer(np.packbits(~mask, bitorder="little"))
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [validity, pa.py_buffer(data)])
+
+
 def check_numeric(field: pa.Field, source: str, role: str) -> None:
     """A scalar role (reward, advantage) must be numeric or boolean; a struct of several
     (one per reward function) needs one picked."""

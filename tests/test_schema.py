@@ -4,9 +4,12 @@ Python parameter (the CLI shows its flag)."""
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from grpo_cli.errors import ColumnNotFoundError, InputError, RowError, UsageError
-from grpo_cli.schema import ROLES, check_finite_scalars, check_unique_names, resolve_column
+from grpo_cli.schema import ROLES, arrow_array, check_finite_scalars, check_unique_names, resolve_column
 
 SCHEMA = pa.schema([("uid", pa.string()), ("rewards", pa.float64()), ("logprobs", pa.list_(pa.float32()))])
 
@@ -40,3 +43,17 @@ def test_data_checks():
     with pytest.raises(RowError, match="column 'reward' is infinite") as caught:
         check_finite_scalars(np.array([0.0, 1.0, np.inf]), "reward")
     assert caught.value.row == 2
+
+
+@given(st.sampled_from([np.float64, np.float32, np.int64, np.int32, np.bool_]).flatmap(
+           lambda dtype: st.tuples(hnp.arrays(dtype, st.integers(0, 70)), st.data())),
+       st.booleans(), st.integers(0, 3))
+def test_arrow_array_is_pa_array(drawn, masked, step):
+    """The same array as ``pa.array(values, mask=mask)``: type, values (NaN kept as a value),
+    nulls; from a strided view too."""
+    values, data = drawn
+    values = values[::step] if step else values
+    mask = data.draw(hnp.arrays(np.bool_, len(values))) if masked else None
+    built, expected = arrow_array(values, mask), pa.array(values, mask=mask)
+    assert built.type == expected.type and built.is_null().equals(expected.is_null())
+    assert built.equals(expected) or np.array_equal(built.to_numpy(zero_copy_only=False), expected.to_numpy(zero_copy_only=False), equal_nan=True)

@@ -134,7 +134,7 @@ def advantage_window(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.n
 
 def row_columns(batch: pa.RecordBatch, first_row: int, columns: dict[str, np.ndarray]) -> Written:
     """The batch's rows of per-row ``columns`` computed for every row (e.g. ``advantage``)."""
-    return Written({name: pa.array(values[first_row : first_row + batch.num_rows]) for name, values in columns.items()})
+    return Written({name: schema.arrow_array(values[first_row : first_row + batch.num_rows]) for name, values in columns.items()})
 
 
 def truncation_flags(column: pa.ChunkedArray, name: str) -> np.ndarray:
@@ -157,7 +157,7 @@ def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep
     import pyarrow.compute as pc
 
     rows = slice(first_row, first_row + batch.num_rows)
-    columns = {} if reward is None else {plan.reward: pa.array(reward[rows])}
+    columns = {} if reward is None else {plan.reward: schema.arrow_array(reward[rows])}
     if masked is not None:
         mask = batch.column(plan.mask)
         lengths = pc.list_value_length(mask).to_numpy().astype(np.int64)

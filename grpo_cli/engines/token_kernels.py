@@ -18,6 +18,7 @@ from ..estimators import Steps, Whitening, lookup
 from ..kl import KL_ESTIMATORS
 from ..mismatch import MismatchSummary, batch_terms
 from ..numerics import units
+from ..schema import arrow_array
 from ..objective import LOSSES, row_terms
 from ..objective.summary import ObjectiveSummary
 from ..token_columns import StepColumns, StepData, read_steps, read_tokens
@@ -93,12 +94,12 @@ def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
     """The ``token_advantage`` (whitened, ``(A - mu) / s``) and ``token_return`` list columns
     of a batch: one entry per list entry, 0 where masked or unscorable."""
     data, _, valid, a, returns = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
-    offsets = pa.array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
+    offsets = arrow_array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
     out = {}
     for name, values in (("token_advantage", w(a)), ("token_return", returns)):
         flat = np.zeros(len(valid))
         flat[valid] = values
-        out[name] = pa.ListArray.from_arrays(offsets, pa.array(flat))
+        out[name] = pa.ListArray.from_arrays(offsets, arrow_array(flat))
     return Written(out)
 
 
@@ -127,7 +128,7 @@ def mismatch_columns(terms: dict[str, np.ndarray]) -> dict[str, pa.Array]:
     n = terms["mismatch_tokens"]
     empty = n == 0
     safe_n = np.where(empty, 1, n)
-    return {name: pa.array(sign * (terms[key] / safe_n if per_token else terms[key]), mask=empty)
+    return {name: arrow_array(sign * (terms[key] / safe_n if per_token else terms[key]), mask=empty)
             for name, (key, per_token, sign) in MISMATCH_COLUMNS.items()}
 
 
@@ -155,17 +156,17 @@ def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan:
     safe_n = np.where(empty, 1, n)
 
     def per_token(x: np.ndarray) -> pa.Array:
-        return pa.array(x / safe_n, mask=empty)
+        return arrow_array(x / safe_n, mask=empty)
 
     flagged = sum(terms[f"flag_{flag.name}"] for flag in LOSSES[plan.config.loss].flags if flag.per_row)
-    columns = {} if adv is None else {"advantage": pa.array(adv)}
+    columns = {} if adv is None else {"advantage": arrow_array(adv)}
     columns.update({
-        "objective_sum": pa.array(terms["objective_sum"]),
+        "objective_sum": arrow_array(terms["objective_sum"]),
         "objective_mean": per_token(terms["objective_sum"]),
-        "n_tokens": pa.array(n),
+        "n_tokens": arrow_array(n),
         "clip_frac": per_token(np.asarray(flagged, dtype=np.float64)),
         "ratio_mean": per_token(terms["ratio_sum"]),
-        "ratio_max": pa.array(terms["ratio_max"], mask=empty),
+        "ratio_max": arrow_array(terms["ratio_max"], mask=empty),
         "kl_old": per_token(terms["kl_old_sum"]),
     })
     if "kl_ref_sum" in terms:
@@ -175,7 +176,7 @@ def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan:
     if "is_weight_sum" in terms:
         columns["is_weight_mean"] = per_token(terms["is_weight_sum"])
     if "rejected_tokens" in terms:
-        columns["rejected_tokens"] = pa.array(terms["rejected_tokens"])
+        columns["rejected_tokens"] = arrow_array(terms["rejected_tokens"])
     return columns
 
 
@@ -188,7 +189,7 @@ def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) ->
     """The per-row mismatch columns (when the plan writes rows) and the partial report of one batch."""
     terms = batch_terms(read_tokens(batch, plan.tokens), plan.config)
     summary = MismatchSummary.of(terms, first_row, plan.config.worst)
-    columns = {"n_tokens": pa.array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
+    columns = {"n_tokens": arrow_array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
     return Written(columns, partial=summary)
 
 

@@ -25,6 +25,8 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
+from ..schema import arrow_array
+
 
 @dataclass(frozen=True)
 class GroupIndex:
@@ -164,7 +166,7 @@ class Runs:
             return cls(starts, keys, int(offsets[-1]))
         keep = np.ones(len(starts), dtype=bool)
         keep[edges[same]] = False
-        return cls(starts[keep], keys[keep] if numeric else arrow("filter", keys, pa.array(keep)), int(offsets[-1]))
+        return cls(starts[keep], keys[keep] if numeric else arrow("filter", keys, arrow_array(keep)), int(offsets[-1]))
 
     def key_at(self, row: int):
         """The key of row ``row``, as a Python value."""
@@ -224,7 +226,7 @@ def _equal(keys: np.ndarray | pa.ChunkedArray, i: np.ndarray, j: np.ndarray) -> 
     if isinstance(keys, np.ndarray):
         return keys[i] == keys[j]
     try:
-        return arrow("equal", arrow("take", keys, pa.array(i)), arrow("take", keys, pa.array(j))).to_numpy(zero_copy_only=False)
+        return arrow("equal", arrow("take", keys, arrow_array(i)), arrow("take", keys, arrow_array(j))).to_numpy(zero_copy_only=False)
     except pa.ArrowNotImplementedError:
         return np.zeros(len(i), dtype=bool)
 
