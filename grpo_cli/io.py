@@ -22,7 +22,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path, PurePath, PurePosixPath
@@ -711,6 +710,8 @@ def open_source(inputs: str | list[str], input_format: str | None = None, *, hiv
 def _spooled(spools: contextlib.ExitStack, part: Part) -> Part:
     """``part`` (stdin, a pipe or a FIFO) copied to a temporary file that ``spools`` removes:
     both passes need the data, and a parquet footer sits at the end of the stream."""
+    import tempfile  # here, not at the top: a run on named files makes no temporary file (importing it: 1.4 ms)
+
     spool = spools.enter_context(tempfile.NamedTemporaryFile(prefix="grpo-spool-"))
     try:
         with contextlib.nullcontext(stdin()) if part.path == STDIO else open(part.path, "rb") as stream:
@@ -742,6 +743,8 @@ def open_table(table: pa.Table, name: str = "<frame>", *, writes: Writes = Write
     """An in-memory table as a :class:`Source` named ``name``: spooled to a temporary parquet
     file (uncompressed), as stdin is, so every command reads it as it reads files; ``writes``
     are checked as :func:`open_source` checks them."""
+    import tempfile
+
     with tempfile.NamedTemporaryFile(prefix="grpo-frame-", suffix=".parquet") as spool:
         part = Part(name, spool.name, PurePath(name), LOCAL)
         writes.check([part], ())
@@ -872,6 +875,8 @@ class Staged:
     def _make(self) -> None:
         """Make the target's folders and the temporary file, its name recorded before it exists."""
         if self.target == STDIO or _is_special(self.target):
+            import tempfile
+
             folder = Path(tempfile.gettempdir())
         else:
             self.place = Path(os.path.realpath(self.target))
