@@ -18,9 +18,9 @@ from ..estimators import Steps, Whitening, lookup
 from ..kl import KL_ESTIMATORS
 from ..mismatch import MismatchSummary, batch_terms
 from ..numerics import units
-from ..schema import arrow_array
 from ..objective import LOSSES, row_terms
 from ..objective.summary import ObjectiveSummary
+from ..schema import arrow_array
 from ..token_columns import StepColumns, StepData, read_steps, read_tokens
 from ..tokens import reduce_rows
 from .kernels import Written, scalars
