@@ -11,18 +11,14 @@ closed output pipe.
 True
 """
 
-import atexit
-import contextlib
-import gc
-import os
 import sys
 from collections.abc import Mapping
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
 
-from .allocator import keep_freed_memory, small_pages
+from .process import drop_stdout, quick_exit, start_up_done, tune
 
 COMMANDS = {  # name: what it does (the first line of its help)
     "advantages": "Compute one advantage per row from the rewards of its group.",
@@ -87,77 +83,15 @@ def _commands(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """Group-relative advantages (GRPO, RLOO, Dr.GRPO) and clipped policy objectives on rollout files."""
-    _collect_from_here()  # click builds the command (imports its modules) before it calls this
-
-
-def _collect_from_here() -> None:
-    """Start-up is over: collect cyclic garbage as usual from here on, but never walk again
-    the objects start-up made (``gc.freeze``), if :func:`main` turned the collector off for
-    start-up; a host that runs :data:`app` itself keeps its collector as it is. Importing
-    numpy, pyarrow and a command's modules makes some 50,000 objects; collecting them as they
-    were made took 9-10 ms of every run (about 80 collections; typer's import, before
-    :func:`main`, still pays about 3 ms). 31 interleaved runs on 10M rows, summary only: 0.453
-    s -> 0.435 s (binary rewards), 0.457 s -> 0.450 s (continuous)."""
-    global _collector_paused
-    if _collector_paused:
-        gc.freeze()
-        gc.enable()
-        _collector_paused = False
-
-
-_collector_paused = False  # by main(), for start-up
-
-
-def drop_stdout() -> None:
-    """Point stdout at /dev/null: whatever is still buffered for it is discarded at exit."""
-    if sys.stdout is None:  # closed when we started: nothing is buffered, and descriptor 1 is not ours
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-
-
-class _WithoutPandas:
-    """An import hook under which pandas is not installed. pyarrow imports pandas, if it is,
-    on its first numpy conversion (0.2-0.3 s) only to recognise pandas objects; no command
-    uses pandas, so the command's own process does without it (the Python API does not)."""
-
-    @staticmethod
-    def find_spec(name: str, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError("the grpo command does not use pandas", name=name)
-        return None
+    start_up_done()  # click builds the command (imports its modules) before it calls this
 
 
 def main() -> None:
-    global _collector_paused
-    gc.disable()  # until start-up is over: :func:`_collect_from_here`
-    _collector_paused = True
-    keep_freed_memory()
-    small_pages()
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no command multiplies matrices: numpy's BLAS threads would only spin
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _WithoutPandas)
+    """The console script: the process tuned (:mod:`.process`), the app run, a quick exit."""
+    tune()
     try:
         app(prog_name="grpo")
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else (print(exc.code, file=sys.stderr), 1)[1]
-    _exit(code)
-
-
-def _exit(code: int) -> NoReturn:
-    """Leave as a normal exit does (exit handlers such as Ray's shutdown run, then buffered
-    output is flushed), without tearing the interpreter down: unloading numpy and pyarrow
-    takes 0.06-0.09 s of every run here (measured) and frees nothing the kernel would not. A
-    reader that closed stdout before the last of it was flushed ends the run quietly, 141."""
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        drop_stdout()
-        code = code or 141
-    except (AttributeError, ValueError):  # no stdout, or closed
-        pass
-    with contextlib.suppress(AttributeError, ValueError, OSError):
-        sys.stderr.flush()
-    os._exit(code)
+    quick_exit(code)

@@ -172,7 +172,7 @@ class Spread:
 def bin_counts(x: np.ndarray, span: tuple[float, float]) -> np.ndarray:
     """``np.histogram(x, HIST_BINS, span)[0]`` for ``x`` within ``span``: bin k counts
     ``edges[k] <= x < edges[k + 1]`` (the last bin also ``x == edges[-1]``), found as the
-    count below each inner edge, one vectorised comparison each (8x faster than np.histogram).
+    count below each inner edge, one vectorised comparison each (faster than np.histogram).
 
     >>> bin_counts(np.array([0.0, 0.1, 0.95, 1.0]), (0.0, 1.0)).tolist()
     [1, 1, 0, 0, 0, 0, 0, 0, 0, 2]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_cli.allocator import keep_freed_memory
+from grpo_cli.process import keep_freed_memory
 
 
 def test_the_cli_allocator_setting_takes_on_glibc():
@@ -22,7 +22,7 @@ POOL = "import pyarrow as pa; print(pa.default_memory_pool().backend_name)"
 
 
 def _pool_after_setting(env: dict) -> str:
-    code = f"from grpo_cli.allocator import keep_freed_memory; keep_freed_memory(); {POOL}"
+    code = f"from grpo_cli.process import keep_freed_memory; keep_freed_memory(); {POOL}"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -35,7 +35,7 @@ def test_the_cli_allocator_setting_puts_arrows_buffers_on_the_same_heap():
 
 ARENAS = """
 import ctypes, threading
-from grpo_cli.allocator import keep_freed_memory
+from grpo_cli.process import keep_freed_memory
 keep_freed_memory()
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
@@ -108,3 +108,21 @@ def test_the_grpo_command_keeps_numpys_arrays_off_huge_pages_unless_the_user_say
         pytest.skip("this numpy does not say whether it asks for huge pages")
     assert by_default == "False"
     assert _after_the_grpo_command(tmp_path, HUGE_PAGES, {**env, "NUMPY_MADVISE_HUGEPAGE": "1"}) == "True"
+
+
+def test_grpo_tuning_0_turns_every_tweak_off_and_changes_no_result(tmp_path):
+    """One switch (grpo_cli.process): with ``GRPO_TUNING=0`` the command sets none of the
+    variables, keeps the collector as it was, does not hide pandas, and writes the same bytes."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS")}
+    seen = "[__import__('os').environ.get(k) for k in ('ARROW_DEFAULT_MEMORY_POOL', 'NUMPY_MADVISE_HUGEPAGE', 'OPENBLAS_NUM_THREADS')]"
+    seen += " + [__import__('gc').get_freeze_count() > 0, __import__('grpo_cli.process').process.WithoutPandas in sys.meta_path]"
+    assert _after_the_grpo_command(tmp_path, seen, {**env, "GRPO_TUNING": "0"}) == "[None, None, None, False, False]"
+    assert _after_the_grpo_command(tmp_path, seen, env) == "['system', '0', '1', True, True]"
+    outputs = []
+    for tuning in ("0", "1"):
+        out = tmp_path / f"tuning{tuning}.parquet"
+        done = subprocess.run([sys.executable, "-m", "grpo_cli", "advantages", str(SAMPLE), "-q", "-o", str(out)],
+                              env={**env, "GRPO_TUNING": tuning}, capture_output=True)
+        assert done.returncode == 0, done.stderr
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]

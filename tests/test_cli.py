@@ -216,8 +216,8 @@ def test_a_summary_of_integer_ids_imports_neither_pyarrow_compute_nor_polars(tmp
     pq.write_table(pa.table({"prompt_id": [7, 7, 9, 9], "reward": [0.0, 1.0, 1.0, 1.0]}), path)
     script = (
         "import atexit, sys\n"
-        "atexit.register(lambda: print(*(name in sys.modules for name in ('pyarrow.compute', 'polars'))))\n"
         "from grpo_cli.cli import main\n"
+        "atexit.register(lambda: print(*(name in sys.modules for name in ('pyarrow.compute', 'polars'))))\n"
         "sys.argv = ['grpo', *sys.argv[1:]]\n"
         "main()\n"
     )
@@ -235,8 +235,8 @@ def test_string_ids_split_across_batches_are_grouped_without_importing_pyarrow_c
     pq.write_table(pa.table({"prompt_id": ["a", "a", "a", "b", "b", "c"], "reward": [0.0, 1.0, 2.0, 1.0, 1.0, 3.0]}), path)
     script = (
         "import sys\n"
-        "from grpo_cli import advantages_file, cli\n"
-        "sys.meta_path.insert(0, cli._WithoutPandas)  # as the command runs: pandas would import pyarrow.compute\n"
+        "from grpo_cli import advantages_file, process\n"
+        "sys.meta_path.insert(0, process.WithoutPandas)  # as the command runs: pandas would import pyarrow.compute\n"
         "figures = advantages_file(sys.argv[1], batch_rows=2)\n"
         "print(figures['group_sizes'], 'pyarrow.compute' in sys.modules)\n"
     )
@@ -245,18 +245,16 @@ def test_string_ids_split_across_batches_are_grouped_without_importing_pyarrow_c
 
 
 def test_a_quiet_run_imports_no_pydantic_pandas_or_rich_and_flushes_before_its_quick_exit(sample_parquet, tmp_path):
-    """Start-up is measured (README, Performance): typer >= 0.29 imports pydantic for every
-    option (0.15 s), pyarrow imports pandas on its first numpy conversion (0.2-0.3 s), a run
-    that shows nothing (-q) needs no rich (about 0.04 s), numpy's BLAS threads are not started
-    (they spun a core at start-up; no command uses BLAS), and the
-    command exits without unloading numpy and pyarrow, so its exit handlers must still run and
-    everything printed, theirs included, must be flushed (with stdout buffered, as in a
-    user's shell: no PYTHONUNBUFFERED)."""
+    """Start-up (grpo_cli.process): pyarrow imports no pandas, a run that shows nothing (-q)
+    needs no rich, numpy's BLAS threads are not started, and the command exits without
+    unloading numpy and pyarrow, so the exit handlers registered since grpo_cli was imported
+    must still run and everything printed, theirs included, must be flushed (with stdout
+    buffered, as in a user's shell: no PYTHONUNBUFFERED)."""
     script = (
         "import atexit, os, sys\n"
+        "from grpo_cli.cli import main\n"
         "atexit.register(lambda: print('handlers ran', *(name in sys.modules for name in ('pydantic', 'pandas', 'rich')),\n"
         "                              os.environ.get('OPENBLAS_NUM_THREADS')))\n"
-        "from grpo_cli.cli import main\n"
         "sys.argv = ['grpo', *sys.argv[1:]]\n"
         "main()\n"
     )
@@ -275,8 +273,8 @@ def test_the_command_collects_garbage_but_not_start_ups_objects(sample_parquet):
     of its walks. A host that runs the CLI's app itself keeps its collector as it was, on or off."""
     script = (
         "import atexit, gc, sys\n"
-        "atexit.register(lambda: print(gc.isenabled(), gc.get_freeze_count() > 0))\n"
         "from grpo_cli.cli import main\n"
+        "atexit.register(lambda: print(gc.isenabled(), gc.get_freeze_count() > 0))\n"
         "sys.argv = ['grpo', *sys.argv[1:]]\n"
         "main()\n"
     )

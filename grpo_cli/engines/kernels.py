@@ -43,7 +43,7 @@ def float64(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     """A numeric column (named ``name``) as float64 with nulls as NaN; an integer that float64
     would round (beyond 2^53) is refused, naming its row."""
     if column.type != pa.float64():
-        import pyarrow.compute as pc  # here, not above: a run that needs no kernel of it skips its import (0.03 s)
+        import pyarrow.compute as pc  # here, not above: a run that needs no kernel of it skips its import
 
         try:
             column = pc.cast(column, pa.float64())
