@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from . import Engine, kernels
+from . import kernels
 from .ahead import WINDOW_ROWS, WindowsAhead
+from .base import Engine
 from .. import schema
 from ..config import AdvantageConfig
 from ..errors import InputError, RowError
