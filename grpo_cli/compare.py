@@ -10,7 +10,7 @@ they differ most.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def parse_estimators(text: str) -> list[tuple[str, AdvantageConfig]]:
     return out
 
 
-def _option(text: str, name: str) -> tuple[str, object]:
+def _option(text: str, name: str) -> tuple[str, Any]:
     """``key=value`` of estimator ``name``: numbers as floats, true/false as booleans."""
     key, _, value = text.partition("=")
     if not key or not value:

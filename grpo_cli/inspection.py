@@ -39,7 +39,7 @@ def inspect_figures(*, rows: int, roles: dict, nulls: dict[str, int], lengths: n
                     advantages: np.ndarray | None, truncated: np.ndarray | None, estimator) -> dict:
     """The figures of `grpo inspect` (``rewards``: the scored rows' rewards; ``None``: no
     reward column)."""
-    figures = {"rows": rows, "columns": roles, "layout": layout(*(entries or (None, None)), mask), "nulls": nulls}
+    figures = {"rows": rows, "columns": roles, "layout": layout(*(entries if entries is not None else (None, None)), mask), "nulls": nulls}
     if rewards is not None:
         moments = described(rewards, histogram=True)
         figures.update(reward_figures(groups, grouped_by, moments, rows))

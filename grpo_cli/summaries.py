@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -78,7 +78,9 @@ class BlockSums:
             mine, theirs = self._blocks.get(key, {}), later._blocks.get(key, {})
             blocks = merged._blocks[key] = {**mine, **theirs}
             for k in mine.keys() & theirs.keys():  # the block cut between the two
-                blocks[k] = self._finished(np.concatenate([mine[k].values, theirs[k].values]))
+                cut_mine, cut_theirs = mine[k], theirs[k]
+                assert isinstance(cut_mine, _Rows) and isinstance(cut_theirs, _Rows)
+                blocks[k] = self._finished(np.concatenate([cut_mine.values, cut_theirs.values]))
         return merged
 
     def add(self, arrays: dict[str, np.ndarray]) -> None:
@@ -86,8 +88,8 @@ class BlockSums:
         merged = self.merge(BlockSums.of(arrays, self.stop, self.block))
         self.stop, self._blocks = merged.stop, merged._blocks
 
-    def total(self, key: str) -> float | np.ndarray:
-        """The sum over every row of the input (the partial must start at row 0): a pairwise sum
+    def total(self, key: str) -> Any:
+        """The sum (a float, or an array for an array's key) over every row of the input (the partial must start at row 0): a pairwise sum
         of the block sums, the last block's included (0.0 when it is empty)."""
         blocks = self._blocks.get(key, {})
         *whole, last = [blocks[k] for k in sorted(blocks)] or [_Rows(np.empty(0))]

@@ -15,7 +15,7 @@ would change the row groups written.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +39,7 @@ def _ray():
 
 
 def _part_results(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
-                  carry: bool, batch_rows: int) -> Iterator[tuple[pa.RecordBatch, object]]:
+                  carry: bool, batch_rows: int) -> Iterator[tuple[pa.RecordBatch, Any]]:
     """Part ``k``'s batches and the kernel's result on each (when the columns are not carried,
     only the batch's row count travels: :func:`_rows_only`)."""
     label = row_labeller(source, prompt)

@@ -16,5 +16,5 @@ def gpg(groups: Groups) -> np.ndarray:
 
     over all N rows of the input (file-wide).
     """
-    alpha = len(groups.r) / max(np.count_nonzero(groups.r), 1)
+    alpha = len(groups.r) / max(int(np.count_nonzero(groups.r)), 1)
     return alpha * groups.centered

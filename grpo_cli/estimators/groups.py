@@ -156,7 +156,7 @@ class Runs:
         offsets = np.cumsum([0, *(part.rows for part in parts)])
         starts = np.concatenate([part.starts + offset for part, offset in zip(parts, offsets)])
         numeric = all(isinstance(part.keys, np.ndarray) for part in parts)
-        keys = np.concatenate([part.keys for part in parts]) if numeric else pa.chunked_array([c for part in parts for c in part.keys.chunks])
+        keys = np.concatenate([part.keys for part in parts]) if numeric else pa.chunked_array([c for part in parts for c in part.keys.chunks])  # type: ignore[union-attr]
         counts = np.array([len(part.starts) for part in parts])
         edges = np.cumsum(counts)[:-1][counts[1:] > 0]  # each later part's first run, among all runs
         edges = edges[edges > 0]

@@ -15,9 +15,12 @@ objective, ``loss = -objective``); its docstring says what its gradient does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..tokens import Tokens
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class LossInputs:
 
     ratio: np.ndarray
     log_ratio: np.ndarray
-    tokens: object
+    tokens: Tokens
 
     @property
     def logp(self) -> np.ndarray:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ class ObjectiveSummary:
         def mean(key: str) -> float | None:
             return finite_or_null(self.sums.total(key) / n) if n else None
 
-        figures = {"tokens": n, "abs_diff_mean": mean("abs_diff_sum"), "abs_diff_max": self.abs_diff_max if n else None,
+        figures: dict[str, Any] = {"tokens": n, "abs_diff_mean": mean("abs_diff_sum"), "abs_diff_max": self.abs_diff_max if n else None,
                    "kl_k1": mean("k1_sum"), "kl_k3": mean("k3_sum"), "is": None, "rejected": None}
         if config.is_level is not None:
             figures["is"] = {"weight_mean": share(self.sums.total("is_weight_sum")), "masked_tokens": c["is_masked"],
