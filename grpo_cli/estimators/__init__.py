@@ -1,16 +1,17 @@
 """Advantage estimators: a registry of one function each (see :mod:`.registry`).
 
-Adding an estimator is one module here with one registered function, plus its import below
-and its slow reference in ``tests/estimators/references.py``.
+Adding an estimator is one module here with one registered function (found by
+:func:`grpo_cli.plugins.import_registering`; listed by name), and its test, which holds its
+slow reference (``REFERENCES`` in ``tests/estimators/test_<module>.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import grpo, rloo, mean, passk, gpg, opo, remax, reinforce_baseline, returns  # noqa: F401, I001  (each registers itself; this order is the listing order)
 from ..errors import RowError
 from ..numerics import units
+from ..plugins import import_registering
 from .groups import GroupIndex, Groups, Runs, group_index
 from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
 from .returns import Steps
@@ -18,6 +19,8 @@ from .rewards import RowInputs, row_inputs, weights
 from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
 from .whiten import Whitening, pooled, whitened, whitening
+
+import_registering(__name__, __path__[0], "@estimator(", ESTIMATORS)
 
 __all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "RowInputs", "Runs", "Steps", "advantage",
            "group_index", "in_units", "lookup", "names", "pooled", "row_advantages", "row_inputs",

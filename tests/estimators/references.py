@@ -1,36 +1,24 @@
 """Slow, obvious references for every registered estimator and scale: Python loops over
-groups. A test fails for an estimator that has none here."""
+groups. Each estimator's own test module holds its reference, ``REFERENCES = {name:
+fn(r, everything)}`` (``r``: a group's rewards, ``everything``: every reward of the input);
+a test fails for an estimator that has none."""
 
 from __future__ import annotations
+
+import functools
+from importlib import import_module
+from pathlib import Path
 
 import numpy as np
 
 
-def grpo(r: np.ndarray, everything: np.ndarray) -> np.ndarray:
-    return r - r.mean()
-
-
-def rloo(r: np.ndarray, everything: np.ndarray) -> np.ndarray:
-    return np.array([r[i] - np.delete(r, i).mean() for i in range(len(r))])
-
-
-def mean(r: np.ndarray, everything: np.ndarray) -> np.ndarray:
-    return r - r.mean()
-
-
-def passk(r: np.ndarray, everything: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(r)
-    best = int(np.argmax(r))  # the first maximum
-    out[best] = r[best] - sorted(r, reverse=True)[1]
-    return out
-
-
-def gpg(r: np.ndarray, everything: np.ndarray) -> np.ndarray:
-    alpha = len(everything) / max(sum(1 for x in everything if x != 0), 1)
-    return alpha * (r - r.mean())
-
-
-REFERENCES = {"grpo": grpo, "rloo": rloo, "mean": mean, "passk": passk, "gpg": gpg}
+@functools.cache
+def references() -> dict:
+    """Every ``REFERENCES`` of the test modules beside this one."""
+    found: dict = {}
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        found.update(getattr(import_module(f"{__package__}.{path.stem}"), "REFERENCES", {}))
+    return found
 
 
 def reference_advantages(rewards, groups, *, estimator="grpo", scale="group", ddof=0, eps=0.0) -> np.ndarray:
@@ -44,7 +32,7 @@ def reference_advantages(rewards, groups, *, estimator="grpo", scale="group", dd
         r = rewards[idx]
         if len(r) < 2 or r.max() == r.min():
             continue
-        a = REFERENCES[estimator](r, rewards)
+        a = references()[estimator](r, rewards)
         if scale == "group":
             a = a / (r.std(ddof=ddof) + eps)
         elif scale == "batch":

@@ -1,6 +1,16 @@
 """Dr.GRPO's mean baseline: r - group mean, never scaled (aliases drgrpo, unbiased)."""
 
+import numpy as np
+
 from grpo_cli import AdvantageConfig, advantages
+
+
+# the slow reference (tests/estimators/references.py)
+def reference(r: np.ndarray, everything: np.ndarray) -> np.ndarray:
+    return r - r.mean()
+
+
+REFERENCES = {"mean": reference}
 
 
 def test_mean_aliases_are_unscaled():

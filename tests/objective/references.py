@@ -1,12 +1,26 @@
 """Slow, obvious references for every registered loss: one row's sum of token terms, token
-by token, as the paper writes it. A test fails for a loss that has none here."""
+by token, as the paper writes it. Each loss's own test module holds its reference,
+``REFERENCES = {name: fn(new, old, adv, config)}``, built from the pieces here; a test fails for
+a loss that has none."""
 
 from __future__ import annotations
 
+import functools
 import math
+from importlib import import_module
+from pathlib import Path
 
 
-def _ratios(new, old, config) -> list[float]:
+@functools.cache
+def references() -> dict:
+    """Every ``REFERENCES`` of the test modules beside this one."""
+    found: dict = {}
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        found.update(getattr(import_module(f"{__package__}.{path.stem}"), "REFERENCES", {}))
+    return found
+
+
+def ratios(new, old, config) -> list[float]:
     """rho_t: exp of the clamped token log-ratio, or of the row's mean log-ratio (capped above)."""
     d = [n - o for n, o in zip(new, old)]
     if config.ratio_level == "sequence":
@@ -16,44 +30,16 @@ def _ratios(new, old, config) -> list[float]:
     return [math.exp(max(-c, min(c, x))) for x in d]
 
 
-def _clip(x, config):
+def clip(x, config):
     return min(max(x, 1 - config.epsilon_low), 1 + config.epsilon_high)
 
 
 def ppo_term(ratio: float, adv: float, config) -> float:
     unclipped = ratio if config.delta is None else min(ratio, config.delta)
-    term = min(unclipped * adv, _clip(ratio, config) * adv)
+    term = min(unclipped * adv, clip(ratio, config) * adv)
     if config.dual_clip is not None and adv < 0:
         term = max(term, config.dual_clip * adv)
     return term
-
-
-def ppo(new, old, adv, config) -> float:
-    return sum(ppo_term(r, a, config) for r, a in zip(_ratios(new, old, config), adv))
-
-
-def sapo(new, old, adv, config) -> float:
-    def gate(r, tau):
-        return 1 / (1 + math.exp(-tau * (r - 1))) * 4 / tau
-    return sum(gate(r, config.tau_pos if a > 0 else config.tau_neg) * a for r, a in zip(_ratios(new, old, config), adv))
-
-
-def cispo(new, old, adv, config) -> float:
-    return sum(_clip(r, config) * a * n for r, a, n in zip(_ratios(new, old, config), adv, new))
-
-
-def gmpo(new, old, adv, config) -> float:
-    d = [math.log(r) for r in _ratios(new, old, config)]
-    up = math.exp(sum(min(x, config.epsilon_high) for x in d) / len(d)) if d else 1.0
-    down = math.exp(sum(max(x, -config.epsilon_low) for x in d) / len(d)) if d else 1.0
-    return sum(a * (up if a > 0 else down) for a in adv)
-
-
-def gpg(new, old, adv, config) -> float:
-    return sum(a * n for a, n in zip(adv, new))
-
-
-REFERENCES = {"ppo": ppo, "gspo": ppo, "gspo-token": ppo, "sapo": sapo, "cispo": cispo, "gmpo": gmpo, "gpg": gpg}
 
 
 def reference_row_objective(new, old, adv, config, mask=None) -> float:
@@ -61,4 +47,4 @@ def reference_row_objective(new, old, adv, config, mask=None) -> float:
     per-token advantages); masked tokens are left out, means are over counted tokens."""
     adv = list(adv) if isinstance(adv, (list, tuple)) else [adv] * len(new)
     kept = [t for t in range(len(new)) if mask is None or mask[t]]
-    return REFERENCES[config.loss]([new[t] for t in kept], [old[t] for t in kept], [adv[t] for t in kept], config)
+    return references()[config.loss]([new[t] for t in kept], [old[t] for t in kept], [adv[t] for t in kept], config)

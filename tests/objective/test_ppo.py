@@ -10,7 +10,17 @@ from hypothesis import strategies as st
 
 from grpo_cli import policy_objective
 
+from .references import ppo_term, ratios
+
 from ..strategies import logprob_rollout, rollout_tables, unpack
+
+
+# the slow reference (tests/objective/references.py); GSPO is PPO's term on the sequence ratio
+def reference(new, old, adv, config) -> float:
+    return sum(ppo_term(r, a, config) for r, a in zip(ratios(new, old, config), adv))
+
+
+REFERENCES = {"ppo": reference, "gspo": reference, "gspo-token": reference}
 
 aggs = st.sampled_from(["seq-mean-token-sum", "seq-mean-token-mean", "token-mean", "token-sum"])
 
