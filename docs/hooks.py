@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results.csv"
-MARKER = re.compile(r"<!-- (options|estimators|losses|presets|api|benchmarks)(?:: ([\w-]+))? -->")
+MARKER = re.compile(r"(?<!`)<!-- (options|estimators|losses|presets|api|benchmarks)(?:: ([\w-]+))? -->")
 
 
 def commands() -> dict:
