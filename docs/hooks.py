@@ -127,28 +127,37 @@ def markdown_of(doc: str | None) -> str:
     return text.replace("``", "`")
 
 
+def names(values) -> str:
+    return ", ".join(f"`{v}`" for v in values)
+
+
 def estimators(_) -> str:
+    """Each registered estimator: its docstring, then what its spec declares."""
     from grpo_cli.estimators import ESTIMATORS
 
     parts = []
     for e in ESTIMATORS.values():
-        facts = [f"one advantage per {e.level}", f"default scale `{e.default_scale}`",
-                 "needs " + ", ".join(f"`{n}`" for n in e.needs) if e.needs else "",
-                 "options " + ", ".join(f"`{p}`" for p in e.params) if e.params else "takes no scale options",
-                 "aliases " + ", ".join(f"`{a}`" for a in e.aliases) if e.aliases else "",
-                 "statistics of the whole input" if e.scope == "file" else ""]
+        spec = {k: getattr(e, k, None) for k in ("level", "default_scale", "needs", "params", "aliases", "scope")}
+        facts = [f"one advantage per {spec['level']}" if spec["level"] else "",
+                 f"default scale `{spec['default_scale']}`" if spec["default_scale"] else "",
+                 f"needs {names(spec['needs'])}" if spec["needs"] else "",
+                 f"options {names(spec['params'])}" if spec["params"] else "no options of its own",
+                 f"aliases {names(spec['aliases'])}" if spec["aliases"] else "",
+                 "statistics of the whole input" if spec["scope"] == "file" else ""]
         parts.append(f"### `{e.name}`\n\n{markdown_of(e.compute.__doc__)}\n\n*" + "; ".join(f for f in facts if f) + ".*\n")
     return "\n".join(parts)
 
 
 def losses(_) -> str:
+    """Each registered loss: its docstring, then its options, defaults and flags."""
     from grpo_cli.objective.losses import LOSSES
 
     parts = []
     for loss in LOSSES.values():
-        facts = ["options " + ", ".join(f"`{p}`" for p in loss.params) if loss.params else "no options of its own",
-                 "defined with " + ", ".join(f"`{k}` {v}" for k, v in loss.defaults) if loss.defaults else "",
-                 "flags " + ", ".join(f"`{f.name}`" for f in loss.flags) if loss.flags else ""]
+        params, defaults, flags = (getattr(loss, k, ()) for k in ("params", "defaults", "flags"))
+        facts = [f"options {names(params)}" if params else "no options of its own",
+                 "defined with " + ", ".join(f"`{k}` {v}" for k, v in dict(defaults).items()) if defaults else "",
+                 f"flags {names(f.name for f in flags)}" if flags else ""]
         parts.append(f"### `{loss.name}`\n\n{markdown_of(loss.factors.__doc__)}\n\n*" + "; ".join(f for f in facts if f) + ".*\n")
     return "\n".join(parts)
 
@@ -169,15 +178,14 @@ def presets(_) -> str:
 
 
 def api(_) -> str:
-    """A mkdocstrings block per exported name, where the name is defined (the package
+    """A mkdocstrings block per exported class or function, where it is defined (the package
     exports them lazily, which static analysis cannot follow)."""
     import grpo_cli
 
-    blocks = []
-    for name in grpo_cli.__all__:
-        obj = getattr(grpo_cli, name)
-        blocks.append(f"::: {obj.__module__}.{obj.__qualname__}\n    options:\n      heading_level: 3\n")
-    return "\n".join(blocks)
+    names = getattr(grpo_cli, "__all__", None) or [n for n in dir(grpo_cli) if not n.startswith("_")]
+    objects = [getattr(grpo_cli, name) for name in names]
+    return "\n".join(f"::: {obj.__module__}.{obj.__qualname__}\n    options:\n      heading_level: 3\n"
+                     for obj in objects if inspect.isclass(obj) or inspect.isfunction(obj))
 
 
 MACHINE = ("cores", "memory_gib", "cpu")
