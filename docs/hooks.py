@@ -14,6 +14,7 @@ pages follow the code whatever shape its declarations take.
 from __future__ import annotations
 
 import csv
+import functools
 import inspect
 import re
 from pathlib import Path
@@ -23,6 +24,7 @@ RESULTS = ROOT / "benchmarks" / "results.csv"
 MARKER = re.compile(r"(?<!`)<!-- (options|estimators|losses|presets|api|benchmarks)(?:: ([\w-]+))? -->")
 
 
+@functools.cache
 def commands() -> dict:
     """The ``grpo`` command's subcommands by name, as click runs them."""
     import click
@@ -70,7 +72,7 @@ def option_row(param) -> tuple[str, list[str]]:
     shown = DEFAULT.search(help_text)
     if shown:
         help_text, default = help_text[: shown.start()], shown.group(1)
-    elif param.default in (None, False, ()) or callable(param.default):
+    elif param.default is None or param.default is False or param.default == () or callable(param.default):
         default = ""
     else:
         default = str(getattr(param.default, "value", param.default))
@@ -82,8 +84,10 @@ def option_row(param) -> tuple[str, list[str]]:
         type_text = "flag"
     elif hasattr(kind, "choices"):
         type_text = " | ".join(f"`{choice}`" for choice in kind.choices)
-    elif hasattr(kind, "_describe_range"):
-        type_text = f"{kind.name} ({kind._describe_range()})"
+    elif hasattr(kind, "min_open"):  # click's IntRange, FloatRange
+        low = "" if kind.min is None else f"{kind.min} {'<' if kind.min_open else '<='} "
+        high = "" if kind.max is None else f" {'<' if kind.max_open else '<='} {kind.max}"
+        type_text = f"{kind.name} ({low}x{high})"
     else:
         type_text = kind.name
     if getattr(param, "multiple", False):
