@@ -211,3 +211,26 @@ def test_docs_build_strictly(tmp_path):
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "mkdocs"), "build", "--strict", "--site-dir", str(tmp_path / "site")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert proc.returncode == 0, proc.stderr
+
+
+def test_performance_page_shows_each_machines_latest_run(tmp_path, monkeypatch):
+    """The Performance page's tables are each machine's latest run in the results file that
+    `benchmarks/bench.py` appends to; the file in the repository reads as that page needs."""
+    import csv
+
+    with (ROOT / "benchmarks" / "results.csv").open(newline="") as f:
+        recorded = list(csv.DictReader(f))
+    assert recorded and all(r["date"] and r["commit"] and r["setup"] and r["command"] and float(r["seconds"]) > 0 for r in recorded)
+    columns = list(recorded[0])
+    rows = [("2026-01-01T00:00:00+00:00", "2", "old", "0.500"), ("2026-02-01T00:00:00+00:00", "2", "new", "0.400"),
+            ("2026-01-15T00:00:00+00:00", "64", "big", "0.100")]
+    results = tmp_path / "results.csv"
+    with results.open("w", newline="") as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        writer.writerows({**dict.fromkeys(columns, ""), "date": d, "cores": c, "memory_gib": "24", "cpu": "x", "commit": "abc",
+                          "setup": "python benchmarks/bench.py", "command": label, "seconds": s} for d, c, label, s in rows)
+    monkeypatch.setattr(hooks, "RESULTS", results)
+    page = hooks.benchmarks(None)
+    assert "| new | 0.400 |" in page and "| big | 0.100 |" in page and "| old |" not in page
+    assert page.index("2 cores") < page.index("64 cores")  # the most recent run first
