@@ -93,7 +93,7 @@ def option_row(param) -> tuple[str, list[str]]:
     if getattr(param, "multiple", False):
         type_text += ", repeatable"
     panel = getattr(param, "rich_help_panel", None) or ("Arguments" if param.param_type_name == "argument" else "Options")
-    return panel, [flags, type_text, f"`{default}`" if default else "", help_text]
+    return panel, [flags, type_text, f"`{default}`" if default else "", help_text.replace("*", "\\*")]
 
 
 def options(name: str) -> str:
