@@ -28,11 +28,16 @@ The runs are interleaved: each round runs every command once, so a drift of the 
 (a shared VM's is large) weighs on all of them alike rather than on whichever ran during it.
 A command slower than :data:`SLOW_SECONDS` on its first run is not repeated. This is a
 benchmark, not a test: nothing here asserts a time.
+
+Each row printed is also appended to ``--results`` (default ``benchmarks/results.csv``, the
+history the docs' Performance page shows), dated, with the commit and the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime
 import importlib.util
 import os
 import shutil
@@ -55,6 +60,9 @@ BASELINES = Path(__file__).resolve().parent / "baselines"
 # As a user's shell runs them: Python's compiled-module cache on (some sandboxes turn it off,
 # which makes every start-up compile every module again).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+RESULTS = Path(__file__).resolve().parent / "results.csv"
+COLUMNS = ["date", "commit", "cores", "memory_gib", "cpu", "setup", "command", "floor", "seconds", "ratio", "peak_rss_mib",
+           "output_mib"]
 
 
 def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int, scattered: bool = False,
@@ -106,6 +114,27 @@ def run(argv: list[str]) -> tuple[float, int]:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stderr.read().decode()}")
     return elapsed, usage.ru_maxrss * 1024
+
+
+def machine() -> dict[str, str]:
+    """The machine's cores, memory and CPU model, and the checkout's commit (``+`` if modified)."""
+    here = Path(__file__).resolve().parent
+    git = lambda *a: subprocess.run(["git", *a], cwd=here, capture_output=True, text=True).stdout.strip()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "") if Path("/proc/cpuinfo").exists() else ""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"commit": git("rev-parse", "--short=10", "HEAD") + ("+" if git("status", "--porcelain", "--untracked-files=no") else ""),
+            "cores": str(os.cpu_count()), "memory_gib": f"{memory:.0f}", "cpu": cpu or "unknown"}
+
+
+def record(path: Path, rows: list[dict[str, str]]) -> None:
+    """Append ``rows`` to the results file (with its header if it is new)."""
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
 
 
 def grpo() -> list[str]:
@@ -160,7 +189,10 @@ def main() -> None:
     parser.add_argument("--scattered", action="store_true", help="shuffle ids within each chunk: no group is contiguous")
     parser.add_argument("--estimators", default="grpo", help="comma-separated: time `grpo advantages -o` with each")
     parser.add_argument("--losses", default="ppo", help="comma-separated: time `grpo objective -o` with each")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the CSV file the rows are appended to")
     args = parser.parse_args()
+    run_of = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **machine()}
+    invocation = " ".join(["python benchmarks/bench.py", *sys.argv[1:]])
     needs = frozenset(n for e in args.estimators.split(",") for n in lookup(e).needs)
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="grpo-bench-"))
@@ -183,12 +215,16 @@ def main() -> None:
                 out.unlink(missing_ok=True)
                 results[label].append(run(argv))
                 sizes[label] = f"{out.stat().st_size / 2**20:.1f}" if out.exists() else ""
-        floor = {}
+        floor, rows = {}, []
         for task, label, _ in timed:
             median = statistics.median(t for t, _ in results[label])
             peak = max(m for _, m in results[label])
-            floor.setdefault(task, median)
-            print(f"| {label} | {median:.3f} | {median / floor[task]:.2f} | {peak / 2**20:.0f} | {sizes[label]} |", flush=True)
+            floor.setdefault(task, (label, median))
+            print(f"| {label} | {median:.3f} | {median / floor[task][1]:.2f} | {peak / 2**20:.0f} | {sizes[label]} |", flush=True)
+            rows.append({**run_of, "setup": f"{invocation}; {rewards} rewards", "command": label, "floor": floor[task][0],
+                         "seconds": f"{median:.3f}", "ratio": f"{median / floor[task][1]:.2f}", "peak_rss_mib": f"{peak / 2**20:.0f}",
+                         "output_mib": sizes[label]})
+        record(args.results, rows)
     if args.workdir is None:
         shutil.rmtree(workdir)
 

@@ -1,5 +1,6 @@
 """CI runs the benchmark at a tiny size: it must work end to end (no timing is asserted)."""
 
+import csv
 import importlib.util
 import os
 import subprocess
@@ -22,11 +23,12 @@ ADVANTAGES = ["floor (pyarrow read + write, 1 column)", "pyarrow default writer,
 @pytest.mark.parametrize("mean_tokens, labels, extra", [(4, TOKENS, ["--skip-peers"]), (0, ADVANTAGES, []),
                                                         (0, ADVANTAGES, ["--scattered"])])
 def test_benchmark_smoke(tmp_path, mean_tokens, labels, extra):
-    """One table per reward kind, a row per command, in order; every written file's size."""
+    """One table per reward kind, a row per command, in order; every written file's size; the
+    same rows appended to the results file, dated, with their floor."""
     env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks/bench.py"), "--rows", "256", "--mean-tokens", str(mean_tokens),
-         "--runs", "1", "--workdir", str(tmp_path), "--rewards", "binary,continuous", *extra],
+         "--runs", "1", "--workdir", str(tmp_path), "--rewards", "binary,continuous", "--results", str(tmp_path / "results.csv"), *extra],
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
@@ -36,3 +38,9 @@ def test_benchmark_smoke(tmp_path, mean_tokens, labels, extra):
     assert [row[0][2:] for row in rows if row != header] == labels * 2
     writes = [row for row in rows if row != header and "read floor" not in row[0] and "summary" not in row[0]]
     assert all(row[4].rstrip(" |") for row in writes) and not any(row[4].rstrip(" |") for row in rows if "summary" in row[0])
+    with (tmp_path / "results.csv").open(newline="") as f:
+        recorded = list(csv.DictReader(f))
+    assert [r["command"] for r in recorded] == labels * 2 and len({r["date"] for r in recorded}) == 1
+    assert [r["setup"].rsplit("; ", 1)[1] for r in recorded] == ["binary rewards"] * len(labels) + ["continuous rewards"] * len(labels)
+    assert all(r["seconds"] == row[1] and r["ratio"] == row[2] for r, row in zip(recorded, (row for row in rows if row != header)))
+    assert all(r["floor"] and r["cores"] and r["commit"] for r in recorded)

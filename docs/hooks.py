@@ -1,0 +1,221 @@
+"""MkDocs hooks: the parts of the docs that the code already says, generated from it.
+
+- the navigation's command pages, from the CLI's list of commands (``commands/<name>.md``);
+- ``<!-- options: NAME -->``: the options of command NAME, from its click parameters;
+- ``<!-- estimators -->``, ``<!-- losses -->``: the registries, from their docstrings;
+- ``<!-- presets -->``: each preset's option values, from ``grpo_cli.presets.PRESETS``;
+- ``<!-- api -->``: a mkdocstrings block for each name the package exports;
+- ``<!-- benchmarks -->``: the latest ``benchmarks/results.csv`` rows of each machine.
+
+Everything is read from objects (click commands, registries), not from source text, so the
+pages follow the code whatever shape its declarations take.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import inspect
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results.csv"
+MARKER = re.compile(r"(?<!`)<!-- (options|estimators|losses|presets|api|benchmarks)(?:: ([\w-]+))? -->")
+
+
+@functools.cache
+def commands() -> dict:
+    """The ``grpo`` command's subcommands by name, as click runs them."""
+    import click
+    import typer
+
+    from grpo_cli.cli import app
+
+    group = typer.main.get_command(app)
+    ctx = click.Context(group)
+    return {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+
+
+def on_config(config):
+    """Fill the ``Commands`` section of the navigation with one page per command."""
+    pages = [{name: f"commands/{name}.md"} for name in commands()]
+    for entry in config["nav"]:
+        if isinstance(entry, dict) and "Commands" in entry:
+            entry["Commands"] = pages
+            return config
+    config["nav"].append({"Commands": pages})
+    return config
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    return MARKER.sub(lambda m: RENDER[m.group(1)](m.group(2)), markdown)
+
+
+def cell(text: str) -> str:
+    """``text`` as one markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+DEFAULT = re.compile(r"\s*\[default: (.*)\]\s*$")
+
+
+def option_row(param) -> tuple[str, list[str]]:
+    """``(panel, [flags, type, default, help])`` of one click parameter."""
+    help_text = (getattr(param, "help", None) or "").replace("\\[", "[")
+    shown = DEFAULT.search(help_text)
+    if shown:
+        help_text, default = help_text[: shown.start()], shown.group(1)
+    elif param.default is None or param.default is False or param.default == () or callable(param.default):
+        default = ""
+    else:
+        default = str(getattr(param.default, "value", param.default))
+    flags = ", ".join(f"`{flag}`" for flag in [*param.opts, *param.secondary_opts])
+    if param.param_type_name == "argument":
+        flags = f"`{param.name.upper()}`" + ("..." if param.nargs == -1 else "")
+    kind = param.type
+    if getattr(param, "is_flag", False):
+        type_text = "flag"
+    elif hasattr(kind, "choices"):
+        type_text = " | ".join(f"`{choice}`" for choice in kind.choices)
+    elif hasattr(kind, "min_open"):  # click's IntRange, FloatRange
+        low = "" if kind.min is None else f"{kind.min} {'<' if kind.min_open else '<='} "
+        high = "" if kind.max is None else f" {'<' if kind.max_open else '<='} {kind.max}"
+        type_text = f"{kind.name} ({low}x{high})"
+    else:
+        type_text = kind.name
+    if getattr(param, "multiple", False):
+        type_text += ", repeatable"
+    panel = getattr(param, "rich_help_panel", None) or ("Arguments" if param.param_type_name == "argument" else "Options")
+    return panel, [flags, type_text, f"`{default}`" if default else "", help_text.replace("*", "\\*")]
+
+
+def options(name: str) -> str:
+    """One table per help panel of command ``name``'s parameters, in the help's order."""
+    panels: dict[str, list[list[str]]] = {}
+    for param in commands()[name].params:
+        panel, row = option_row(param)
+        panels.setdefault(panel, []).append(row)
+    return "\n".join(f"**{panel}**\n\n" + table(["option", "type", "default", "meaning"], rows) for panel, rows in panels.items())
+
+
+ROLE = re.compile(r":(?:class|func|data|attr|mod|meth):`~?([\w.]+)`")
+
+
+def markdown_of(doc: str | None) -> str:
+    """A docstring (reStructuredText-ish) as markdown: ``.. math::`` blocks become display
+    math, ``:math:`` inline math, double backticks code, cross-references their last name."""
+    out, math = [], None
+    for line in inspect.cleandoc(doc or "").splitlines():
+        if math is not None:
+            if line.startswith(" ") and line.strip():
+                math.append(line.strip())
+                continue
+            out += ["", "$$", " ".join(math), "$$", ""]
+            math = None
+        if line.startswith(".. math::"):
+            math = [line[len(".. math::"):].strip()]
+            continue
+        out.append(line)
+    if math is not None:
+        out += ["", "$$", " ".join(math), "$$"]
+    text = "\n".join(out)
+    text = re.sub(r":math:`([^`]*)`", r"\\(\1\\)", text)
+    text = ROLE.sub(lambda m: f"`{m.group(1).rsplit('.', 1)[-1]}`", text)
+    return text.replace("``", "`")
+
+
+def names(values) -> str:
+    return ", ".join(f"`{v}`" for v in values)
+
+
+def estimators(_) -> str:
+    """Each registered estimator: its docstring, then what its spec declares."""
+    from grpo_cli.estimators import ESTIMATORS
+
+    parts = []
+    for e in ESTIMATORS.values():
+        spec = {k: getattr(e, k, None) for k in ("level", "default_scale", "needs", "params", "aliases", "scope")}
+        facts = [f"one advantage per {spec['level']}" if spec["level"] else "",
+                 f"default scale `{spec['default_scale']}`" if spec["default_scale"] else "",
+                 f"needs {names(spec['needs'])}" if spec["needs"] else "",
+                 f"options {names(spec['params'])}" if spec["params"] else "no options of its own",
+                 f"aliases {names(spec['aliases'])}" if spec["aliases"] else "",
+                 "statistics of the whole input" if spec["scope"] == "file" else ""]
+        parts.append(f"### `{e.name}`\n\n{markdown_of(e.compute.__doc__)}\n\n*" + "; ".join(f for f in facts if f) + ".*\n")
+    return "\n".join(parts)
+
+
+def losses(_) -> str:
+    """Each registered loss: its docstring, then its options, defaults and flags."""
+    from grpo_cli.objective.losses import LOSSES
+
+    parts = []
+    for loss in LOSSES.values():
+        params, defaults, flags = (getattr(loss, k, ()) for k in ("params", "defaults", "flags"))
+        facts = [f"options {names(params)}" if params else "no options of its own",
+                 "defined with " + ", ".join(f"`{k}` {v}" for k, v in dict(defaults).items()) if defaults else "",
+                 f"flags {names(f.name for f in flags)}" if flags else ""]
+        parts.append(f"### `{loss.name}`\n\n{markdown_of(loss.factors.__doc__)}\n\n*" + "; ".join(f for f in facts if f) + ".*\n")
+    return "\n".join(parts)
+
+
+def presets(_) -> str:
+    from grpo_cli.presets import PRESETS
+
+    names = list(PRESETS)
+    keys = list(dict.fromkeys(k for p in PRESETS.values() for k in (*p.advantage, *p.objective)))
+
+    def value(preset, key) -> str:
+        values = {**preset.advantage, **preset.objective}
+        return "-" if key not in values else "off" if values[key] is None else str(values[key])
+
+    rows = [[f"`--{key.replace('_', '-')}`", *(value(PRESETS[n], key) for n in names)] for key in keys]
+    rows += [["read from", *(PRESETS[n].source for n in names)], ["not modelled", *(PRESETS[n].differs or "-" for n in names)]]
+    return table(["option", *(f"`{n}`" for n in names)], rows)
+
+
+def api(_) -> str:
+    """A mkdocstrings block per exported class or function, where it is defined (the package
+    exports them lazily, which static analysis cannot follow)."""
+    import grpo_cli
+
+    names = getattr(grpo_cli, "__all__", None) or [n for n in dir(grpo_cli) if not n.startswith("_")]
+    objects = [getattr(grpo_cli, name) for name in names]
+    return "\n".join(f"::: {obj.__module__}.{obj.__qualname__}\n    options:\n      heading_level: 3\n"
+                     for obj in objects if inspect.isclass(obj) or inspect.isfunction(obj))
+
+
+MACHINE = ("cores", "memory_gib", "cpu")
+
+
+def benchmarks(_) -> str:
+    """Each machine's latest run in ``benchmarks/results.csv`` (the rows of its latest date),
+    one table per setup."""
+    with RESULTS.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    latest: dict[tuple, str] = {}
+    for row in rows:
+        machine = tuple(row[k] for k in MACHINE)
+        latest[machine] = max(latest.get(machine, ""), row["date"])
+    parts = []
+    for machine, date in sorted(latest.items(), key=lambda item: item[1], reverse=True):
+        run = [r for r in rows if tuple(r[k] for k in MACHINE) == machine and r["date"] == date]
+        cores, memory, cpu = machine
+        parts.append(f"### {cores} cores, {memory} GiB, {cpu}\n\n{date}, commit `{run[0]['commit']}`\n")
+        for setup in dict.fromkeys(r["setup"] for r in run):
+            shown = [r for r in run if r["setup"] == setup]
+            parts.append(f"`{setup}`\n\n" + table(
+                ["command", "median s", "x floor", "peak RSS MiB", "output MiB"],
+                [[r["command"], r["seconds"], r["ratio"], r["peak_rss_mib"], r["output_mib"]] for r in shown]))
+    return "\n".join(parts)
+
+
+RENDER = {"options": options, "estimators": estimators, "losses": losses, "presets": presets, "api": api,
+          "benchmarks": benchmarks}
