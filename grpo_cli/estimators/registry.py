@@ -4,7 +4,7 @@ A row-level estimator takes the rewards in their groups (:class:`~.groups.Groups
 returns ``r - b``, the reward minus its baseline; the scale (``group``, ``batch`` or
 ``none``, see :mod:`.scale`) divides it afterwards. A token-level estimator takes each row's
 steps (:class:`~.returns.Steps`: per-token rewards, and values) and returns per-token
-advantages and returns. Its docstring's first line is its help in ``--help`` and the README;
+advantages and returns. Its docstring's first line is its help in ``--help`` and the docs;
 the rest states the formula.
 """
 

@@ -1,5 +1,5 @@
 """Groups of one row: what their advantage is. They have no baseline of their own, and the
-frameworks disagree (see the README's presets)."""
+frameworks disagree (see the docs' presets page)."""
 
 from __future__ import annotations
 
