@@ -101,3 +101,12 @@ def test_a_table_is_read_in_memory_and_a_reader_once(monkeypatch):
     reader = pa.RecordBatchReader.from_batches(TABLE.schema, TABLE.to_batches(max_chunksize=64))
     out = annotate_advantages(reader).read_all()
     assert spools == ["grpo-frame-"] and out["advantage"].equals(annotate_advantages(TABLE)["advantage"])
+
+
+def test_a_dataset_of_several_files_is_scanned_in_order(tmp_path):
+    (tmp_path / "dataset").mkdir()
+    for k, start in enumerate(range(0, TABLE.num_rows, 120)):
+        pq.write_table(TABLE.slice(start, 120), tmp_path / "dataset" / f"part-{k}.parquet", row_group_size=50)
+    out, figures = annotate_advantages(ds.dataset(tmp_path / "dataset"), figures=True, batch_rows=64)
+    expected, expected_figures = cli(tmp_path, "advantages")
+    assert out.to_table().equals(expected) and figures["advantage"] == expected_figures["advantage"]

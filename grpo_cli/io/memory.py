@@ -26,6 +26,7 @@ class Tables(Reader):
 
     name = "Arrow"
     piece = "tables"
+    kind = "dataset"  # a table is never unreadable
 
     def __init__(self, data: Any):
         self.data = data
@@ -48,7 +49,7 @@ class Tables(Reader):
         """A table in slices of ``batch_rows`` rows (a slice within one chunk is not copied); a
         dataset as its scan gives it."""
         if not isinstance(self.data, pa.Table):
-            yield from self.guarded(part, lambda: self.data.to_batches(columns=columns.names, batch_size=batch_rows))
+            yield from self.guarded_batches(part, lambda: self.data.to_batches(columns=columns.names, batch_size=batch_rows))
             return
         table = self.data.select(columns.names)
         for start in range(0, table.num_rows, batch_rows):

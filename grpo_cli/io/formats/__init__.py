@@ -9,7 +9,7 @@ detection of a file without a known suffix and the writing of outputs all come f
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +59,11 @@ class Reader(ABC):
     name: str
     piece: str = "files"
 
+    @property
+    def kind(self) -> str:
+        """What one part is, in messages."""
+        return f"{self.name} file"
+
     @abstractmethod
     def scan(self, part: Part) -> Scan:
         """What ``part`` holds (see :class:`Scan`)."""
@@ -80,7 +85,13 @@ class Reader(ABC):
         try:
             return read()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
-            raise InputError(f"{part.name}: not a readable {self.name} file ({first_line(exc)})") from None
+            raise InputError(f"{part.name}: not a readable {self.kind} ({first_line(exc)})") from None
+
+    def guarded_batches(self, part: Part, batches: Callable[[], Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+        """The batches of the iterator that ``batches()`` makes, each read :meth:`guarded`."""
+        found = self.guarded(part, batches)
+        while (batch := self.guarded(part, lambda: next(found, None))) is not None:
+            yield batch
 
 
 class Format(Reader):
@@ -107,7 +118,8 @@ class Format(Reader):
 
 def _discovered() -> dict[str, Format]:
     """The ``FORMAT`` of each module in this package, by name, in their ``order``."""
-    found = [importlib.import_module(f"{__name__}.{module.name}").FORMAT for module in pkgutil.iter_modules(__path__)]
+    modules = [name[:-3] for name in os.listdir(os.path.dirname(__file__)) if name.endswith(".py") and name != "__init__.py"]
+    found = [importlib.import_module(f"{__name__}.{module}").FORMAT for module in modules]
     return {fmt.name: fmt for fmt in sorted(found, key=lambda fmt: (fmt.order, fmt.name))}
 
 

@@ -47,9 +47,7 @@ class Parquet(Format):
         return self.guarded(part, lambda: _file(part).read(columns=columns.names))
 
     def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
-        batches = self.guarded(part, lambda: _file(part).iter_batches(batch_size=batch_rows, columns=columns.names))
-        while (batch := self.guarded(part, lambda: next(batches, None))) is not None:
-            yield batch
+        return self.guarded_batches(part, lambda: _file(part).iter_batches(batch_size=batch_rows, columns=columns.names))
 
     def writer(self, path: str, target: str, schema: pa.Schema, layout: Layout, threads: int) -> RowGroupWriter:
         return RowGroupWriter(path, schema, layout, threads)
