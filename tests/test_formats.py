@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from grpo_cli.errors import InputError, UsageError
-from grpo_cli.io import LOCAL, FORMATS, Layout, Part, open_source
+from grpo_cli.io import FORMATS, LOCAL, Layout, Part, open_source
 from grpo_cli.io.formats import BY_NAME, check_name, detect, format_from_name
 
 ROWS = pa.table({"prompt_id": ["a", "a", "b", "b", "c"], "reward": [1.0, 0.0, 0.5, 0.25, 2.0],

@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -20,7 +19,8 @@ FRAMES = {
     "pyarrow": (lambda t: t, lambda out: out),
     "pyarrow-chunked": (lambda t: pa.Table.from_batches(t.to_batches(max_chunksize=7)), lambda out: out),
     "record-batch": (lambda t: t.combine_chunks().to_batches()[0], lambda out: pa.Table.from_batches([out])),
-    "record-batch-reader": (lambda t: pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=50)), lambda out: out.read_all()),
+    "record-batch-reader": (lambda t: pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=50)),
+                            lambda out: out.read_all()),
     "dataset": (lambda t: ds.dataset(t), lambda out: out.to_table()),
     "polars": (pl.from_arrow, lambda out: out.to_arrow()),
     "polars-lazy": (lambda t: pl.from_arrow(t).lazy(), lambda out: out.collect().to_arrow()),

@@ -38,7 +38,7 @@ class Tables(Reader):
         else:
             rows, head = self.data.count_rows(), self.data.head(HEAD_ROWS)
             nbytes = head.nbytes * rows // max(1, head.num_rows)
-        return Scan(self.data.schema, rows, (rows,), nbytes)
+        return Scan(self.data.schema, rows, (rows,), nbytes, codec="none")  # in memory, uncompressed: so is parquet output by default
 
     def read(self, part: Part, columns: pa.Schema) -> pa.Table:
         if isinstance(self.data, pa.Table):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
-from ..errors import InputError, RowError
+from ..errors import InputError
 from ..schema import inexact_integer
 from .formats import first_line
 
@@ -25,7 +25,7 @@ Data = TypeVar("Data", pa.RecordBatch, pa.Table)
 def conform(data: Data, schema: pa.Schema, name: str) -> Data:
     """``data`` (of file ``name``) with the columns of ``schema``, in its order and types; a
     column that ``data`` lacks is null. An integer that float64 (its type in other files)
-    would round raises :class:`RowError` with its row in ``data``."""
+    would round raises :class:`~grpo_cli.errors.RowError` with its row in ``data``."""
     for field in schema:
         if data.schema.get_field_index(field.name) < 0:
             data = data.append_column(field, pa.nulls(data.num_rows, field.type))

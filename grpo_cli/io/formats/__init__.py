@@ -12,6 +12,7 @@ import importlib
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol, TypeVar
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from ..discovery import Part
     from ..parquet_writer import Layout
 
-UNSUPPORTED = {".csv": "CSV", ".tsv": "TSV"}  # formats we name rather than misread
+UNSUPPORTED = {".csv": "CSV", ".tsv": "TSV"}  # formats we name rather than misread (until a module here reads them)
 SNIFF_BYTES = 4096  # enough to see past blank lines to a JSON Lines file's first brace
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ class Reader(ABC):
 
     def scans(self, parts: list[Part]) -> list[Scan]:
         """Each part's :class:`Scan`, in order."""
-        return [self.guarded(part, lambda: self.scan(part)) for part in parts]
+        return [self.guarded(part, partial(self.scan, part)) for part in parts]
 
     @abstractmethod
     def read(self, part: Part, columns: pa.Schema) -> pa.Table:
@@ -154,11 +155,11 @@ def detect(part: Part) -> str:
     """A file's format from its suffix, else from its first bytes (formats we do not read are
     named, not misread)."""
     suffix = Path(part.name).suffix.lower()
+    if suffix in SUFFIXES:
+        return SUFFIXES[suffix]
     if suffix in UNSUPPORTED:
         raise InputError(f"{part.name}: {UNSUPPORTED[suffix]} is not supported; convert it to {titles()} "
                          "(or pass `input_format` if it holds one of them)")
-    if suffix in SUFFIXES:
-        return SUFFIXES[suffix]
     with part.open() as f:
         head = f.read(SNIFF_BYTES)
     found = next((fmt.name for fmt in BY_NAME.values() if fmt.sniff(head)), None)

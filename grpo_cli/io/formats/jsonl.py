@@ -29,8 +29,7 @@ import pyarrow.json as pajson
 from ...errors import InputError
 from ...numerics import EXACT_INTEGERS, inexact_integers
 from ...parallel import default_threads, ordered_map
-from . import Format
-from . import Scan
+from . import Format, Scan
 
 if TYPE_CHECKING:
     from ..discovery import Part

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Iterator
 
 import pyarrow as pa
@@ -39,7 +40,7 @@ class Parquet(Format):
 
     def scans(self, parts: list[Part]) -> list[Scan]:
         """The footers, read on threads (object storage answers each after a round trip)."""
-        return list(ordered_map(lambda part: self.guarded(part, lambda: self.scan(part)), parts, default_threads()))
+        return list(ordered_map(lambda part: self.guarded(part, partial(self.scan, part)), parts, default_threads()))
 
     def read(self, part: Part, columns: pa.Schema) -> pa.Table:
         """Read whole. Local files are read without pre-buffering (3.5x faster here); object
