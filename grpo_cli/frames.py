@@ -20,7 +20,7 @@ import os
 import tempfile
 from dataclasses import fields
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Callable, Literal, TypeVar, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,6 +34,8 @@ from .io.memory import is_dataset
 from .objective.config import ObjectiveConfig
 from .plan import plan_advantages
 from .plan.objective import objective_estimator, plan_objective
+
+Frame = TypeVar("Frame")  # what comes back is what went in
 
 ADVANTAGE_OPTIONS = [f.name for f in fields(AdvantageConfig)]
 OBJECTIVE_OPTIONS = [f.name for f in fields(ObjectiveConfig)]
@@ -75,6 +77,10 @@ def arrow_of(frame: Any) -> tuple[Any, Callable[[pa.Table], Any]]:
                      f"or a pandas DataFrame (found {type(frame).__name__}); for a datasets.Dataset pass dataset.data.table")
 
 
+@overload
+def annotate_advantages(frame: Frame, *, figures: Literal[False] = False, **options: Any) -> Frame: ...
+@overload
+def annotate_advantages(frame: Frame, *, figures: Literal[True], **options: Any) -> tuple[Frame, dict]: ...
 def annotate_advantages(frame: Any, *, figures: bool = False, **options: Any) -> Any:
     """`grpo advantages` on a frame: ``frame`` with ``advantage`` (or the token-level columns),
     of the same kind; with ``figures=True``, ``(frame, figures)``, the summary figures too.
@@ -93,6 +99,10 @@ def annotate_advantages(frame: Any, *, figures: bool = False, **options: Any) ->
     return _annotated(frame, "advantages", plan_advantages, {"config": AdvantageConfig(**config), **options}, figures)
 
 
+@overload
+def annotate_objective(frame: Frame, *, figures: Literal[False] = False, **options: Any) -> Frame: ...
+@overload
+def annotate_objective(frame: Frame, *, figures: Literal[True], **options: Any) -> tuple[Frame, dict]: ...
 def annotate_objective(frame: Any, *, figures: bool = False, **options: Any) -> Any:
     """`grpo objective` on a frame: ``frame`` with the per-row objective columns, of the same
     kind; with ``figures=True``, ``(frame, figures)``, the summary figures too. Every option of
