@@ -38,7 +38,7 @@ def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np
     r = np.asarray(_untensored(rewards), dtype=np.float64)
     values = r[:, None] if r.ndim == 1 else r
     if values.ndim != 2 or len(groups) != values.shape[0]:
-        raise InputError(f"rewards and groups must have one entry per row (found {r.shape} and {len(groups)})")
+        raise InputError(f"`rewards` and `groups` must have one entry per row (found {r.shape} and {len(groups)})")
     if np.isinf(values).any():
         raise InputError(f"reward {int(np.argwhere(np.isinf(values))[0][0])} is infinite")
     spec = lookup(config.estimator)
@@ -217,7 +217,8 @@ def policy_objective(
     else:
         raise UsageError("pass `rewards` or `advantage_values`")
     if adv is not None and adv.shape != (n_rows,):
-        raise InputError(f"{adv.shape[0]} advantages for {n_rows} rows of log-probs")
+        given = "`advantage_values`" if advantage_values is not None else "`rewards`"
+        raise InputError(f"{adv.shape[0]} {given} for {n_rows} rows of `log_probs_new`")
     if ref_log_probs is None and (config.beta > 0 or "kl" in config.given):
         raise UsageError(f"{'`beta` > 0' if config.beta > 0 else '`kl`'} needs `ref_log_probs`")
     if rollout_log_probs is None and (config.is_level is not None or config.reject is not None):

@@ -64,7 +64,8 @@ class Interrupted(GrpoError):
 
 
 def check_keywords(given: Iterable[str], valid: Iterable[str], where: str) -> None:
-    """Refuse keywords that no option has, listing the valid ones (and the closest match).
+    """Refuse keywords that no option has, listing the valid ones (and the closest match; a
+    flag's spelling, ``reward-col``, finds its parameter, ``reward_col``).
 
     >>> check_keywords(["scal"], ["scale", "std"], "GRPOAdvantage()")
     Traceback (most recent call last):
@@ -74,6 +75,7 @@ def check_keywords(given: Iterable[str], valid: Iterable[str], where: str) -> No
     valid = list(valid)
     for name in given:
         if name not in valid:
-            close = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
+            spelled = name.strip("-").replace("-", "_")
+            close = [spelled] if spelled in valid else difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
             hint = f"; did you mean `{close[0]}`?" if close else ""
             raise UnknownOptionError(f"{where} has no option `{name}`{hint} (valid: {', '.join(valid)})")

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from grpo_cli import advantages_file, jsonl, policy_objective
+from grpo_cli import advantages_file, policy_objective
 from grpo_cli.errors import GrpoError, InputError
 from grpo_cli.io import Outputs, Sink
+from grpo_cli.io.formats import jsonl
 
 from .conftest import run_grpo, write_jsonl_rows
 

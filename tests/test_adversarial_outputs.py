@@ -16,8 +16,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import advantages_file, io, jsonl
+from grpo_cli import advantages_file, io
 from grpo_cli.errors import Interrupted, OutputError, UsageError
+from grpo_cli.io.formats import jsonl
 
 from .conftest import SAMPLE, grpo_executable, run_grpo, write_jsonl_rows
 

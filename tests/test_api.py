@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from grpo_cli import GRPOAdvantage, RLOOAdvantage, UnknownOptionError, UsageError, normalize_group, policy_objective
+from grpo_cli import GRPOAdvantage, RLOOAdvantage, UnknownOptionError, UsageError, advantages, normalize_group, policy_objective
 from grpo_cli.errors import InputError
 
 SEED_004_REWARDS = [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
@@ -174,3 +174,12 @@ def test_padded_tensors_with_a_mask():
 def test_every_name_a_package_exports_is_there(package):
     module = importlib.import_module(package)
     assert [name for name in module.__all__ if not hasattr(module, name)] == []
+
+
+def test_length_mismatches_name_the_parameters():
+    with pytest.raises(InputError, match=r"^`rewards` and `groups` must have one entry per row \(found \(3,\) and 2\)$"):
+        advantages([1.0, 0.0, 1.0], ["a", "a"])
+    with pytest.raises(InputError, match=r"^1 `advantage_values` for 2 rows of `log_probs_new`$"):
+        policy_objective(SEED_NEW, SEED_OLD, advantage_values=[1.0])
+    with pytest.raises(InputError, match=r"^3 `rewards` for 2 rows of `log_probs_new`$"):
+        policy_objective(SEED_NEW, SEED_OLD, [1.0, 0.0, 1.0], 0.2, groups=["a", "a", "b"])

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import footer as f
+from grpo_cli.io import parquet_footer as f
 
 
 def _parquet(table: pa.Table, **options) -> bytes:

@@ -4,7 +4,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import advantages_file, jsonl
+from grpo_cli import advantages_file
+from grpo_cli.io.formats import jsonl
 from grpo_cli.errors import InputError
 
 from .conftest import write_jsonl_rows

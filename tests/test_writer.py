@@ -10,8 +10,8 @@ import pytest
 
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import UsageError
-import grpo_cli.writer
-from grpo_cli.writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, encodings, layout
+from grpo_cli.io import parquet_writer
+from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, encodings, layout
 
 from .conftest import SAMPLE, run_grpo
 
@@ -94,12 +94,12 @@ def _written(path, table: pa.Table, threads: int, rows: int) -> bytes:
 
 
 @pytest.mark.parametrize("rows", [0, 1, 999, 10_000])
-@pytest.mark.parametrize("budget", [grpo_cli.writer.ENCODING_BYTES, 1])
+@pytest.mark.parametrize("budget", [parquet_writer.ENCODING_BYTES, 1])
 def test_the_file_does_not_depend_on_the_threads_that_encode_it(tmp_path, monkeypatch, rows, budget):
     """Row groups encoded apart and joined make, byte for byte, the file one pyarrow writer
     makes of them, whatever the number of threads; so do row groups too large to encode
     several at once (``budget``), which one writer writes straight to the file."""
-    monkeypatch.setattr(grpo_cli.writer, "ENCODING_BYTES", budget)
+    monkeypatch.setattr(parquet_writer, "ENCODING_BYTES", budget)
     rng = np.random.default_rng(1)
     table = pa.table({
         "id": np.arange(rows) // 8,

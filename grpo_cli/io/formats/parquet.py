@@ -1,0 +1,61 @@
+"""Parquet: footers for the schema and row counts, record batches streamed by pyarrow, output by
+:class:`~grpo_cli.io.parquet_writer.RowGroupWriter`."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...parallel import default_threads, ordered_map
+from ..parquet_writer import Layout, RowGroupWriter
+from . import Format, Scan
+
+if TYPE_CHECKING:
+    from ..discovery import Part
+
+MAGIC = b"PAR1"
+
+
+class Parquet(Format):
+    name = title = "parquet"
+    suffixes = (".parquet", ".pq")
+    piece = "row groups"
+    order = 0
+    binary = True
+
+    def sniff(self, head: bytes) -> bool:
+        return head.startswith(MAGIC)
+
+    def scan(self, part: Part) -> Scan:
+        """From the footer: the schema, the rows of each row group and their uncompressed bytes."""
+        meta = pq.read_metadata(part.path, filesystem=part.filesystem)
+        groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+        codec = groups[0].column(0).compression.lower() if groups and groups[0].num_columns else None
+        pieces = tuple(group.num_rows for group in groups)
+        return Scan(meta.schema.to_arrow_schema(), meta.num_rows, pieces, sum(group.total_byte_size for group in groups), codec,
+                    max(pieces, default=None))
+
+    def scans(self, parts: list[Part]) -> list[Scan]:
+        """The footers, read on threads (object storage answers each after a round trip)."""
+        return list(ordered_map(lambda part: self.guarded(part, partial(self.scan, part)), parts, default_threads()))
+
+    def read(self, part: Part, columns: pa.Schema) -> pa.Table:
+        """Read whole. Local files are read without pre-buffering (3.5x faster here); object
+        storage with it (fewer requests)."""
+        return self.guarded(part, lambda: _file(part).read(columns=columns.names))
+
+    def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
+        return self.guarded_batches(part, lambda: _file(part).iter_batches(batch_size=batch_rows, columns=columns.names))
+
+    def writer(self, path: str, target: str, schema: pa.Schema, layout: Layout, threads: int) -> RowGroupWriter:
+        return RowGroupWriter(path, schema, layout, threads)
+
+
+def _file(part: Part) -> pq.ParquetFile:
+    return pq.ParquetFile(part.path, filesystem=part.filesystem, pre_buffer=not part.local)
+
+
+FORMAT = Parquet()

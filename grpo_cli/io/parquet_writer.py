@@ -1,0 +1,195 @@
+"""Parquet output laid out for speed and size: whole row groups, each column encoded for its
+values, the input's compression.
+
+- Row groups hold :attr:`Layout.row_group_rows` rows: as many as the input's largest row
+  group (parquet; JSON Lines: :data:`DEFAULT_ROW_GROUP_ROWS`), at most about
+  :data:`ROW_GROUP_BYTES` of uncompressed data. Batches are buffered until a row group is
+  full, so the file does not depend on the batch size or thread count.
+- Each column (each leaf of a nested one) is encoded as its first :data:`SAMPLE_VALUES`
+  values in the first row group suggest: integers that ascend (ids, steps) delta-encoded;
+  strings and binary, and values that repeat (at most one in :data:`DISTINCT_SHARE` distinct:
+  steps, rewards, advantages of binary rewards) in a dictionary; distinct floats (log-probs,
+  advantages of continuous rewards) byte-stream-split, faster to write and smaller than plain
+  once compressed. pyarrow's default writer tries a dictionary on every column and gives each
+  up only after its dictionary page has filled, work that is thrown away.
+- Compression: ``compression`` if given, else the input's codec, else snappy.
+- Small row groups are encoded on several threads at once, each into a parquet file in
+  memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column
+  after another on one thread, the slowest step of a run. The file is the same byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import UsageError
+from .parquet_footer import JoinedFile
+
+CODECS = ("none", "snappy", "zstd", "lz4", "gzip", "brotli")
+DEFAULT_CODEC = "snappy"
+DEFAULT_ROW_GROUP_ROWS = 65_536
+ROW_GROUP_BYTES = 128 << 20
+SAMPLE_VALUES = 65_536
+ENCODING_BYTES = 64 << 20  # uncompressed bytes of the row groups encoded at once (at least one row group)
+DISTINCT_SHARE = 4
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How output parquet is written: its codec and rows per row group."""
+
+    compression: str = DEFAULT_CODEC
+    row_group_rows: int = DEFAULT_ROW_GROUP_ROWS
+
+
+def layout(compression: str | None, input_codec: str | None, input_row_group_rows: int | None, bytes_per_row: int) -> Layout:
+    """The :class:`Layout` for an input whose codec, largest row group and uncompressed
+    bytes per row are given (None: not parquet): see the module's docstring."""
+    if compression is not None and compression not in CODECS:
+        raise UsageError(f"unknown `compression` {compression!r} (valid: {', '.join(CODECS)})")
+    codec = compression or {"uncompressed": "none"}.get(input_codec, input_codec) or DEFAULT_CODEC
+    rows = min(input_row_group_rows or DEFAULT_ROW_GROUP_ROWS, max(1, ROW_GROUP_BYTES // max(1, bytes_per_row)))
+    return Layout(codec if codec in CODECS else DEFAULT_CODEC, rows)
+
+
+class RowGroupWriter:
+    """A parquet file written a whole row group at a time (see the module's docstring).
+
+    As many row groups are encoded at once as ``threads`` allows and :data:`ENCODING_BYTES`
+    holds (uncompressed), judged on the first row group. Several: each is encoded on a thread
+    of its own as a parquet file in memory, and the files are joined in order
+    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`); thin rows (ids, rewards) get every thread. One (a
+    single thread, or row groups of long token lists, as large as a batch already): pyarrow's
+    writer writes straight to the file, with no copy in memory. The file is the same either way.
+    """
+
+    def __init__(self, path: str, schema: pa.Schema, layout: Layout, threads: int = 1):
+        self.path, self.schema, self.layout, self.threads = path, schema, layout, max(1, threads)
+        self._pending: list[pa.RecordBatch] = []
+        self._rows = 0
+        self._encodings: dict | None = None  # chosen from the first row group (see _start)
+        self._at_once = 1  # row groups encoded at once
+        self._single: pq.ParquetWriter | None = None
+        self._joined: JoinedFile | None = None
+        self._encoding: deque[Future] = deque()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        self._pending.append(batch)
+        self._rows += batch.num_rows
+        while self._rows >= self.layout.row_group_rows:
+            self._flush(self.layout.row_group_rows)
+
+    def close(self) -> None:
+        try:
+            if self._rows or self._encodings is None:  # the rest, or an empty file's schema
+                self._flush(self._rows)
+            if self._single is not None:
+                self._single.close()
+                return
+            while self._encoding:
+                self._joined.append(self._encoding.popleft().result())
+            self._joined.close()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+                self._joined.out.close()
+
+    def _flush(self, rows: int) -> None:
+        """Write the first ``rows`` pending rows as one row group (0: a file without any)."""
+        table = pa.Table.from_batches(self._pending, self.schema)
+        group = table.slice(0, rows)
+        if self._encodings is None:
+            self._start(table, group)
+        if self._single is not None:
+            if rows:
+                self._single.write_table(group, row_group_size=rows)
+        else:
+            self._encoding.append(self._pool.submit(self._encoded, group))
+            while len(self._encoding) > self._at_once:
+                self._joined.append(self._encoding.popleft().result())
+        rest = table.slice(rows)
+        self._pending, self._rows = rest.to_batches(), rest.num_rows
+
+    def _start(self, table: pa.Table, group: pa.Table) -> None:
+        """Choose each column's encoding and how many row groups to encode at once; open the file."""
+        self._encodings = encodings(table)
+        self._at_once = min(self.threads, ENCODING_BYTES // group.nbytes) if group.num_rows and group.nbytes else 1
+        if self._at_once <= 1:
+            self._single = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression, **self._encodings)
+        else:
+            self._pool = ThreadPoolExecutor(self._at_once)
+            self._joined = JoinedFile(open(self.path, "wb"))
+
+    def _encoded(self, rows: pa.Table) -> pa.Buffer:
+        """``rows`` as a parquet file in memory: one row group (none if empty)."""
+        out = pa.BufferOutputStream()
+        with pq.ParquetWriter(out, self.schema, compression=self.layout.compression, **self._encodings) as writer:
+            if rows.num_rows:
+                writer.write_table(rows, row_group_size=rows.num_rows)
+        return out.getvalue()
+
+
+def encodings(table: pa.Table) -> dict:
+    """How each parquet column (leaf) of ``table`` is encoded, as :class:`pyarrow.parquet.ParquetWriter`
+    takes it (``use_dictionary``, ``column_encoding``), judged on the first :data:`SAMPLE_VALUES`
+    values of each leaf: integers in ascending order (ids, steps, row numbers) delta-encoded;
+    strings and binary, and values that repeat (at most one in :data:`DISTINCT_SHARE`
+    distinct), in a dictionary; other floats byte-stream-split; the rest plain."""
+    chosen: dict[str, list[str]] = {"dictionary": [], "DELTA_BINARY_PACKED": [], "BYTE_STREAM_SPLIT": [], "plain": []}
+    if table.num_rows:
+        sample = table.slice(0, SAMPLE_VALUES).combine_chunks()
+        leaves = [leaf for column in sample.columns for chunk in column.chunks[:1] for leaf in _leaves(chunk)]
+        for path, values in zip(leaf_paths(table.schema), leaves, strict=True):
+            chosen[_encoding(values)].append(path)
+    encoded = {path: encoding for encoding in ("DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT") for path in chosen[encoding]}
+    return {"use_dictionary": chosen["dictionary"], "column_encoding": encoded}
+
+
+def leaf_paths(schema: pa.Schema) -> list[str]:
+    """The parquet column paths of ``schema``'s leaves (``tokens.list.element``), in order."""
+    sink = pa.BufferOutputStream()
+    pq.ParquetWriter(sink, schema).close()
+    meta = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+    return [meta.schema.column(i).path for i in range(len(meta.schema))]
+
+
+def _leaves(values: pa.Array) -> Iterator[pa.Array]:
+    """Each leaf's first values, depth first (the order of :func:`leaf_paths`)."""
+    t = values.type
+    if isinstance(t, pa.ExtensionType):
+        yield from _leaves(values.storage)
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from _leaves(values.field(i))
+    elif pa.types.is_map(t):
+        yield from _leaves(values.keys)
+        yield from _leaves(values.items)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
+        yield from _leaves(values.flatten())
+    else:
+        yield values.slice(0, SAMPLE_VALUES)
+
+
+def _encoding(values: pa.Array) -> str:
+    """How a leaf whose first values are ``values`` is encoded (see :func:`encodings`):
+    'dictionary', a parquet encoding's name, or 'plain'."""
+    import pyarrow.compute as pc
+
+    t = values.type
+    if pa.types.is_dictionary(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+            or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return "dictionary"
+    if pa.types.is_boolean(t) or pa.types.is_null(t) or len(values) == 0:
+        return "plain"
+    if pa.types.is_integer(t) and pc.all(pc.less_equal(values[:-1], values[1:])).as_py() is not False:
+        return "DELTA_BINARY_PACKED"
+    if pc.count_distinct(values, mode="all").as_py() * DISTINCT_SHARE <= len(values):
+        return "dictionary"
+    return "BYTE_STREAM_SPLIT" if pa.types.is_float32(t) or pa.types.is_float64(t) else "plain"
