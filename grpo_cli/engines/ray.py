@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ..errors import GrpoError, UsageError
 from ..io import Sink, Source
-from ..writer import Layout
+from ..io import Layout
 from ..plan import Grouping, Output
 from .local import LocalEngine, _annotated_schema, output_batch, row_labeller, run_kernel
 
