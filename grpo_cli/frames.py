@@ -20,7 +20,7 @@ import os
 import tempfile
 from dataclasses import fields
 from functools import partial
-from typing import Any, Callable, Literal, TypeVar, overload
+from typing import Any, Callable, Literal, TypeVar, cast, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -64,7 +64,7 @@ def arrow_of(frame: Any) -> tuple[Any, Callable[[pa.Table], Any]]:
         import polars as pl
 
         if kind == "LazyFrame":
-            return frame.collect().to_arrow(), lambda table: pl.from_arrow(table).lazy()
+            return frame.collect().to_arrow(), lambda table: cast(pl.DataFrame, pl.from_arrow(table)).lazy()  # a table gives a frame
         return frame.to_arrow(), pl.from_arrow
     if library == "pandas" and kind == "DataFrame":
         def back(table: pa.Table):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, BinaryIO, Callable, Collection, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, Collection, Iterator, cast
 
 import numpy as np
 import pyarrow as pa
@@ -169,11 +169,12 @@ def _wide_integers(table: pa.Table, chunk: bytes, first_line: int, skip: Collect
     found = {}
     for name, column in zip(table.column_names, table.columns):
         for path, values, rows in leaves(column):
-            if pa.types.is_integer(values.type) and (name, *path) not in skip:
+            key = (name, *path)
+            if pa.types.is_integer(values.type) and key not in skip:
                 ints = values.fill_null(0).to_numpy()
                 beyond = np.flatnonzero(inexact_integers(ints))
                 if len(beyond):
-                    found[(name, *path)] = (first_line + _rows(chunk)[int(rows(beyond[:1])[0])][0], int(ints[beyond[0]]))
+                    found[key] = (first_line + _rows(chunk)[int(rows(beyond[:1])[0])][0], int(ints[beyond[0]]))
     return found
 
 
@@ -368,7 +369,7 @@ class LinesWriter:
 
         batch = pa.RecordBatch.from_arrays([json_values(column) for column in batch.columns], names=batch.schema.names)
         self._check_numbers(batch)
-        pl.from_arrow(batch).write_ndjson(self.file)
+        cast(pl.DataFrame, pl.from_arrow(batch)).write_ndjson(self.file)  # a batch gives a frame
         self.rows += batch.num_rows
 
     def _check_numbers(self, batch: pa.RecordBatch) -> None:
