@@ -10,7 +10,7 @@ _HOMES = {
     "api": ("GRPOAdvantage", "RLOOAdvantage", "advantages", "normalize_group", "policy_objective"),
     "config": ("AdvantageConfig",),
     "errors": ("ColumnNotFoundError", "GrpoError", "InputError", "UnknownOptionError", "UsageError"),
-    "files": ("advantages_file", "compare_file", "filter_file", "inspect_file", "mismatch_file", "objective_file"),
+    **{f"commands.{name}": (f"{name}_file",) for name in ("advantages", "compare", "filter", "inspect", "mismatch", "objective")},
     "filters": ("FilterConfig",),
     "frames": ("annotate_advantages", "annotate_objective"),
     "mismatch": ("MismatchConfig",),

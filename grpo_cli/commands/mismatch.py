@@ -1,20 +1,25 @@
-"""`grpo mismatch`: the train/inference mismatch of the rollout sampler's log-probs."""
+"""How far the rollout sampler's log-probs are from the trainer's old ones (train/inference mismatch).
 
-from typing import Annotated, Optional
+|old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows (named by their prompt id). -o writes the per-row figures.
+"""
 
-import typer
+import sys
 
+from .. import options as o
 from ..config import value_range
-from ..files import mismatch_file
+from ..files import file_function
 from ..mismatch import MismatchConfig
-from . import (
-    check_json, column_option, CompressionOpt, config_option, DebugOpt, emit, EngineName, EngineOpt, enum_value, HiveOpt,
-    InputArg, InputFormatOpt, JsonOpt, MaskColOpt, OldColOpt, OUTPUT, OutputDirOpt, OutputFormatOpt, OutputOpt,
-    progress_reporter, ProgressMode, ProgressOpt, QuietOpt, RayAddressOpt, registered, reported_errors, ROLLOUT,
-    RolloutColOpt, SummaryJsonOpt, ThreadsOpt,
-)
+from ..plan.mismatch import plan_mismatch as plan
 
-MISMATCH_EXAMPLES = """\
+OPTIONS = (
+    *o.INPUTS, o.PROMPT_COL, o.OLD_COL, o.ROLLOUT_COL, o.MASK_COL,
+    o.config_option(MismatchConfig, "is_cap", o.ROLLOUT, float, metavar="C"),
+    o.config_option(MismatchConfig, "is_mask", o.ROLLOUT, str, metavar="LO,HI", convert=lambda text: value_range(text, "is_mask")),
+    o.config_option(MismatchConfig, "logratio_clamp", o.ROLLOUT),
+    o.config_option(MismatchConfig, "worst", o.OUTPUT, int, metavar="N"),
+    *o.WRITES, *o.RUN[:4], o.JSON, *o.RUN[4:],
+)
+EXAMPLES = """\
 Examples:
 
   grpo mismatch sample_data/rollouts_vllm.parquet
@@ -23,44 +28,17 @@ Examples:
 
   grpo mismatch sample_data/rollouts_vllm.parquet -o mismatch_rows.parquet -q
 """
+CONFIG = {"is_cap", "is_mask", "logratio_clamp", "worst"}
 
 
-@registered("mismatch", MISMATCH_EXAMPLES)
-def mismatch(
-    ctx: typer.Context,
-    input: InputArg,
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
-    prompt_col: Annotated[Optional[str], column_option("prompt", "Prompt id column (names the worst rows).")] = None,
-    old_logprobs_col: OldColOpt = None,
-    rollout_logprobs_col: RolloutColOpt = None,
-    mask_col: MaskColOpt = None,
-    is_cap: Annotated[Optional[float], config_option(MismatchConfig, "is_cap", ROLLOUT, metavar="C")] = None,
-    is_mask: Annotated[Optional[str], config_option(MismatchConfig, "is_mask", ROLLOUT, metavar="LO,HI")] = None,
-    logratio_clamp: Annotated[Optional[float], config_option(MismatchConfig, "logratio_clamp", ROLLOUT)] = None,
-    worst: Annotated[Optional[int], config_option(MismatchConfig, "worst", OUTPUT, metavar="N")] = None,
-    output: OutputOpt = None,
-    output_dir: OutputDirOpt = None,
-    output_format: OutputFormatOpt = None,
-    compression: CompressionOpt = None,
-    threads: ThreadsOpt = None,
-    engine: EngineOpt = EngineName.local,
-    ray_address: RayAddressOpt = None,
-    quiet: QuietOpt = False,
-    json_out: JsonOpt = False,
-    summary_json: SummaryJsonOpt = None,
-    progress: ProgressOpt = ProgressMode.auto,
-    debug: DebugOpt = False,
-) -> None:
-    """|old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows. -o writes the per-row figures."""
-    with reported_errors(ctx, debug):
-        check_json(json_out, output, summary_json)
-        config = MismatchConfig(is_cap=is_cap, is_mask=value_range(is_mask, "is_mask"), logratio_clamp=logratio_clamp, worst=worst)
-        with progress_reporter(progress.value, quiet or json_out) as progress:
-            figures = mismatch_file(
-                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, old_logprobs_col=old_logprobs_col,
-                rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col, input_format=enum_value(input_format), hive=hive,
-                output_format=enum_value(output_format), compression=enum_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
-                summary_json=summary_json,
-            )
-        emit(figures, "mismatch", quiet, json_out, written=(output, output_dir, summary_json))
+def keywords(given: dict) -> dict:
+    return {"config": MismatchConfig(**{k: v for k, v in given.items() if k in CONFIG}),
+            **{k: v for k, v in given.items() if k not in CONFIG}}
+
+
+def render(figures: dict, console) -> None:
+    from ..report import render_mismatch
+    render_mismatch(figures, console)
+
+
+mismatch_file = file_function(sys.modules[__name__])

@@ -1,20 +1,19 @@
-"""`grpo presets`: the option values each --preset sets."""
+"""The option values each --preset sets, and the framework source they were read from.
+
+Explicit options override a preset; options a preset does not set keep their defaults.
+"""
 
 from ..presets import PRESETS
-from . import registered
 
-PRESETS_EXAMPLES = """\
+OPTIONS = ()
+EXAMPLES = """\
 Examples:
-
   grpo presets
-
   COLUMNS=120 grpo presets > presets.txt
 """
 
 
-@registered("presets", PRESETS_EXAMPLES)
-def presets() -> None:
-    """Explicit options override a preset; options a preset does not set keep their defaults."""
+def main() -> None:
     from rich.console import Console
 
     from ..report import render_presets

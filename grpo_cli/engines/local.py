@@ -165,7 +165,7 @@ class LocalEngine(Engine):
         if plan.truncated is not None:
             truncated = _labelled(label, kernels.truncation_flags, self._read_columns(source, [plan.truncated]).column(plan.truncated),
                                   plan.truncated)
-        estimator, groups, rewards, adv = AdvantageConfig(), None, None, None
+        estimator, groups, rewards, adv = plan.estimator, None, None, None
         if plan.inputs is not None:
             index, inputs, _, ahead = self._first_pass(source, plan.grouping, plan.inputs, estimator)
             adv, _ = self._advantages(source, plan.grouping, index, inputs, estimator, ahead)

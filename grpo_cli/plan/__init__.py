@@ -26,6 +26,7 @@ from ..numerics import ROUND_DIGITS_MAX
 from ..writer import Layout
 
 if TYPE_CHECKING:
+    from ..engines import Engine
     from ..token_columns import StepColumns
 
 
@@ -98,6 +99,10 @@ class AdvantagesPlan:
     def roles(self) -> dict[str, str | None]:
         """Which column plays which role (``None``: no column does)."""
         return {"prompt": self.grouping.prompt, **self.inputs.roles}
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Run on ``engine``; the engine's figures."""
+        return engine.advantages(source, self)
 
     @property
     def figures(self) -> dict:

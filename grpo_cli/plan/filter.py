@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -13,6 +14,9 @@ from ..filters import FilterConfig
 from ..io import Source
 from ..token_columns import StepColumns
 from . import Grouping, Output, resolve_grouping, resolve_output, resolve_rewards
+
+if TYPE_CHECKING:
+    from ..engines import Engine
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,10 @@ class FilterPlan:
     def roles(self) -> dict[str, str | None]:
         return {"prompt": self.grouping.prompt, "reward": self.reward, "truncated": self.truncated,
                 "tokens": self.steps.count if self.steps else None, "mask": self.mask}
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Run on ``engine``; the engine's figures."""
+        return engine.filter(source, self)
 
     @property
     def figures(self) -> dict:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import schema
 from ..io import Source
 from ..mismatch import MismatchConfig
 from ..token_columns import TokenColumns
 from . import Output, resolve_output
+
+if TYPE_CHECKING:
+    from ..engines import Engine
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,10 @@ class MismatchPlan:
     def roles(self) -> dict[str, str | None]:
         t = self.tokens
         return {"prompt": self.prompt, "old_logprobs": t.old, "rollout_logprobs": t.rollout, "mask": t.mask}
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Run on ``engine``; the engine's figures."""
+        return engine.mismatch(source, self)
 
     @property
     def figures(self) -> dict:

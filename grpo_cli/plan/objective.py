@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .. import schema
 from ..config import AdvantageConfig
@@ -14,6 +15,9 @@ from ..token_columns import StepColumns, TokenColumns
 from . import Grouping, Inputs, Output, reads_tokens, resolve_grouping, resolve_inputs, resolve_output
 
 OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or a preset: r - group mean
+
+if TYPE_CHECKING:
+    from ..engines import Engine
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,10 @@ class ObjectivePlan:
         if self.estimator.scale == "none":
             figures.update(std=None, eps=None)
         return figures
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Run on ``engine``; the engine's figures."""
+        return engine.objective(source, self)
 
     @property
     def figures(self) -> dict:
