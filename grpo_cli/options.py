@@ -17,9 +17,8 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Annotated, Any, Callable, Optional
 
-import click
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperOption
 
 from . import estimators
 from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageConfig, numbers, value_range
@@ -74,7 +73,7 @@ def _column_help(role: str, text: str) -> str:
     return f"{text} {_default(found)}"
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A choice's name (``None``: not given); other values as they are."""
     return value.value if isinstance(value, Enum) else value
 
@@ -109,7 +108,7 @@ class Option:
     type: Any
     info: Any
     default: Any = None
-    convert: Callable[[Any], Any] = _plain
+    convert: Callable[[Any], Any] = plain
 
     @property
     def parameter(self) -> inspect.Parameter:
@@ -118,14 +117,14 @@ class Option:
         return inspect.Parameter(self.name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[cli_type, self.info], default=self.default)
 
 
-def option(name: str, type: Any, help: str, panel: str, *flags: str, default: Any = None, convert: Callable = _plain, **typer_options) -> Option:
+def option(name: str, type: Any, help: str, panel: str, *flags: str, default: Any = None, convert: Callable = plain, **typer_options) -> Option:
     """An option whose help is ``help`` (with its default in it, if any)."""
     typer_options.setdefault("show_default", False)
     return Option(name, type, typer.Option(*flags, help=help, rich_help_panel=panel, **typer_options), default, convert)
 
 
 def config_option(cls, name: str, panel: str, type: Any = float, extra: str = "", default: str | None = None, *flags: str,
-                  convert: Callable = _plain, **typer_options) -> Option:
+                  convert: Callable = plain, **typer_options) -> Option:
     """An option for a field of config class ``cls``, its help and default from the field."""
     return option(name, type, config_help(cls, name, extra, default), panel, *flags, convert=convert, **typer_options)
 
@@ -137,13 +136,13 @@ def column_option(role: str, text: str, name: str | None = None, *, repeatable: 
     return Option(name or f"{role}_col", str, typer.Option(help=_column_help(role, text), rich_help_panel=COLUMNS))
 
 
-def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = _plain) -> Option:
+def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = plain) -> Option:
     """An on/off option, off by default."""
     return Option(name, bool, typer.Option(*(flags or (f"--{name.replace('_', '-')}",)), help=help, show_default=False, rich_help_panel=panel),
                   False, convert)
 
 
-def _advantage(name: str, type: Any = float, extra: str = "", default: str | None = None, convert: Callable = _plain, **typer_options) -> Option:
+def _advantage(name: str, type: Any = float, extra: str = "", default: str | None = None, convert: Callable = plain, **typer_options) -> Option:
     return config_option(AdvantageConfig, name, ESTIMATOR, type, extra, default, convert=convert, **typer_options)
 
 
@@ -237,15 +236,15 @@ REWARD_OPTIONS = {o.name for o in REWARDS} - {"reward_col"}  # the AdvantageConf
 
 
 def values(options: tuple[Option, ...], given: dict[str, Any]) -> dict[str, Any]:
-    """The CLI's values of ``options`` as the library takes them."""
-    return {o.name: o.convert(given[o.name]) for o in options}
+    """The CLI's values of ``options`` (those ``given``) as the library takes them."""
+    return {o.name: o.convert(given[o.name]) for o in options if o.name in given}
 
 
 class OneValueEach(TyperCommand):
     """A command whose options that take one value refuse to be given twice (click's own
     rule is that the last one wins), with one line and exit 2."""
 
-    def make_parser(self, ctx: click.Context):
+    def make_parser(self, ctx: typer.Context):
         parser = super().make_parser(ctx)
         parse = parser.parse_args
 
@@ -253,7 +252,7 @@ class OneValueEach(TyperCommand):
             opts, rest, order = parse(args)
             seen: set = set()
             for param in order:
-                if isinstance(param, click.Option) and not param.multiple and not param.count and param in seen:
+                if isinstance(param, TyperOption) and not param.multiple and not param.count and param in seen:
                     typer.echo(f"Error: {max(param.opts, key=len)} given twice; it takes one value", err=True)
                     ctx.exit(2)
                 seen.add(param)

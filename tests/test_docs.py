@@ -108,7 +108,7 @@ def readme_defaults(command: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_readme_tables_show_the_defaults_of_the_help(command):
-    documented = readme_defaults(command)
+    documented = {**readme_defaults("advantages"), **readme_defaults(command)}  # the shared options: in the advantages section
     for param in COMMANDS[command].params:
         if param.name not in CONFIG_OPTIONS:
             continue

@@ -66,10 +66,9 @@ def _runner(command: Command) -> Callable[..., None]:
     run_file = file_function(command)
 
     def run(ctx: typer.Context, input: list[str], **given: Any) -> None:
-        given = o.values(command.OPTIONS, given)
-        quiet, json_out, progress, debug = (given.pop(name, False) for name in o.CLI_ONLY)
+        quiet, json_out, progress, debug = (o.plain(given.pop(name, False)) for name in o.CLI_ONLY)
         with reported_errors(ctx, debug):
-            keywords = command.keywords(given)
+            keywords = command.keywords(o.values(command.OPTIONS, given))
             check_json(json_out, keywords.get("output"), keywords.get("summary_json"))
             with progress_reporter(progress, quiet or json_out) as reporter:
                 figures = run_file(input, **keywords, progress=reporter)

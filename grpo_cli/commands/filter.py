@@ -1,6 +1,6 @@
 """Write the rows to keep: drop groups without signal (DAPO), outside reward bounds (OpenRLHF), truncated rows; DAPO's overlong penalty.
 
-Without -o (or --output-dir), only reports what would be kept and why the rest would not.
+Without -o (or --output-dir), only reports what would be kept and why the rest would not. The rewards are read as `grpo advantages` reads them (several reward columns, their weights, nulls, clip); a row without any reward is refused.
 """
 
 import sys
@@ -20,7 +20,7 @@ def _rule(name: str, type=float, **typer_options) -> o.Option:
 OPTIONS = (
     *o.INPUTS, *o.GROUPING, o.REWARD_COL,
     o.column_option("truncated", "Truncation flag: booleans or 0/1, read by --truncated."),
-    o.MASK_COL, o.NEW_COL,
+    o.MASK_COL, o.NEW_COL, *o.REWARDS[1:],
     o.flag("drop_zero_variance", o.config_help(FilterConfig, "drop_zero_variance"), RULES, convert=lambda given: given or None),
     _rule("keep_if", str, metavar="RULE"),
     _rule("truncated", o.choices("Truncated", TRUNCATED)),

@@ -6,7 +6,6 @@ The advantages are the default estimator's (grpo, population std, eps 0), or the
 import sys
 
 from .. import options as o
-from ..config import AdvantageConfig
 from ..files import file_function
 from ..plan.inspect import plan_inspect as plan
 
@@ -23,13 +22,10 @@ Examples:
 
   grpo inspect sample_data/rollouts.jsonl --json > inspect.json
 """
-CONFIG = {"preset"} | o.REWARD_OPTIONS
 
 
 def keywords(given: dict) -> dict:
-    """The preset and the reward options as the :class:`AdvantageConfig` of the advantages shown."""
-    return {"config": AdvantageConfig(**{k: v for k, v in given.items() if k in CONFIG}),
-            **{k: v for k, v in given.items() if k not in CONFIG}}
+    return given
 
 
 def render(figures: dict, console) -> None:

@@ -43,9 +43,13 @@ class InspectPlan:
 def plan_inspect(
     source: Source,
     *,
-    config: AdvantageConfig | None = None,
+    preset: str | None = None,
     prompt_col: str | None = None,
     reward_col: str | list[str] | None = None,
+    reward_weights: tuple[float, ...] | None = None,
+    multi_reward: str | None = None,
+    on_null: str | None = None,
+    reward_clip: tuple[float, float] | None = None,
     num_generations: int | None = None,
     mask_col: str | None = None,
     logprobs_col: str | None = None,
@@ -58,12 +62,13 @@ def plan_inspect(
 ) -> InspectPlan:
     """The plan of `grpo inspect` on ``source`` (see :func:`grpo_cli.inspect_file`): it never
     stops on a role it cannot resolve; it says why. It writes no rows (``output`` is refused).
-    ``config``: the preset and reward options of the advantages shown (default: estimator
-    grpo's defaults); the rewards are read as `grpo advantages` reads them."""
+    The rewards are read as `grpo advantages` reads them (several columns, ``reward_weights``,
+    ``multi_reward``, ``on_null``, ``reward_clip``); the advantages shown are the default
+    estimator's, or ``preset``'s."""
     if output is not None:
         raise UsageError("`grpo inspect` writes no rows; drop `output`")
     s, name = source.schema, source.name
-    config = config or AdvantageConfig()
+    config = AdvantageConfig(preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip)
     several = reward_col is not None and not isinstance(reward_col, str)
     given = {"prompt": prompt_col, "reward": None if several else reward_col, "new": logprobs_col, "old": old_logprobs_col, "ref": ref_logprobs_col,
              "rollout": rollout_logprobs_col, "mask": mask_col, "advantage": advantage_col, "truncated": truncated_col}
