@@ -102,3 +102,11 @@ def test_the_commands_that_group_or_read_rewards_take_the_same_options():
 def test_the_registry_lists_every_command_module():
     assert commands.names() == ("advantages", "compare", "filter", "inspect", "mismatch", "objective", "presets")
     assert all(build(name).help.splitlines()[0] == commands.summary(name) for name in commands.names())
+
+
+def test_mismatch_checks_the_group_size_as_every_command_does():
+    vllm = str(SAMPLE / "rollouts_vllm.parquet")
+    assert grpo("mismatch", vllm, "--num-generations", "8", "-q").exit_code == 0
+    proc = run_grpo("mismatch", vllm, "--num-generations", "7", "-q", check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (f"Error: {vllm}: prompt id 'gsm8k-0000' has 8 rows, "
+                                                             "expected --num-generations 7\n")

@@ -1,6 +1,6 @@
 """How far the rollout sampler's log-probs are from the trainer's old ones (train/inference mismatch).
 
-|old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows (named by their prompt id). -o writes the per-row figures.
+|old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows (named by their prompt id; with --num-generations, every group's size is checked). -o writes the per-row figures.
 """
 
 import sys
@@ -12,7 +12,7 @@ from ..mismatch import MismatchConfig
 from ..plan.mismatch import plan_mismatch as plan
 
 OPTIONS = (
-    *o.INPUTS, o.PROMPT_COL, o.OLD_COL, o.ROLLOUT_COL, o.MASK_COL,
+    *o.INPUTS, *o.GROUPING, o.OLD_COL, o.ROLLOUT_COL, o.MASK_COL,
     o.config_option(MismatchConfig, "is_cap", o.ROLLOUT, float, metavar="C"),
     o.config_option(MismatchConfig, "is_mask", o.ROLLOUT, str, metavar="LO,HI", convert=lambda text: value_range(text, "is_mask")),
     o.config_option(MismatchConfig, "logratio_clamp", o.ROLLOUT),

@@ -83,7 +83,9 @@ class LocalEngine(Engine):
         from ..mismatch import MismatchSummary
         from . import token_kernels
 
-        partials = self._partials(source, Grouping(plan.prompt, None), plan.output, token_kernels.mismatch_fields(), token_kernels.mismatch_batch, plan,
+        if plan.grouping.num_generations is not None:
+            self._first_pass(source, plan.grouping, None, None)  # every group has num_generations rows
+        partials = self._partials(source, plan.grouping, plan.output, token_kernels.mismatch_fields(), token_kernels.mismatch_batch, plan,
                                   columns=plan.columns)
         summary = reduce(lambda done, partial: done.merge(partial, plan.config.worst), partials, MismatchSummary())
         figures = summary.figures(plan.config)
