@@ -240,6 +240,22 @@ def values(options: tuple[Option, ...], given: dict[str, Any]) -> dict[str, Any]
     return {o.name: o.convert(given[o.name]) for o in options if o.name in given}
 
 
+def as_given(given: dict[str, Any]) -> dict[str, Any]:
+    """A command's keywords where its plan takes every option as it is."""
+    return given
+
+
+def into_config(cls) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A command's keywords where its plan takes the fields of config class ``cls`` as one
+    ``config`` and its other options as they are."""
+    names = {f.name for f in fields(cls)}
+
+    def keywords(given: dict[str, Any]) -> dict[str, Any]:
+        return {"config": cls(**{k: v for k, v in given.items() if k in names}), **{k: v for k, v in given.items() if k not in names}}
+
+    return keywords
+
+
 class OneValueEach(TyperCommand):
     """A command whose options that take one value refuse to be given twice (click's own
     rule is that the last one wins), with one line and exit 2."""

@@ -2,6 +2,7 @@
 rewards take them with one meaning, a command refuses options it has no use for, and an
 option that takes one value refuses to be given twice."""
 
+import inspect
 import json
 import os
 import tempfile
@@ -12,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+import grpo_cli
 from grpo_cli import commands
 from grpo_cli.cli import app
 from grpo_cli.commands.base import build
@@ -110,3 +112,22 @@ def test_mismatch_checks_the_group_size_as_every_command_does():
     proc = run_grpo("mismatch", vllm, "--num-generations", "7", "-q", check=False)
     assert proc.returncode == 1 and proc.stderr.decode() == (f"Error: {vllm}: prompt id 'gsm8k-0000' has 8 rows, "
                                                              "expected --num-generations 7\n")
+
+
+def test_the_file_functions_have_typed_keyword_only_signatures():
+    for name in ("advantages", "objective", "mismatch", "inspect", "compare", "filter"):
+        params = inspect.signature(getattr(grpo_cli, f"{name}_file")).parameters
+        assert all(p.kind is not p.VAR_KEYWORD and p.annotation is not p.empty for p in params.values()), name
+        assert [p.name for p in params.values() if p.kind is not p.KEYWORD_ONLY] == (["input"] if name == "inspect" else ["input", "output"])
+    with pytest.raises(grpo_cli.UnknownOptionError, match="did you mean `reward_weights`"):
+        grpo_cli.inspect_file(str(SAMPLE / "rollouts.parquet"), reward_weight=(1.0,))
+
+
+def test_several_reward_columns_in_inspect_and_filter(two_rewards):
+    f = grpo_cli.inspect_file(two_rewards, reward_col=["reward", "format"], reward_weights=(1.0, 0.5))
+    assert f["columns"]["reward"] == {"column": "reward, format", "why": "given", "option": "reward_col"}
+    with pytest.raises(grpo_cli.UsageError, match="`reward_weights` has 1 weights for 2 reward columns"):
+        grpo_cli.inspect_file(two_rewards, reward_col=["reward", "format"], reward_weights=(1.0,))
+    overlong = grpo_cli.FilterConfig(overlong_buffer=4, max_length=6)
+    with pytest.raises(grpo_cli.UsageError, match=r"the overlong penalty rewrites the reward column, and there are 2 \(reward, format\)"):
+        grpo_cli.filter_file(two_rewards, reward_col=["reward", "format"], config=overlong)

@@ -15,6 +15,7 @@ from types import ModuleType
 
 _HERE = Path(__file__).parent
 NOT_COMMANDS = ("__init__", "base")  # the registry and what the commands share
+WITHOUT_INPUT = ("presets",)  # commands that read no input: no plan, no file function
 
 
 @functools.cache

@@ -4,7 +4,6 @@ A group of one row, or of equal rewards, gets advantage 0 (never NaN).
 """
 
 import sys
-from dataclasses import fields
 
 from .. import options as o
 from ..config import AdvantageConfig
@@ -30,18 +29,34 @@ Examples:
 
   cat sample_data/rollouts.jsonl | grpo advantages - -o - --round 4 -q > annotated.jsonl
 """
-CONFIG = {f.name for f in fields(AdvantageConfig)}
-
-
-def keywords(given: dict) -> dict:
-    """The estimator's options as one :class:`AdvantageConfig`; the others as they are."""
-    return {"config": AdvantageConfig(**{k: v for k, v in given.items() if k in CONFIG}),
-            **{k: v for k, v in given.items() if k not in CONFIG}}
+keywords = o.into_config(AdvantageConfig)
 
 
 def render(figures: dict, console) -> None:
-    from ..report import render_advantages
-    render_advantages(figures, console)
+    """The `grpo advantages` summary as a rich table plus a histogram."""
+    from ..report import estimator_options, lines, render_histogram, roles, stats_row, table
+
+    t = table("grpo advantages")
+    cfg = figures["config"]
+    t.add_row("estimator", lines([cfg["estimator"], *estimator_options(cfg)]))
+    if cfg["preset"]:
+        t.add_row("preset", cfg["preset"])
+    t.add_row("columns", roles(figures["columns"]))
+    t.add_row("rows", str(figures["rows"]))
+    if figures["unscorable_rows"]:
+        t.add_row("unscorable rows", f"{figures['unscorable_rows']} (every reward null: advantage 0)")
+    t.add_row("groups", f"{figures['groups']} ({figures['grouped_by']})" if figures["grouped_by"] else str(figures["groups"]))
+    t.add_row("group sizes", ", ".join(f"{s}: {c}" for s, c in figures["group_sizes"].items()))
+    stats_row(t, "reward", figures["reward"])
+    zv = figures["zero_variance_groups"]
+    t.add_row("zero-variance groups", f"{zv['count']} ({zv['share']:.1%}, no learning signal)")
+    if "tokens" in figures:
+        t.add_row("tokens", str(figures["tokens"]))
+    stats_row(t, "advantage" if "tokens" not in figures else "token advantage", figures["advantage"])
+    console.print(t)
+    if figures["advantage_histogram"] is not None:
+        console.print("advantage histogram")
+        console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)
 
 
 advantages_file = file_function(sys.modules[__name__])

@@ -18,7 +18,6 @@ import signal
 import sys
 import threading
 import time
-from types import ModuleType
 from typing import Any, Callable, Iterator, Optional, Protocol
 
 import typer
@@ -33,7 +32,9 @@ from . import load
 
 class Command(Protocol):
     """A command: a module of :mod:`grpo_cli.commands`. Its docstring's first line is its line
-    of help, the rest the help's body; ``EXAMPLES`` close the help."""
+    of help, the rest the help's body; ``EXAMPLES`` close the help. Its file function
+    (``<name>_file = file_function(module)``) is the Python API of the command. A command
+    that reads no input (``presets``) defines ``main``, its click callback, instead."""
 
     OPTIONS: tuple[o.Option, ...]  # in the order the help shows them
     EXAMPLES: str
@@ -68,8 +69,8 @@ def _runner(command: Command) -> Callable[..., None]:
     def run(ctx: typer.Context, input: list[str], **given: Any) -> None:
         quiet, json_out, progress, debug = (o.plain(given.pop(name, False)) for name in o.CLI_ONLY)
         with reported_errors(ctx, debug):
+            check_json(json_out, given.get("output"), given.get("summary_json"))
             keywords = command.keywords(o.values(command.OPTIONS, given))
-            check_json(json_out, keywords.get("output"), keywords.get("summary_json"))
             with progress_reporter(progress, quiet or json_out) as reporter:
                 figures = run_file(input, **keywords, progress=reporter)
             written = (keywords.get("output"), keywords.get("output_dir"), keywords.get("summary_json"))

@@ -27,14 +27,33 @@ Examples:
   grpo compare sample_data/rollouts.parquet --estimators grpo,rloo -o compared.parquet -q
 """
 
-
-def keywords(given: dict) -> dict:
-    return given
+keywords = o.as_given
 
 
 def render(figures: dict, console) -> None:
-    from ..report import render_compare
-    render_compare(figures, console)
+    """The `grpo compare` figures: each estimator's spread, then each pair's agreement."""
+    from rich.table import Table
+
+    f = figures
+    t = Table(title=f"grpo compare: {f['rows']} rows, {f['groups']} groups", title_justify="left")
+    for column in ("estimator", "mean", "std", "min", "max"):
+        t.add_column(column, justify="left" if column == "estimator" else "right")
+    for label, d in f["estimators"].items():
+        t.add_row(label, *(f"{d[k]:.6g}" for k in ("mean", "std", "min", "max")))
+    console.print(t)
+    p = Table(title="pairs", title_justify="left")
+    for column in ("pair", "rank correlation", "sign flips"):
+        p.add_column(column, justify="left" if column == "pair" else "right")
+    for pair, rho in f["rank_correlation"].items():
+        p.add_row(pair, "-" if rho is None else f"{rho:.6f}", f"{f['sign_flips'][pair]:.4%}")
+    console.print(p)
+    if f["most_affected_groups"]:
+        g = Table(title="most affected groups (largest difference between two estimators)", title_justify="left")
+        for column in ("group", "rows", "max |difference|"):
+            g.add_column(column, justify="left" if column == "group" else "right")
+        for e in f["most_affected_groups"]:
+            g.add_row(str(e["group"]), str(e["rows"]), f"{e['max_abs_difference']:.6g}")
+        console.print(g)
 
 
 compare_file = file_function(sys.modules[__name__])

@@ -36,17 +36,29 @@ Examples:
 
   grpo filter sample_data/rollouts.parquet --keep-if '0<mean<1' --overlong-buffer 16 --max-length 64 -o filtered.parquet
 """
-CONFIG = {"drop_zero_variance", "keep_if", "truncated", "overlong_buffer", "max_length", "overlong_factor"}
-
-
-def keywords(given: dict) -> dict:
-    return {"config": FilterConfig(**{k: v for k, v in given.items() if k in CONFIG}),
-            **{k: v for k, v in given.items() if k not in CONFIG}}
+keywords = o.into_config(FilterConfig)
 
 
 def render(figures: dict, console) -> None:
-    from ..report import render_filter
-    render_filter(figures, console)
+    """The `grpo filter` summary: kept, dropped, and what each rule did."""
+    from ..report import roles, table
+
+    f = figures
+    t = table("grpo filter")
+    t.add_row("kept", f"{f['kept']['rows']} of {f['rows']} rows, {f['kept']['groups']} of {f['groups']} groups")
+    t.add_row("dropped", f"{f['dropped']['rows']} rows, {f['dropped']['groups']} groups")
+    for name, label in (("zero_variance", "zero variance drops"), ("keep_if", f"keep-if {f['config']['keep_if']} drops")):
+        if f[name] is not None:
+            t.add_row(label, f"{f[name]['groups']} groups ({f[name]['rows']} rows)")
+    if f["truncated"] is not None:
+        t.add_row(f"truncated ({f['truncated']['action']})", f"{f['truncated']['rows']} rows")
+    if f["overlong"] is not None:
+        o = f["overlong"]
+        t.add_row("overlong penalty", f"{o['rows']} rows  mean {o['penalty_mean']:.4g}  min {o['penalty_min']:.4g}")
+    t.add_row("columns", roles(f["columns"]))
+    if f["unused_columns"]:
+        t.add_row("not used", ", ".join(f["unused_columns"]))
+    console.print(t)
 
 
 filter_file = file_function(sys.modules[__name__])

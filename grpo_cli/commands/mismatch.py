@@ -28,17 +28,57 @@ Examples:
 
   grpo mismatch sample_data/rollouts_vllm.parquet -o mismatch_rows.parquet -q
 """
-CONFIG = {"is_cap", "is_mask", "logratio_clamp", "worst"}
+keywords = o.into_config(MismatchConfig)
 
 
-def keywords(given: dict) -> dict:
-    return {"config": MismatchConfig(**{k: v for k, v in given.items() if k in CONFIG}),
-            **{k: v for k, v in given.items() if k not in CONFIG}}
+def _share(count: int, share: float) -> str:
+    return f"{count} ({share:.4%})"
 
 
 def render(figures: dict, console) -> None:
-    from ..report import render_mismatch
-    render_mismatch(figures, console)
+    """The `grpo mismatch` report: a table, the breakdowns, two histograms and the worst rows."""
+    from rich.table import Table
+
+    from ..report import fmt, lines, render_histogram, roles, table
+
+    f = figures
+    t = table("grpo mismatch")
+    t.add_row("rows, tokens", f"{f['rows']}, {f['tokens']}")
+    if f["tokens"]:
+        t.add_row("|old - rollout|", f"mean {fmt(f['abs_diff_mean'])}  max {fmt(f['abs_diff_max'])}")
+        t.add_row("KL(rollout || old)", f"k1 {fmt(f['kl_k1'])}  k3 {fmt(f['kl_k3'])}")
+        t.add_row("perplexity", lines(f"{k} {fmt(f[key])}" for k, key in (("train", "train_ppl"), ("rollout", "rollout_ppl"),
+                                                                              ("ratio", "ppl_ratio"))))
+        t.add_row("chi-square", f"token {fmt(f['chi2_token'])}  sequence {fmt(f['chi2_seq'])}")
+        t.add_row("ESS (share)", lines(f"{k} {fmt(f[key]['count'])} ({fmt(f[key]['share'])})" for k, key in (("token", "ess_token"),
+                                                                                                              ("sequence", "ess_seq"))))
+        for name, label in (("cap", "cap {value:g} touches"), ("mask", "mask {value} touches")):
+            if f[name] is not None:
+                m = f[name]
+                t.add_row(label.format(value=m["value"]), lines([f"tokens {_share(m['tokens'], m['token_share'])}",
+                                                                 f"rows {_share(m['rows'], m['row_share'])}",
+                                                                 f"sequence weights {_share(m['sequence_rows'], m['sequence_row_share'])}"]))
+    t.add_row("columns", roles(f["columns"]))
+    console.print(t)
+    for key, title in (("by_position", "by token position"), ("by_length", "by response length (tokens)")):
+        if f[key]:
+            b = Table(title=title, title_justify="left")
+            for column in ("from", "to", "rows", "tokens", "|old - rollout|", "k1", "k3"):
+                b.add_column(column, justify="right")
+            for e in f[key]:
+                b.add_row(str(e["first"]), "-" if e["last"] is None else str(e["last"]), str(e["rows"]), str(e["tokens"]),
+                          f"{e['abs_diff_mean']:.4g}", f"{e['kl_k1']:.4g}", f"{e['kl_k3']:.4g}")
+            console.print(b)
+    for key, title in (("abs_diff_histogram", "|old - rollout| per token"), ("log_weight_histogram", "sequence log-weight sum(old - rollout) per row")):
+        console.print(title)
+        console.print(render_histogram(f[key]), markup=False, highlight=False)
+    if f["worst_rows"]:
+        w = Table(title="worst rows (mean k3)", title_justify="left")
+        for column in ("row", "tokens", "k3", "|old - rollout|", "log-weight"):
+            w.add_column(column, justify="left" if column == "row" else "right")
+        for e in f["worst_rows"]:
+            w.add_row(e["row"], str(e["tokens"]), f"{e['kl_k3']:.4g}", f"{e['abs_diff_mean']:.4g}", f"{e['log_weight']:.4g}")
+        console.print(w)
 
 
 mismatch_file = file_function(sys.modules[__name__])

@@ -74,9 +74,62 @@ def keywords(given: dict) -> dict:
             **{k: v for k, v in given.items() if k not in OBJECTIVE | ESTIMATOR}}
 
 
+def _rollout_lines(r: dict) -> list[str]:
+    """The train/rollout mismatch and what the correction did, in a few words each."""
+    from ..report import fmt
+
+    if not r["tokens"]:
+        return ["no counted tokens"]
+    lines = [f"|old - rollout| mean {fmt(r['abs_diff_mean'])}  max {fmt(r['abs_diff_max'])}",
+             f"KL(rollout || old) k1 {fmt(r['kl_k1'])}  k3 {fmt(r['kl_k3'])}"]
+    if r["is"] is not None:
+        lines.append(f"IS weight mean {fmt(r['is']['weight_mean'])}  masked {r['is']['masked_tokens']} tokens  "
+                     f"truncated {r['is']['truncated_tokens']} tokens")
+    if r["rejected"] is not None:
+        lines.append(f"rejected {r['rejected']['tokens']} tokens ({r['rejected']['token_share']:.4%}) in {r['rejected']['rows']} rows")
+    return lines
+
+
+def _advantages_from(source: dict) -> str:
+    from ..report import estimator_options, lines
+
+    if "column" in source:
+        return f"column {source['column']}" + (" (per token)" if source["per_token"] else "")
+    return lines([f"estimator {source['estimator']}", *estimator_options(source)])
+
+
 def render(figures: dict, console) -> None:
-    from ..report import render_objective
-    render_objective(figures, console)
+    """The `grpo objective` summary as a rich table."""
+    from ..report import fmt, lines, roles, stats_row, table
+
+    cfg = figures["config"]
+    t = table("grpo objective")
+    t.add_row("objective", f"{fmt(figures['objective'], '.8g')}  ({cfg['agg']}; maximise)")
+    if cfg["preset"]:
+        t.add_row("preset", cfg["preset"])
+    t.add_row("loss", f"{fmt(figures['loss'], '.8g')}  ({cfg['loss']})")
+    options = {"eps_low": cfg["epsilon_low"], "eps_high": cfg["epsilon_high"], "dual": cfg["dual_clip"], "delta": cfg["delta"],
+               "tau_pos": cfg["tau_pos"], "tau_neg": cfg["tau_neg"], "ratio": cfg["ratio_level"]}
+    t.add_row("loss options", lines(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items() if v is not None))
+    if figures["clip_frac"]:
+        t.add_row("clip fraction", lines(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
+    stats_row(t, "ratio", figures["ratio"])
+    kl = [f"old (k3) {fmt(figures['kl_old'])}"]
+    if figures["kl_ref"] is not None:
+        kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
+    t.add_row("KL", lines(kl))
+    if figures["rollout"] is not None:
+        t.add_row("rollout mismatch", lines(_rollout_lines(figures["rollout"])))
+    t.add_row("tokens", str(figures["tokens"]))
+    t.add_row("rows", str(figures["rows"]))
+    t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
+    t.add_row("advantages", _advantages_from(cfg["advantages"]))
+    t.add_row("columns", roles(figures["columns"]))
+    if figures["unused_columns"]:
+        t.add_row("not used", ", ".join(figures["unused_columns"]))
+    if figures["clamped_tokens"]:
+        t.add_row("clamped log-ratios", f"{figures['clamped_tokens']} tokens (|new - old| > {cfg['logratio_clamp']:g})")
+    console.print(t)
 
 
 objective_file = file_function(sys.modules[__name__])

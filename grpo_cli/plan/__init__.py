@@ -13,7 +13,7 @@ them are refused here, each with what to pass instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -26,7 +26,6 @@ from ..numerics import ROUND_DIGITS_MAX
 from ..writer import Layout
 
 if TYPE_CHECKING:
-    from ..engines import Engine
     from ..token_columns import StepColumns
 
 
@@ -100,8 +99,8 @@ class AdvantagesPlan:
         """Which column plays which role (``None``: no column does)."""
         return {"prompt": self.grouping.prompt, **self.inputs.roles}
 
-    def run(self, engine: Engine, source: Source) -> dict:
-        """Run on ``engine``; the engine's figures."""
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
         return engine.advantages(source, self)
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..compare import parse_estimators
 from ..config import AdvantageConfig
@@ -11,9 +11,6 @@ from ..errors import UsageError
 from ..estimators import lookup
 from ..io import Source
 from . import Grouping, Inputs, Output, reads_tokens, resolve_grouping, resolve_inputs, resolve_output, resolve_steps
-
-if TYPE_CHECKING:
-    from ..engines import Engine
 
 
 @dataclass(frozen=True)
@@ -30,8 +27,8 @@ class ComparePlan:
     def roles(self) -> dict:
         return {"prompt": self.grouping.prompt, **self.estimators[0][1].roles}
 
-    def run(self, engine: Engine, source: Source) -> dict:
-        """Run on ``engine``; the engine's figures."""
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
         return engine.compare(source, self)
 
     @property

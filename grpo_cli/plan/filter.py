@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pyarrow as pa
 
@@ -14,9 +14,6 @@ from ..filters import FilterConfig
 from ..io import Source
 from ..token_columns import StepColumns
 from . import Grouping, Output, resolve_grouping, resolve_output, resolve_rewards
-
-if TYPE_CHECKING:
-    from ..engines import Engine
 
 
 @dataclass(frozen=True)
@@ -38,16 +35,16 @@ class FilterPlan:
 
     @property
     def roles(self) -> dict[str, str | None]:
-        return {"prompt": self.grouping.prompt, "reward": self.reward if len(self.rewards) == 1 else list(self.rewards), "truncated": self.truncated,
-                "tokens": self.steps.count if self.steps else None, "mask": self.mask}
+        return {"prompt": self.grouping.prompt, "reward": self.reward if len(self.rewards) == 1 else list(self.rewards),
+                "truncated": self.truncated, "tokens": self.steps.count if self.steps else None, "mask": self.mask}
 
     @property
     def reward(self) -> str:
         """The reward column the overlong penalty rewrites (there is one when it applies)."""
         return self.rewards[0]
 
-    def run(self, engine: Engine, source: Source) -> dict:
-        """Run on ``engine``; the engine's figures."""
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
         return engine.filter(source, self)
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 
 from .. import schema
@@ -12,9 +12,6 @@ from ..errors import UsageError
 from ..io import Source
 from ..token_columns import StepColumns
 from . import Grouping, Inputs, resolve_rewards
-
-if TYPE_CHECKING:
-    from ..engines import Engine
 
 
 @dataclass(frozen=True)
@@ -31,8 +28,8 @@ class InspectPlan:
     columns: tuple[str, ...]
     estimator: AdvantageConfig
 
-    def run(self, engine: Engine, source: Source) -> dict:
-        """Run on ``engine``; the engine's figures."""
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
         return engine.inspect(source, self)
 
     @property

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .. import schema
 from ..io import Source
 from ..mismatch import MismatchConfig
 from ..token_columns import TokenColumns
 from . import Grouping, Output, resolve_grouping, resolve_output
-
-if TYPE_CHECKING:
-    from ..engines import Engine
 
 
 @dataclass(frozen=True)
@@ -35,8 +32,8 @@ class MismatchPlan:
         t = self.tokens
         return {"prompt": self.prompt, "old_logprobs": t.old, "rollout_logprobs": t.rollout, "mask": t.mask}
 
-    def run(self, engine: Engine, source: Source) -> dict:
-        """Run on ``engine``; the engine's figures."""
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
         return engine.mismatch(source, self)
 
     @property

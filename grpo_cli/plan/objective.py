@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .. import schema
 from ..config import AdvantageConfig
@@ -15,9 +15,6 @@ from ..token_columns import StepColumns, TokenColumns
 from . import Grouping, Inputs, Output, reads_tokens, resolve_grouping, resolve_inputs, resolve_output
 
 OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or a preset: r - group mean
-
-if TYPE_CHECKING:
-    from ..engines import Engine
 
 
 @dataclass(frozen=True)
@@ -58,8 +55,8 @@ class ObjectivePlan:
             figures.update(std=None, eps=None)
         return figures
 
-    def run(self, engine: Engine, source: Source) -> dict:
-        """Run on ``engine``; the engine's figures."""
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
         return engine.objective(source, self)
 
     @property
