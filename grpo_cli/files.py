@@ -65,11 +65,6 @@ def run(command: str, make_plan: Callable, open_input: Callable[..., ContextMana
         return figures
 
 
-_RUN_OPTIONS = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation) for name, default, annotation in (
-    ("input_format", None, "str | None"), ("hive", False, "bool"), ("batch_rows", None, "int | None"), ("threads", None, "int | None"),
-    ("progress", None, "Progress | None"), ("engine", "local", "str"), ("ray_address", None, "str | None"), ("summary_json", None, "str | None"))]
-
-
 def file_function(command: ModuleType) -> Callable[..., dict]:
     """The file API of ``command`` (a module of :mod:`grpo_cli.commands`): ``input`` (files,
     folders or globs read as one dataset; with ``hive``, ``key=value`` folders are columns
@@ -85,10 +80,11 @@ def file_function(command: ModuleType) -> Callable[..., dict]:
         return run(name, command.plan, partial(open_source, input, input_format, hive=hive), output,
                    make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress), options, summary_json)
 
-    positional = [inspect.Parameter("input", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="str | list[str]")]
-    if writes:
-        positional.append(inspect.Parameter("output", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation="str | None"))
-    run_command.__signature__ = inspect.Signature([*positional, *_options(command.plan), *_RUN_OPTIONS], return_annotation="dict")
+    own = inspect.signature(run_command).parameters  # the plan's options join how to run, in place of ``options``
+    positional = [own["input"], own["output"]] if writes else [own["input"]]
+    how = [p for p in own.values() if p.kind is p.KEYWORD_ONLY]
+    signature = inspect.Signature([*positional, *_options(command.plan), *how], return_annotation="dict")
+    run_command.__signature__ = signature  # type: ignore[attr-defined]
     run_command.__name__ = run_command.__qualname__ = f"{name}_file"
     run_command.__module__ = command.__name__
     run_command.__doc__ = f"{inspect.getdoc(command)}\n\nThe options: see :func:`{command.plan.__module__}.{command.plan.__name__}`."

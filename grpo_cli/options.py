@@ -274,5 +274,5 @@ class OneValueEach(TyperCommand):
                 seen.add(param)
             return opts, rest, order
 
-        parser.parse_args = parse_once
+        parser.parse_args = parse_once  # type: ignore[method-assign]
         return parser

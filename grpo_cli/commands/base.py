@@ -78,7 +78,7 @@ def _runner(command: Command) -> Callable[..., None]:
 
     parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context), o.INPUT_ARGUMENT,
                   *(option.parameter for option in command.OPTIONS)]
-    run.__signature__ = inspect.Signature(parameters)
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in parameters}
     return run
 

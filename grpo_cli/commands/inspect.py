@@ -39,6 +39,8 @@ def render(figures: dict, console) -> None:
     for role, r in f["columns"].items():
         roles.add_row(role, r["column"] or "-", r["why"], "--" + r["option"].replace("_", "-"))
     console.print(roles)
+    cfg = f.get("advantage_config") or {"estimator": "grpo", "preset": None}
+    estimator = cfg["estimator"] + (f", preset {cfg['preset']}" if cfg["preset"] else "")
     t = table("figures")
     t.add_row("rows", str(f["rows"]))
     t.add_row("layout", f["layout"])
@@ -48,7 +50,7 @@ def render(figures: dict, console) -> None:
         stats_row(t, "reward", f["reward"])
         t.add_row("zero-variance groups", f"{f['zero_variance_groups']['count']} ({f['zero_variance_groups']['share']:.2%})")
         t.add_row("unscorable rows", str(f["unscorable_rows"]))
-        stats_row(t, "advantage (grpo)", f["advantage"])
+        stats_row(t, f"advantage ({estimator})", f["advantage"])
     if f["tokens"] is not None:
         k = f["tokens"]
         t.add_row("tokens per row", f"min {k['min']}  median {k['median']}  p99 {k['p99']}  max {k['max']}")
@@ -58,7 +60,7 @@ def render(figures: dict, console) -> None:
     nulls = [f"{name} {n}" for name, n in f["nulls"].items() if n]
     t.add_row("nulls", lines(nulls) if nulls else "none")
     console.print(t)
-    for key, title in (("reward_histogram", "rewards"), ("length_histogram", "tokens per row"), ("advantage_histogram", "advantages (grpo)")):
+    for key, title in (("reward_histogram", "rewards"), ("length_histogram", "tokens per row"), ("advantage_histogram", f"advantages ({estimator})")):
         if f[key] is not None:
             console.print(title)
             console.print(render_histogram(f[key]), markup=False, highlight=False)

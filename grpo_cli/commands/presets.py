@@ -8,7 +8,9 @@ from ..presets import PRESETS
 OPTIONS = ()
 EXAMPLES = """\
 Examples:
+
   grpo presets
+
   COLUMNS=120 grpo presets > presets.txt
 """
 
