@@ -131,3 +131,17 @@ def test_several_reward_columns_in_inspect_and_filter(two_rewards):
     overlong = grpo_cli.FilterConfig(overlong_buffer=4, max_length=6)
     with pytest.raises(grpo_cli.UsageError, match=r"the overlong penalty rewrites the reward column, and there are 2 \(reward, format\)"):
         grpo_cli.filter_file(two_rewards, reward_col=["reward", "format"], config=overlong)
+
+
+def test_errors_of_the_shared_options_name_their_flags_in_every_command():
+    for command in ("inspect", "filter", "compare"):
+        extra = {"compare": ["--estimators", "grpo,rloo"], "filter": ["--drop-zero-variance"]}.get(command, [])
+        proc = run_grpo(command, str(SAMPLE / "rollouts.parquet"), "--reward-weights", "1,2", *extra, check=False)
+        assert proc.returncode == 2 and proc.stderr.decode().startswith(
+            "Error: --reward-weights has 2 weights for 1 reward columns (reward); give one weight per --reward-col"), command
+
+
+def test_compare_a_preset_for_every_estimator_and_a_preset_named_for_its_own():
+    f = grpo_cli.compare_file(str(SAMPLE / "rollouts.parquet"), estimators="grpo,rloo,verl", preset="trl")
+    assert (f["config"]["grpo"]["preset"], f["config"]["grpo"]["std"], f["config"]["grpo"]["eps"]) == ("trl", "sample", 1e-4)
+    assert f["config"]["rloo"]["preset"] == "trl" and f["config"]["verl"]["preset"] == "verl"
