@@ -224,15 +224,15 @@ DEBUG = flag("debug", "Show tracebacks instead of one-line errors.", OUTPUT)
 
 # The groups that several commands take, each with the same meaning everywhere.
 GROUPING = (PROMPT_COL, NUM_GENERATIONS)
-REWARDS = (REWARD_COL, REWARD_WEIGHTS, MULTI_REWARD_OPTION, ON_NULL_OPTION, REWARD_CLIP)
+REWARD_OPTIONS = (REWARD_WEIGHTS, MULTI_REWARD_OPTION, ON_NULL_OPTION, REWARD_CLIP)  # how the reward columns make the reward
+REWARDS = (REWARD_COL, *REWARD_OPTIONS)
 INPUTS = (INPUT_FORMAT, HIVE)
 ESTIMATOR_OPTIONS = (SCALE, STD, EPS, SINGLETON)
 WHITENING = (WHITEN, WHITEN_STD, WHITEN_EPS_AT, WHITEN_EPS)
 WRITES = (OUTPUT_OPTION, OUTPUT_DIR, OUTPUT_FORMAT, COMPRESSION)
 RUN = (THREADS, ENGINE, RAY_ADDRESS, QUIET, SUMMARY_JSON, PROGRESS, DEBUG)
+RUN_AND_JSON = (THREADS, ENGINE, RAY_ADDRESS, QUIET, JSON, SUMMARY_JSON, PROGRESS, DEBUG)  # the figures also as JSON on stdout
 CLI_ONLY = ("quiet", "json_out", "progress", "debug")  # how the CLI shows a run; no library keyword
-
-REWARD_OPTIONS = {o.name for o in REWARDS} - {"reward_col"}  # the AdvantageConfig fields among the reward options
 
 
 def values(options: tuple[Option, ...], given: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from ..plan.compare import plan_compare as plan
 OPTIONS = (
     o.option("estimators", str, "Two or more, comma-separated: an estimator or a preset's name, each with options as "
              "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl).", o.ESTIMATOR, default=...),
-    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.BASELINE_COL, o.MASK_COL, *o.REWARDS[1:],
+    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.BASELINE_COL, o.MASK_COL, *o.REWARD_OPTIONS,
     o.option("top", int, "List this many of the groups where the estimators differ most.", o.OUTPUT, default=5, min=0, show_default=True),
-    *o.WRITES, *o.RUN[:4], o.JSON, *o.RUN[4:],
+    *o.WRITES, *o.RUN_AND_JSON,
 )
 EXAMPLES = """\
 Examples:

@@ -20,7 +20,7 @@ def _rule(name: str, type=float, **typer_options) -> o.Option:
 OPTIONS = (
     *o.INPUTS, *o.GROUPING, o.REWARD_COL,
     o.column_option("truncated", "Truncation flag: booleans or 0/1, read by --truncated."),
-    o.MASK_COL, o.NEW_COL, *o.REWARDS[1:],
+    o.MASK_COL, o.NEW_COL, *o.REWARD_OPTIONS,
     o.flag("drop_zero_variance", o.config_help(FilterConfig, "drop_zero_variance"), RULES, convert=lambda given: given or None),
     _rule("keep_if", str, metavar="RULE"),
     _rule("truncated", o.choices("Truncated", TRUNCATED)),

@@ -13,7 +13,7 @@ OPTIONS = (
     o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.MASK_COL, o.NEW_COL, o.OLD_COL, o.REF_COL, o.ROLLOUT_COL,
     o.column_option("advantage", "Advantage column."),
     o.column_option("truncated", "Truncation flag: booleans or 0/1."),
-    *o.REWARDS[1:], o.THREADS, o.ENGINE, o.RAY_ADDRESS, o.QUIET, o.JSON, o.SUMMARY_JSON, o.PROGRESS, o.DEBUG,
+    *o.REWARD_OPTIONS, *o.RUN_AND_JSON,
 )
 EXAMPLES = """\
 Examples:

@@ -17,7 +17,7 @@ OPTIONS = (
     o.config_option(MismatchConfig, "is_mask", o.ROLLOUT, str, metavar="LO,HI", convert=lambda text: value_range(text, "is_mask")),
     o.config_option(MismatchConfig, "logratio_clamp", o.ROLLOUT),
     o.config_option(MismatchConfig, "worst", o.OUTPUT, int, metavar="N"),
-    *o.WRITES, *o.RUN[:4], o.JSON, *o.RUN[4:],
+    *o.WRITES, *o.RUN_AND_JSON,
 )
 EXAMPLES = """\
 Examples:

@@ -25,7 +25,7 @@ OPTIONS = (
     o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token)."),
     o.config_option(AdvantageConfig, "estimator", o.ESTIMATOR, o.Estimator, f"Computes the advantages from the rewards: {o.ESTIMATOR_LIST}",
                     f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}"),
-    *o.ESTIMATOR_OPTIONS, *o.REWARDS[1:],
+    *o.ESTIMATOR_OPTIONS, *o.REWARD_OPTIONS,
     o.config_option(AdvantageConfig, "kl_in_reward", o.ESTIMATOR, float, "Its KL estimator is --kl.", metavar="BETA"),
     *o.WHITENING,
     _objective("loss", o.CLIP, o.choices("Loss", LOSSES), o.listing({n: loss.help for n, loss in LOSSES.items()})),
