@@ -1,16 +1,19 @@
 """grpo-cli: group-relative advantages and clipped policy objectives on rollout files.
 
 The names below are imported on first use, so the ``grpo`` command loads only what its
-command needs.
+command needs; each command's file function (``advantages_file``, ...) is its module's (see
+:mod:`grpo_cli.commands`).
 """
 
 from importlib import import_module
+
+from . import commands
 
 _HOMES = {
     "api": ("GRPOAdvantage", "RLOOAdvantage", "advantages", "normalize_group", "policy_objective"),
     "config": ("AdvantageConfig",),
     "errors": ("ColumnNotFoundError", "GrpoError", "InputError", "UnknownOptionError", "UsageError"),
-    "files": ("advantages_file", "compare_file", "filter_file", "inspect_file", "mismatch_file", "objective_file"),
+    **{f"commands.{name}": (f"{name}_file",) for name in commands.names() if name not in commands.WITHOUT_INPUT},
     "filters": ("FilterConfig",),
     "frames": ("annotate_advantages", "annotate_objective"),
     "mismatch": ("MismatchConfig",),

@@ -1,7 +1,7 @@
 """The `grpo` command's entry point: the list of commands, ``--version``, and the exit.
 
-A command is built from :mod:`.commands` (its options, their help from the library's
-registries) only when it runs or shows its help, so ``grpo --help`` and ``grpo --version``
+A command is built from its module in :mod:`.commands` (its options, their help from the
+library's registries) only when it runs or shows its help, so ``grpo --help`` and ``grpo --version``
 import none of numpy, pyarrow, polars or rich; this list is plain click help.
 Exit codes: 0 success, 1 bad input data, 2 bad usage (options), 141-style quiet exit on a
 closed output pipe.
@@ -18,40 +18,28 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from .process import drop_stdout, quick_exit, start_up_done, tune
-
-COMMANDS = {  # name: what it does (the first line of its help)
-    "advantages": "Compute one advantage per row from the rewards of its group.",
-    "objective": "The PPO-style clipped objective from new/old per-token log-probs.",
-    "mismatch": "How far the rollout sampler's log-probs are from the trainer's old ones (train/inference mismatch).",
-    "inspect": "What a rollout file holds: which column plays which role and why, layout, groups, tokens per row, rewards, "
-               "advantages, nulls.",
-    "compare": "Several advantage estimators side by side: their spread, rank correlations, sign flips, the groups where "
-               "they differ most.",
-    "filter": "Write the rows to keep: drop groups without signal (DAPO), outside reward bounds (OpenRLHF), truncated "
-              "rows; DAPO's overlong penalty.",
-    "presets": "The option values each --preset sets, and the framework source they were read from.",
-}
+from . import commands
+from .process import quick_exit, start_up_done, tune
 
 
 class _Built(Mapping):
-    """The commands by name, each built by :func:`grpo_cli.commands.command` when looked up."""
+    """The commands by name, each built by :func:`grpo_cli.commands.base.build` when looked up."""
 
     def __getitem__(self, name: str):
-        if name not in COMMANDS:
+        if name not in commands.names():
             raise KeyError(name)
-        from .commands import command
-        return command(name)
+        from .commands.base import build
+        return build(name)
 
     def __iter__(self):
-        return iter(COMMANDS)
+        return iter(commands.names())
 
     def __len__(self) -> int:
-        return len(COMMANDS)
+        return len(commands.names())
 
 
 class Commands(TyperGroup):
-    """The group of :data:`COMMANDS`; its help lists them without building them."""
+    """The group of the registered commands (:mod:`grpo_cli.commands`); its help lists them without building them."""
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -59,7 +47,7 @@ class Commands(TyperGroup):
 
     def format_commands(self, ctx, formatter) -> None:
         with formatter.section("Commands"):
-            formatter.write_dl(list(COMMANDS.items()))
+            formatter.write_dl([(name, commands.summary(name)) for name in commands.names()])
 
 
 app = typer.Typer(

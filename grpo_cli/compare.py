@@ -21,9 +21,11 @@ from .presets import PRESETS
 from .summaries import describe, described
 
 
-def parse_estimators(text: str) -> list[tuple[str, AdvantageConfig]]:
+def parse_estimators(text: str, *, preset: str | None = None, **common) -> list[tuple[str, AdvantageConfig]]:
     """``"grpo:std=sample,eps=1e-6,rloo"`` as (label, config) pairs: a comma-separated part
-    with ``=`` is an option of the estimator before it. A preset's name stands for its estimator.
+    with ``=`` is an option of the estimator before it. A preset's name stands for its
+    estimator; ``preset`` and the options ``common`` to every estimator (``None``: not given)
+    apply where an estimator's own options do not say.
 
     >>> [(label, c.estimator, c.std) for label, c in parse_estimators("grpo:std=sample,eps=1e-6,rloo")]
     [('grpo:std=sample,eps=1e-6', 'grpo', 'sample'), ('rloo', 'rloo', 'population')]
@@ -40,8 +42,8 @@ def parse_estimators(text: str) -> list[tuple[str, AdvantageConfig]]:
             specs.append([part])
     out = []
     for name, *options in ([*spec[0].split(":", 1), *spec[1:]] for spec in specs):
-        values = dict(_option(o, name) for o in options)
-        config = AdvantageConfig(preset=name, **values) if name in PRESETS else AdvantageConfig(estimator=name, **values)
+        values = {**common, **dict(_option(o, name) for o in options)}
+        config = AdvantageConfig(preset=name, **values) if name in PRESETS else AdvantageConfig(preset=preset, estimator=name, **values)
         if lookup(config.estimator).level == "token":
             raise UsageError(f"`grpo compare` compares one advantage per row; estimator {config.estimator!r} gives one per token")
         out.append((":".join([name, ",".join(options)]) if options else name, config))

@@ -371,8 +371,9 @@ def test_the_file_stdin_is_read_from_is_an_input(tmp_path, flag):
 # 10. An interrupt after the outputs were committed says so.
 
 # the CLI with its table renderer replaced by one that is interrupted, as a ^C while the table is drawn
-INTERRUPTED_RENDER = ("import os, signal, sys\nfrom grpo_cli import cli, report\nsig = getattr(signal, sys.argv.pop(1))\n"
-                      "report.render_advantages = lambda figures, console: os.kill(os.getpid(), sig)\ncli.app(prog_name='grpo')")
+INTERRUPTED_RENDER = ("import os, signal, sys\nfrom grpo_cli import cli\nfrom grpo_cli.commands import advantages\n"
+                      "sig = getattr(signal, sys.argv.pop(1))\n"
+                      "advantages.render = lambda figures, console: os.kill(os.getpid(), sig)\ncli.app(prog_name='grpo')")
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

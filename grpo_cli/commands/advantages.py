@@ -1,23 +1,28 @@
-"""`grpo advantages`: one advantage per row from the rewards of its group."""
+"""Compute one advantage per row from the rewards of its group.
 
-from typing import Annotated, Optional
+A group of one row, or of equal rewards, gets advantage 0 (never NaN).
+"""
 
-import typer
+import sys
 
+from .. import options as o
 from ..config import AdvantageConfig
-from ..files import advantages_file
-from ..kl import KL_ESTIMATORS
+from ..files import file_function
 from ..numerics import ROUND_DIGITS_MAX
-from . import (
-    BaselineColOpt, column_option, CompressionOpt, config_option, DebugOpt, emit, EngineName, EngineOpt, enum_value, EpsOpt,
-    ESTIMATOR, Estimator, ESTIMATOR_LIST, estimator_options, GammaOpt, HiveOpt, InputArg, InputFormatOpt, KL, KlInRewardOpt,
-    LamOpt, listing, MaskColOpt, MultiRewardOpt, NewColOpt, NumGenOpt, OldColOpt, OnNullOpt, OUTPUT, OutputDirOpt,
-    OutputFormatOpt, OutputOpt, PresetOpt, progress_reporter, ProgressMode, ProgressOpt, PromptColOpt, QuietOpt,
-    RayAddressOpt, RefColOpt, registered, repeatable, reported_errors, RewardClipOpt, RewardColOpt, RewardWeightsOpt,
-    ScaleOpt, SingletonOpt, StdOpt, SummaryJsonOpt, ThreadsOpt, WhitenEpsAtOpt, WhitenEpsOpt, WhitenOpt, WhitenStdOpt,
-)
+from ..plan import plan_advantages as plan
 
-ADVANTAGES_EXAMPLES = """\
+__all__ = ["EXAMPLES", "OPTIONS", "advantages_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
+
+OPTIONS = (
+    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.BASELINE_COL, o.MASK_COL, o.NEW_COL, o.OLD_COL, o.REF_COL,
+    o.column_option("values", "Per-token critic values (a list per row), read by --estimator gae."),
+    o.ESTIMATOR_OPTION, *o.ESTIMATOR_OPTIONS, o.GAMMA, o.LAM, *o.REWARD_OPTIONS, o.KL_IN_REWARD, o.KL_OPTION, *o.WHITENING,
+    o.OUTPUT_OPTION, o.OUTPUT_DIR,
+    o.option("round_digits", int, f"Round the written advantages to N decimals, 0 to {ROUND_DIGITS_MAX} (the summary is never rounded).",
+             o.OUTPUT, "--round"),
+    o.OUTPUT_FORMAT, o.COMPRESSION, *o.RUN,
+)
+EXAMPLES = """\
 Examples:
 
   grpo advantages sample_data/rollouts.parquet -o advantages.parquet
@@ -26,67 +31,34 @@ Examples:
 
   cat sample_data/rollouts.jsonl | grpo advantages - -o - --round 4 -q > annotated.jsonl
 """
+keywords = o.into_config(AdvantageConfig)
 
 
-@registered("advantages", ADVANTAGES_EXAMPLES)
-def advantages(
-    ctx: typer.Context,
-    input: InputArg,
-    preset: PresetOpt = None,
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    num_generations: NumGenOpt = None,
-    baseline_col: BaselineColOpt = None,
-    mask_col: MaskColOpt = None,
-    logprobs_col: NewColOpt = None,
-    old_logprobs_col: OldColOpt = None,
-    ref_logprobs_col: RefColOpt = None,
-    values_col: Annotated[Optional[str], column_option("values", "Per-token critic values (a list per row), read by --estimator gae.")] = None,
-    estimator: Annotated[Optional[Estimator], config_option(AdvantageConfig, "estimator", ESTIMATOR, ESTIMATOR_LIST)] = None,
-    scale: ScaleOpt = None,
-    std: StdOpt = None,
-    eps: EpsOpt = None,
-    singleton: SingletonOpt = None,
-    gamma: GammaOpt = None,
-    lam: LamOpt = None,
-    reward_weights: RewardWeightsOpt = None,
-    multi_reward: MultiRewardOpt = None,
-    on_null: OnNullOpt = None,
-    reward_clip: RewardClipOpt = None,
-    kl_in_reward: KlInRewardOpt = None,
-    kl: Annotated[Optional[KL], config_option(AdvantageConfig, "kl", ESTIMATOR, listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}))] = None,
-    whiten: WhitenOpt = False,
-    whiten_std: WhitenStdOpt = None,
-    whiten_eps_at: WhitenEpsAtOpt = None,
-    whiten_eps: WhitenEpsOpt = None,
-    output: OutputOpt = None,
-    output_dir: OutputDirOpt = None,
-    round_digits: Annotated[Optional[int], typer.Option("--round", help=f"Round the written advantages to N decimals, 0 to {ROUND_DIGITS_MAX} (the summary is never rounded).", rich_help_panel=OUTPUT)] = None,
-    output_format: OutputFormatOpt = None,
-    compression: CompressionOpt = None,
-    threads: ThreadsOpt = None,
-    engine: EngineOpt = EngineName.local,
-    ray_address: RayAddressOpt = None,
-    quiet: QuietOpt = False,
-    summary_json: SummaryJsonOpt = None,
-    progress: ProgressOpt = ProgressMode.auto,
-    debug: DebugOpt = False,
-) -> None:
-    """A group of one row, or of equal rewards, gets advantage 0 (never NaN)."""
-    with reported_errors(ctx, debug):
-        config = AdvantageConfig(preset=enum_value(preset), estimator=enum_value(estimator), **estimator_options(
-            scale=scale, std=std, eps=eps, singleton=singleton, gamma=gamma, lam=lam, reward_weights=reward_weights,
-            multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip, kl_in_reward=kl_in_reward, kl=kl,
-            whiten=whiten, whiten_std=whiten_std, whiten_eps_at=whiten_eps_at, whiten_eps=whiten_eps))
-        with progress_reporter(progress.value, quiet) as progress:
-            figures = advantages_file(
-                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=repeatable(reward_col),
-                baseline_col=baseline_col, num_generations=num_generations, mask_col=mask_col, logprobs_col=logprobs_col,
-                old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col, values_col=values_col, round_digits=round_digits,
-                input_format=enum_value(input_format), hive=hive, output_format=enum_value(output_format), compression=enum_value(compression),
-                threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
-                summary_json=summary_json,
-            )
-        emit(figures, "advantages", quiet, written=(output, output_dir, summary_json))
+def render(figures: dict, console) -> None:
+    """The `grpo advantages` summary as a rich table plus a histogram."""
+    from ..report import estimator_options, lines, render_histogram, roles, stats_row, table
+
+    t = table("grpo advantages")
+    cfg = figures["config"]
+    t.add_row("estimator", lines([cfg["estimator"], *estimator_options(cfg)]))
+    if cfg["preset"]:
+        t.add_row("preset", cfg["preset"])
+    t.add_row("columns", roles(figures["columns"]))
+    t.add_row("rows", str(figures["rows"]))
+    if figures["unscorable_rows"]:
+        t.add_row("unscorable rows", f"{figures['unscorable_rows']} (every reward null: advantage 0)")
+    t.add_row("groups", f"{figures['groups']} ({figures['grouped_by']})" if figures["grouped_by"] else str(figures["groups"]))
+    t.add_row("group sizes", ", ".join(f"{s}: {c}" for s, c in figures["group_sizes"].items()))
+    stats_row(t, "reward", figures["reward"])
+    zv = figures["zero_variance_groups"]
+    t.add_row("zero-variance groups", f"{zv['count']} ({zv['share']:.1%}, no learning signal)")
+    if "tokens" in figures:
+        t.add_row("tokens", str(figures["tokens"]))
+    stats_row(t, "advantage" if "tokens" not in figures else "token advantage", figures["advantage"])
+    console.print(t)
+    if figures["advantage_histogram"] is not None:
+        console.print("advantage histogram")
+        console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)
+
+
+advantages_file = file_function(sys.modules[__name__])

@@ -1,18 +1,24 @@
-"""`grpo compare`: several advantage estimators side by side."""
+"""Several advantage estimators side by side: their spread, rank correlations, sign flips, the groups where they differ most.
 
-from typing import Annotated
+-o writes one advantage_<estimator> column per estimator. The grouping and reward options apply to every estimator; --preset sets the conventions of every estimator for the options it is not given (a preset's name in --estimators stands for its own).
+"""
 
-import typer
+import sys
 
-from ..files import compare_file
-from . import (
-    BaselineColOpt, check_json, CompressionOpt, DebugOpt, emit, EngineName, EngineOpt, enum_value, ESTIMATOR, HiveOpt,
-    InputArg, InputFormatOpt, JsonOpt, MaskColOpt, NumGenOpt, OUTPUT, OutputDirOpt, OutputFormatOpt, OutputOpt,
-    progress_reporter, ProgressMode, ProgressOpt, PromptColOpt, QuietOpt, RayAddressOpt, registered, repeatable,
-    reported_errors, RewardColOpt, SummaryJsonOpt, ThreadsOpt,
+from .. import options as o
+from ..files import file_function
+from ..plan.compare import plan_compare as plan
+
+__all__ = ["EXAMPLES", "OPTIONS", "compare_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
+
+OPTIONS = (
+    o.option("estimators", str, "Two or more, comma-separated: an estimator or a preset's name, each with options as "
+             "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl).", o.ESTIMATOR, default=...),
+    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.BASELINE_COL, o.MASK_COL, *o.REWARD_OPTIONS,
+    o.option("top", int, "List this many of the groups where the estimators differ most.", o.OUTPUT, default=5, min=0, show_default=True),
+    *o.WRITES, *o.RUN_AND_JSON,
 )
-
-COMPARE_EXAMPLES = """\
+EXAMPLES = """\
 Examples:
 
   grpo compare sample_data/rollouts.parquet --estimators grpo,rloo,mean
@@ -22,43 +28,33 @@ Examples:
   grpo compare sample_data/rollouts.parquet --estimators grpo,rloo -o compared.parquet -q
 """
 
+keywords = o.as_given
 
-@registered("compare", COMPARE_EXAMPLES)
-def compare(
-    ctx: typer.Context,
-    input: InputArg,
-    estimators: Annotated[str, typer.Option(help="Two or more, comma-separated: an estimator or a preset's name, each with options as "
-                                                 "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl).",
-                                            rich_help_panel=ESTIMATOR, show_default=False)],
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    num_generations: NumGenOpt = None,
-    baseline_col: BaselineColOpt = None,
-    mask_col: MaskColOpt = None,
-    top: Annotated[int, typer.Option(min=0, help="List this many of the groups where the estimators differ most.", rich_help_panel=OUTPUT)] = 5,
-    output: OutputOpt = None,
-    output_dir: OutputDirOpt = None,
-    output_format: OutputFormatOpt = None,
-    compression: CompressionOpt = None,
-    threads: ThreadsOpt = None,
-    engine: EngineOpt = EngineName.local,
-    ray_address: RayAddressOpt = None,
-    quiet: QuietOpt = False,
-    json_out: JsonOpt = False,
-    summary_json: SummaryJsonOpt = None,
-    progress: ProgressOpt = ProgressMode.auto,
-    debug: DebugOpt = False,
-) -> None:
-    """-o writes one advantage_<estimator> column per estimator."""
-    with reported_errors(ctx, debug):
-        check_json(json_out, output, summary_json)
-        with progress_reporter(progress.value, quiet or json_out) as progress:
-            figures = compare_file(
-                input, output, output_dir=output_dir, estimators=estimators, prompt_col=prompt_col, reward_col=repeatable(reward_col),
-                num_generations=num_generations, baseline_col=baseline_col, mask_col=mask_col, top=top,
-                input_format=enum_value(input_format), hive=hive, output_format=enum_value(output_format), compression=enum_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
-                summary_json=summary_json,
-            )
-        emit(figures, "compare", quiet, json_out, written=(output, output_dir, summary_json))
+
+def render(figures: dict, console) -> None:
+    """The `grpo compare` figures: each estimator's spread, then each pair's agreement."""
+    from rich.table import Table
+
+    f = figures
+    t = Table(title=f"grpo compare: {f['rows']} rows, {f['groups']} groups", title_justify="left")
+    for column in ("estimator", "mean", "std", "min", "max"):
+        t.add_column(column, justify="left" if column == "estimator" else "right")
+    for label, d in f["estimators"].items():
+        t.add_row(label, *(f"{d[k]:.6g}" for k in ("mean", "std", "min", "max")))
+    console.print(t)
+    p = Table(title="pairs", title_justify="left")
+    for column in ("pair", "rank correlation", "sign flips"):
+        p.add_column(column, justify="left" if column == "pair" else "right")
+    for pair, rho in f["rank_correlation"].items():
+        p.add_row(pair, "-" if rho is None else f"{rho:.6f}", f"{f['sign_flips'][pair]:.4%}")
+    console.print(p)
+    if f["most_affected_groups"]:
+        g = Table(title="most affected groups (largest difference between two estimators)", title_justify="left")
+        for column in ("group", "rows", "max |difference|"):
+            g.add_column(column, justify="left" if column == "group" else "right")
+        for e in f["most_affected_groups"]:
+            g.add_row(str(e["group"]), str(e["rows"]), f"{e['max_abs_difference']:.6g}")
+        console.print(g)
+
+
+compare_file = file_function(sys.modules[__name__])

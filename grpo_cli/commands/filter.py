@@ -1,68 +1,66 @@
-"""`grpo filter`: write the rows to keep."""
+"""Write the rows to keep: drop groups without signal (DAPO), outside reward bounds (OpenRLHF), truncated rows; DAPO's overlong penalty.
 
-from typing import Annotated, Optional
+Without -o (or --output-dir), only reports what would be kept and why the rest would not. The rewards are read as `grpo advantages` reads them (several reward columns, their weights, nulls, clip); a row without any reward is refused.
+"""
 
-import typer
+import sys
 
-from ..files import filter_file
+from .. import options as o
+from ..files import file_function
 from ..filters import TRUNCATED, FilterConfig
-from . import (
-    choices, column_option, CompressionOpt, config_help, config_option, DebugOpt, emit, EngineName, EngineOpt, enum_value,
-    HiveOpt, InputArg, InputFormatOpt, MaskColOpt, NewColOpt, NumGenOpt, OutputDirOpt, OutputFormatOpt, OutputOpt,
-    progress_reporter, ProgressMode, ProgressOpt, PromptColOpt, QuietOpt, RayAddressOpt, registered, reported_errors,
-    SummaryJsonOpt, ThreadsOpt,
-)
+from ..plan.filter import plan_filter as plan
 
-Truncated = choices("Truncated", TRUNCATED)
-FILTER_EXAMPLES = """\
+__all__ = ["EXAMPLES", "OPTIONS", "filter_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
+
+RULES = "Rules"
+
+
+def _rule(name: str, type=float, **typer_options) -> o.Option:
+    return o.config_option(FilterConfig, name, RULES, type, **typer_options)
+
+
+OPTIONS = (
+    *o.INPUTS, *o.GROUPING, o.REWARD_COL,
+    o.column_option("truncated", "Truncation flag: booleans or 0/1, read by --truncated."),
+    o.MASK_COL, o.NEW_COL, *o.REWARD_OPTIONS,
+    o.flag("drop_zero_variance", o.config_help(FilterConfig, "drop_zero_variance"), RULES, convert=lambda given: given or None),
+    _rule("keep_if", str, metavar="RULE"),
+    _rule("truncated", o.choices("Truncated", TRUNCATED)),
+    _rule("overlong_buffer", int, metavar="B"),
+    _rule("max_length", int),
+    _rule("overlong_factor"),
+    *o.WRITES, *o.RUN,
+)
+EXAMPLES = """\
 Examples:
 
   grpo filter sample_data/rollouts.parquet --drop-zero-variance -o filtered.parquet
 
   grpo filter sample_data/rollouts.parquet --keep-if '0<mean<1' --overlong-buffer 16 --max-length 64 -o filtered.parquet
 """
-RULES = "Rules"
+keywords = o.into_config(FilterConfig)
 
 
-@registered("filter", FILTER_EXAMPLES)
-def filter_rows(
-    ctx: typer.Context,
-    input: InputArg,
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
-    prompt_col: PromptColOpt = None,
-    reward_col: Annotated[Optional[str], column_option("reward", "Reward column (or struct field column.field).")] = None,
-    num_generations: NumGenOpt = None,
-    truncated_col: Annotated[Optional[str], column_option("truncated", "Truncation flag: booleans or 0/1, read by --truncated.")] = None,
-    mask_col: MaskColOpt = None,
-    logprobs_col: NewColOpt = None,
-    drop_zero_variance: Annotated[bool, typer.Option("--drop-zero-variance", help=config_help(FilterConfig, "drop_zero_variance"), rich_help_panel=RULES)] = False,
-    keep_if: Annotated[Optional[str], config_option(FilterConfig, "keep_if", RULES, metavar="RULE")] = None,
-    truncated: Annotated[Optional[Truncated], config_option(FilterConfig, "truncated", RULES)] = None,
-    overlong_buffer: Annotated[Optional[int], config_option(FilterConfig, "overlong_buffer", RULES, metavar="B")] = None,
-    max_length: Annotated[Optional[int], config_option(FilterConfig, "max_length", RULES)] = None,
-    overlong_factor: Annotated[Optional[float], config_option(FilterConfig, "overlong_factor", RULES)] = None,
-    output: OutputOpt = None,
-    output_dir: OutputDirOpt = None,
-    output_format: OutputFormatOpt = None,
-    compression: CompressionOpt = None,
-    threads: ThreadsOpt = None,
-    engine: EngineOpt = EngineName.local,
-    ray_address: RayAddressOpt = None,
-    quiet: QuietOpt = False,
-    summary_json: SummaryJsonOpt = None,
-    progress: ProgressOpt = ProgressMode.auto,
-    debug: DebugOpt = False,
-) -> None:
-    """Without -o (or --output-dir), only reports what would be kept and why the rest would not."""
-    with reported_errors(ctx, debug):
-        config = FilterConfig(drop_zero_variance=drop_zero_variance or None, keep_if=keep_if, truncated=enum_value(truncated),
-                              overlong_buffer=overlong_buffer, max_length=max_length, overlong_factor=overlong_factor)
-        with progress_reporter(progress.value, quiet) as progress:
-            figures = filter_file(
-                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, reward_col=reward_col,
-                num_generations=num_generations, truncated_col=truncated_col, mask_col=mask_col, logprobs_col=logprobs_col,
-                input_format=enum_value(input_format), hive=hive, output_format=enum_value(output_format), compression=enum_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
-                summary_json=summary_json,
-            )
-        emit(figures, "filter", quiet, written=(output, output_dir, summary_json))
+def render(figures: dict, console) -> None:
+    """The `grpo filter` summary: kept, dropped, and what each rule did."""
+    from ..report import roles, table
+
+    f = figures
+    t = table("grpo filter")
+    t.add_row("kept", f"{f['kept']['rows']} of {f['rows']} rows, {f['kept']['groups']} of {f['groups']} groups")
+    t.add_row("dropped", f"{f['dropped']['rows']} rows, {f['dropped']['groups']} groups")
+    for name, label in (("zero_variance", "zero variance drops"), ("keep_if", f"keep-if {f['config']['keep_if']} drops")):
+        if f[name] is not None:
+            t.add_row(label, f"{f[name]['groups']} groups ({f[name]['rows']} rows)")
+    if f["truncated"] is not None:
+        t.add_row(f"truncated ({f['truncated']['action']})", f"{f['truncated']['rows']} rows")
+    if f["overlong"] is not None:
+        o = f["overlong"]
+        t.add_row("overlong penalty", f"{o['rows']} rows  mean {o['penalty_mean']:.4g}  min {o['penalty_min']:.4g}")
+    t.add_row("columns", roles(f["columns"]))
+    if f["unused_columns"]:
+        t.add_row("not used", ", ".join(f["unused_columns"]))
+    console.print(t)
+
+
+filter_file = file_function(sys.modules[__name__])

@@ -1,17 +1,23 @@
-"""`grpo inspect`: what a rollout file holds."""
+"""What a rollout file holds: which column plays which role and why, layout, groups, tokens per row, rewards, advantages, nulls.
 
-from typing import Annotated, Optional
+The advantages are the default estimator's (grpo, population std, eps 0), or the preset's; the rewards are read as `grpo advantages` reads them (several reward columns, their weights, nulls, clip).
+"""
 
-import typer
+import sys
 
-from ..files import inspect_file
-from . import (
-    check_json, column_option, DebugOpt, emit, EngineName, EngineOpt, enum_value, HiveOpt, InputArg, InputFormatOpt,
-    JsonOpt, MaskColOpt, NewColOpt, NumGenOpt, OldColOpt, progress_reporter, ProgressMode, ProgressOpt, PromptColOpt,
-    QuietOpt, RayAddressOpt, RefColOpt, registered, reported_errors, RolloutColOpt, SummaryJsonOpt, ThreadsOpt,
+from .. import options as o
+from ..files import file_function
+from ..plan.inspect import plan_inspect as plan
+
+__all__ = ["EXAMPLES", "OPTIONS", "inspect_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
+
+OPTIONS = (
+    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.MASK_COL, o.NEW_COL, o.OLD_COL, o.REF_COL, o.ROLLOUT_COL,
+    o.column_option("advantage", "Advantage column."),
+    o.column_option("truncated", "Truncation flag: booleans or 0/1."),
+    *o.REWARD_OPTIONS, *o.RUN_AND_JSON,
 )
-
-INSPECT_EXAMPLES = """\
+EXAMPLES = """\
 Examples:
 
   grpo inspect sample_data/rollouts.parquet
@@ -19,41 +25,47 @@ Examples:
   grpo inspect sample_data/rollouts.jsonl --json > inspect.json
 """
 
+keywords = o.as_given
 
-@registered("inspect", INSPECT_EXAMPLES)
-def inspect(
-    ctx: typer.Context,
-    input: InputArg,
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
-    prompt_col: PromptColOpt = None,
-    reward_col: Annotated[Optional[str], column_option("reward", "Reward column (or struct field column.field).")] = None,
-    num_generations: NumGenOpt = None,
-    mask_col: MaskColOpt = None,
-    logprobs_col: NewColOpt = None,
-    old_logprobs_col: OldColOpt = None,
-    ref_logprobs_col: RefColOpt = None,
-    rollout_logprobs_col: RolloutColOpt = None,
-    advantage_col: Annotated[Optional[str], column_option("advantage", "Advantage column.")] = None,
-    truncated_col: Annotated[Optional[str], column_option("truncated", "Truncation flag: booleans or 0/1.")] = None,
-    threads: ThreadsOpt = None,
-    engine: EngineOpt = EngineName.local,
-    ray_address: RayAddressOpt = None,
-    quiet: QuietOpt = False,
-    json_out: JsonOpt = False,
-    summary_json: SummaryJsonOpt = None,
-    progress: ProgressOpt = ProgressMode.auto,
-    debug: DebugOpt = False,
-) -> None:
-    """The advantages are the default estimator's (grpo, population std, eps 0)."""
-    with reported_errors(ctx, debug):
-        check_json(json_out, None, summary_json)
-        with progress_reporter(progress.value, quiet or json_out) as progress:
-            figures = inspect_file(
-                input, prompt_col=prompt_col, reward_col=reward_col, num_generations=num_generations, mask_col=mask_col,
-                logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col, ref_logprobs_col=ref_logprobs_col,
-                rollout_logprobs_col=rollout_logprobs_col, advantage_col=advantage_col, truncated_col=truncated_col,
-                input_format=enum_value(input_format), hive=hive, threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
-                summary_json=summary_json,
-            )
-        emit(figures, "inspect", quiet, json_out, written=(summary_json,))
+
+def render(figures: dict, console) -> None:
+    """The `grpo inspect` report: roles and why, then the figures and three histograms."""
+    from rich.table import Table
+
+    from ..report import lines, render_histogram, stats_row, table
+
+    f = figures
+    roles = Table(title="grpo inspect: columns", title_justify="left")
+    for column in ("role", "column", "why", "option"):
+        roles.add_column(column)
+    for role, r in f["columns"].items():
+        roles.add_row(role, r["column"] or "-", r["why"], "--" + r["option"].replace("_", "-"))
+    console.print(roles)
+    cfg = f.get("advantage_config") or {"estimator": "grpo", "preset": None}
+    estimator = cfg["estimator"] + (f", preset {cfg['preset']}" if cfg["preset"] else "")
+    t = table("figures")
+    t.add_row("rows", str(f["rows"]))
+    t.add_row("layout", f["layout"])
+    if f["reward"] is not None:
+        t.add_row("groups", f"{f['groups']} ({f['grouped_by']})")
+        t.add_row("group sizes", lines(f"{size}: {count}" for size, count in f["group_sizes"].items()))
+        stats_row(t, "reward", f["reward"])
+        t.add_row("zero-variance groups", f"{f['zero_variance_groups']['count']} ({f['zero_variance_groups']['share']:.2%})")
+        t.add_row("unscorable rows", str(f["unscorable_rows"]))
+        stats_row(t, f"advantage ({estimator})", f["advantage"])
+    if f["tokens"] is not None:
+        k = f["tokens"]
+        t.add_row("tokens per row", f"min {k['min']}  median {k['median']}  p99 {k['p99']}  max {k['max']}")
+        t.add_row("tokens", f"{k['total']}  ({k['rows_at_max']} rows at the max)")
+    if f["truncated_rows"] is not None:
+        t.add_row("truncated rows", str(f["truncated_rows"]))
+    nulls = [f"{name} {n}" for name, n in f["nulls"].items() if n]
+    t.add_row("nulls", lines(nulls) if nulls else "none")
+    console.print(t)
+    for key, title in (("reward_histogram", "rewards"), ("length_histogram", "tokens per row"), ("advantage_histogram", f"advantages ({estimator})")):
+        if f[key] is not None:
+            console.print(title)
+            console.print(render_histogram(f[key]), markup=False, highlight=False)
+
+
+inspect_file = file_function(sys.modules[__name__])

@@ -1,20 +1,27 @@
-"""`grpo mismatch`: the train/inference mismatch of the rollout sampler's log-probs."""
+"""How far the rollout sampler's log-probs are from the trainer's old ones (train/inference mismatch).
 
-from typing import Annotated, Optional
+|old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows (named by their prompt id; with --num-generations, every group's size is checked). -o writes the per-row figures.
+"""
 
-import typer
+import sys
 
+from .. import options as o
 from ..config import value_range
-from ..files import mismatch_file
+from ..files import file_function
 from ..mismatch import MismatchConfig
-from . import (
-    check_json, column_option, CompressionOpt, config_option, DebugOpt, emit, EngineName, EngineOpt, enum_value, HiveOpt,
-    InputArg, InputFormatOpt, JsonOpt, MaskColOpt, OldColOpt, OUTPUT, OutputDirOpt, OutputFormatOpt, OutputOpt,
-    progress_reporter, ProgressMode, ProgressOpt, QuietOpt, RayAddressOpt, registered, reported_errors, ROLLOUT,
-    RolloutColOpt, SummaryJsonOpt, ThreadsOpt,
-)
+from ..plan.mismatch import plan_mismatch as plan
 
-MISMATCH_EXAMPLES = """\
+__all__ = ["EXAMPLES", "OPTIONS", "mismatch_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
+
+OPTIONS = (
+    *o.INPUTS, *o.GROUPING, o.OLD_COL, o.ROLLOUT_COL, o.MASK_COL,
+    o.config_option(MismatchConfig, "is_cap", o.ROLLOUT, float, metavar="C"),
+    o.config_option(MismatchConfig, "is_mask", o.ROLLOUT, str, metavar="LO,HI", convert=lambda text: value_range(text, "is_mask")),
+    o.config_option(MismatchConfig, "logratio_clamp", o.ROLLOUT),
+    o.config_option(MismatchConfig, "worst", o.OUTPUT, int, metavar="N"),
+    *o.WRITES, *o.RUN_AND_JSON,
+)
+EXAMPLES = """\
 Examples:
 
   grpo mismatch sample_data/rollouts_vllm.parquet
@@ -23,44 +30,57 @@ Examples:
 
   grpo mismatch sample_data/rollouts_vllm.parquet -o mismatch_rows.parquet -q
 """
+keywords = o.into_config(MismatchConfig)
 
 
-@registered("mismatch", MISMATCH_EXAMPLES)
-def mismatch(
-    ctx: typer.Context,
-    input: InputArg,
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
-    prompt_col: Annotated[Optional[str], column_option("prompt", "Prompt id column (names the worst rows).")] = None,
-    old_logprobs_col: OldColOpt = None,
-    rollout_logprobs_col: RolloutColOpt = None,
-    mask_col: MaskColOpt = None,
-    is_cap: Annotated[Optional[float], config_option(MismatchConfig, "is_cap", ROLLOUT, metavar="C")] = None,
-    is_mask: Annotated[Optional[str], config_option(MismatchConfig, "is_mask", ROLLOUT, metavar="LO,HI")] = None,
-    logratio_clamp: Annotated[Optional[float], config_option(MismatchConfig, "logratio_clamp", ROLLOUT)] = None,
-    worst: Annotated[Optional[int], config_option(MismatchConfig, "worst", OUTPUT, metavar="N")] = None,
-    output: OutputOpt = None,
-    output_dir: OutputDirOpt = None,
-    output_format: OutputFormatOpt = None,
-    compression: CompressionOpt = None,
-    threads: ThreadsOpt = None,
-    engine: EngineOpt = EngineName.local,
-    ray_address: RayAddressOpt = None,
-    quiet: QuietOpt = False,
-    json_out: JsonOpt = False,
-    summary_json: SummaryJsonOpt = None,
-    progress: ProgressOpt = ProgressMode.auto,
-    debug: DebugOpt = False,
-) -> None:
-    """|old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows. -o writes the per-row figures."""
-    with reported_errors(ctx, debug):
-        check_json(json_out, output, summary_json)
-        config = MismatchConfig(is_cap=is_cap, is_mask=value_range(is_mask, "is_mask"), logratio_clamp=logratio_clamp, worst=worst)
-        with progress_reporter(progress.value, quiet or json_out) as progress:
-            figures = mismatch_file(
-                input, output, output_dir=output_dir, config=config, prompt_col=prompt_col, old_logprobs_col=old_logprobs_col,
-                rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col, input_format=enum_value(input_format), hive=hive,
-                output_format=enum_value(output_format), compression=enum_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
-                summary_json=summary_json,
-            )
-        emit(figures, "mismatch", quiet, json_out, written=(output, output_dir, summary_json))
+def _share(count: int, share: float) -> str:
+    return f"{count} ({share:.4%})"
+
+
+def render(figures: dict, console) -> None:
+    """The `grpo mismatch` report: a table, the breakdowns, two histograms and the worst rows."""
+    from rich.table import Table
+
+    from ..report import fmt, lines, render_histogram, roles, table
+
+    f = figures
+    t = table("grpo mismatch")
+    t.add_row("rows, tokens", f"{f['rows']}, {f['tokens']}")
+    if f["tokens"]:
+        t.add_row("|old - rollout|", f"mean {fmt(f['abs_diff_mean'])}  max {fmt(f['abs_diff_max'])}")
+        t.add_row("KL(rollout || old)", f"k1 {fmt(f['kl_k1'])}  k3 {fmt(f['kl_k3'])}")
+        t.add_row("perplexity", lines(f"{k} {fmt(f[key])}" for k, key in (("train", "train_ppl"), ("rollout", "rollout_ppl"),
+                                                                              ("ratio", "ppl_ratio"))))
+        t.add_row("chi-square", f"token {fmt(f['chi2_token'])}  sequence {fmt(f['chi2_seq'])}")
+        t.add_row("ESS (share)", lines(f"{k} {fmt(f[key]['count'])} ({fmt(f[key]['share'])})" for k, key in (("token", "ess_token"),
+                                                                                                              ("sequence", "ess_seq"))))
+        for name, label in (("cap", "cap {value:g} touches"), ("mask", "mask {value} touches")):
+            if f[name] is not None:
+                m = f[name]
+                t.add_row(label.format(value=m["value"]), lines([f"tokens {_share(m['tokens'], m['token_share'])}",
+                                                                 f"rows {_share(m['rows'], m['row_share'])}",
+                                                                 f"sequence weights {_share(m['sequence_rows'], m['sequence_row_share'])}"]))
+    t.add_row("columns", roles(f["columns"]))
+    console.print(t)
+    for key, title in (("by_position", "by token position"), ("by_length", "by response length (tokens)")):
+        if f[key]:
+            b = Table(title=title, title_justify="left")
+            for column in ("from", "to", "rows", "tokens", "|old - rollout|", "k1", "k3"):
+                b.add_column(column, justify="right")
+            for e in f[key]:
+                b.add_row(str(e["first"]), "-" if e["last"] is None else str(e["last"]), str(e["rows"]), str(e["tokens"]),
+                          f"{e['abs_diff_mean']:.4g}", f"{e['kl_k1']:.4g}", f"{e['kl_k3']:.4g}")
+            console.print(b)
+    for key, title in (("abs_diff_histogram", "|old - rollout| per token"), ("log_weight_histogram", "sequence log-weight sum(old - rollout) per row")):
+        console.print(title)
+        console.print(render_histogram(f[key]), markup=False, highlight=False)
+    if f["worst_rows"]:
+        w = Table(title="worst rows (mean k3)", title_justify="left")
+        for column in ("row", "tokens", "k3", "|old - rollout|", "log-weight"):
+            w.add_column(column, justify="left" if column == "row" else "right")
+        for e in f["worst_rows"]:
+            w.add_row(e["row"], str(e["tokens"]), f"{e['kl_k3']:.4g}", f"{e['abs_diff_mean']:.4g}", f"{e['log_weight']:.4g}")
+        console.print(w)
+
+
+mismatch_file = file_function(sys.modules[__name__])

@@ -1,32 +1,58 @@
-"""`grpo objective`: the PPO-style clipped objective from new/old per-token log-probs."""
+"""The PPO-style clipped objective from new/old per-token log-probs.
 
-from typing import Annotated, Optional
+Advantages come from an advantage column, else from the rewards (mean baseline per prompt; the whole file is one group without ids or --num-generations). The objective is maximised; the loss is its negative.
+"""
 
-import typer
+import sys
+from dataclasses import fields
 
+from .. import options as o
 from ..config import AdvantageConfig, value_range
-from ..files import objective_file
-from ..kl import KL_ESTIMATORS
+from ..files import file_function
 from ..objective import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from ..objective.config import ObjectiveConfig
 from ..objective.rollout import REJECT_LEVELS
 from ..plan.objective import OBJECTIVE_ESTIMATOR, objective_estimator
-from . import (
-    BaselineColOpt, choices, CLIP, column_option, CompressionOpt, config_option, DebugOpt, emit, EngineName, EngineOpt,
-    enum_value, EpsOpt, ESTIMATOR, Estimator, ESTIMATOR_LIST, estimator_options, HiveOpt, InputArg, InputFormatOpt, KL,
-    KL_PANEL, listing, MaskColOpt, MultiRewardOpt, NewColOpt, NumGenOpt, OldColOpt, OnNullOpt, OutputDirOpt,
-    OutputFormatOpt, OutputOpt, PresetOpt, progress_reporter, ProgressMode, ProgressOpt, PromptColOpt, QuietOpt,
-    RayAddressOpt, RefColOpt, registered, repeatable, reported_errors, RewardClipOpt, RewardColOpt, RewardWeightsOpt,
-    ROLLOUT, RolloutColOpt, ScaleOpt, SingletonOpt, StdOpt, SummaryJsonOpt, ThreadsOpt, WhitenEpsAtOpt, WhitenEpsOpt,
-    WhitenOpt, WhitenStdOpt,
+from ..plan.objective import plan_objective as plan
+
+__all__ = ["EXAMPLES", "OPTIONS", "objective_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
+
+
+def _objective(name: str, panel: str, type=float, extra: str = "", default: str | None = None, *flags: str, **typer_options) -> o.Option:
+    return o.config_option(ObjectiveConfig, name, panel, type, extra, default, *flags, **typer_options)
+
+
+OPTIONS = (
+    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.BASELINE_COL, o.NEW_COL, o.OLD_COL, o.REF_COL, o.ROLLOUT_COL, o.MASK_COL,
+    o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token)."),
+    o.config_option(AdvantageConfig, "estimator", o.ESTIMATOR, o.Estimator, f"Computes the advantages from the rewards: {o.ESTIMATOR_LIST}",
+                    f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}"),
+    *o.ESTIMATOR_OPTIONS, *o.REWARD_OPTIONS,
+    o.config_option(AdvantageConfig, "kl_in_reward", o.ESTIMATOR, float, "Its KL estimator is --kl.", metavar="BETA"),
+    *o.WHITENING,
+    _objective("loss", o.CLIP, o.choices("Loss", LOSSES), o.listing({n: loss.help for n, loss in LOSSES.items()})),
+    _objective("epsilon", o.CLIP),
+    _objective("epsilon_low", o.CLIP, float, "", "--epsilon"),
+    _objective("epsilon_high", o.CLIP, float, "", "--epsilon"),
+    _objective("dual_clip", o.CLIP),
+    _objective("delta", o.CLIP),
+    _objective("tau_pos", o.CLIP),
+    _objective("tau_neg", o.CLIP),
+    _objective("ratio_level", o.CLIP, o.choices("RatioLevel", RATIO_LEVELS)),
+    _objective("agg", o.CLIP, o.choices("Aggregation", {**AGGREGATIONS, **ALIASES}), o.listing({n: a.help for n, a in AGGREGATIONS.items()})),
+    _objective("max_length", o.CLIP, int),
+    _objective("logratio_clamp", o.CLIP),
+    _objective("is_level", o.ROLLOUT, str, "", None, "--is", metavar="LEVEL"),
+    _objective("is_cap", o.ROLLOUT, metavar="C"),
+    o.config_option(ObjectiveConfig, "is_mask", o.ROLLOUT, str, metavar="LO,HI", convert=lambda text: value_range(text, "is_mask")),
+    _objective("reject", o.ROLLOUT, str, metavar="KL"),
+    _objective("reject_level", o.ROLLOUT, o.choices("RejectLevel", REJECT_LEVELS)),
+    _objective("reject_threshold", o.ROLLOUT, str, metavar="BOUNDS"),
+    _objective("beta", o.KL_PANEL),
+    _objective("kl", o.KL_PANEL, o.KL, o.KL_LIST),
+    *o.WRITES, *o.RUN,
 )
-
-Loss = choices("Loss", LOSSES)
-Aggregation = choices("Aggregation", {**AGGREGATIONS, **ALIASES})
-RatioLevel = choices("RatioLevel", RATIO_LEVELS)
-RejectLevel = choices("RejectLevel", REJECT_LEVELS)
-
-OBJECTIVE_EXAMPLES = """\
+EXAMPLES = """\
 Examples:
 
   grpo objective sample_data/rollouts.parquet --epsilon 0.2 -o objective.parquet
@@ -35,94 +61,77 @@ Examples:
 
   grpo advantages sample_data/rollouts.parquet -o - -q | grpo objective - --ratio-level sequence -q
 """
+OBJECTIVE = {f.name for f in fields(ObjectiveConfig)}
+ESTIMATOR = {f.name for f in fields(AdvantageConfig)} - {"preset"}  # `kl` is the objective's, and the estimator's with --kl-in-reward
 
 
-@registered("objective", OBJECTIVE_EXAMPLES)
-def objective(
-    ctx: typer.Context,
-    input: InputArg,
-    preset: PresetOpt = None,
-    input_format: InputFormatOpt = None,
-    hive: HiveOpt = False,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    num_generations: NumGenOpt = None,
-    baseline_col: BaselineColOpt = None,
-    logprobs_col: NewColOpt = None,
-    old_logprobs_col: OldColOpt = None,
-    ref_logprobs_col: RefColOpt = None,
-    rollout_logprobs_col: RolloutColOpt = None,
-    mask_col: MaskColOpt = None,
-    advantage_col: Annotated[Optional[str], column_option("advantage", "Advantages: a number per row, or a list per row (one per token).")] = None,
-    estimator: Annotated[Optional[Estimator], config_option(
-        AdvantageConfig, "estimator", ESTIMATOR, f"Computes the advantages from the rewards: {ESTIMATOR_LIST}",
-        default=f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}")] = None,
-    scale: ScaleOpt = None,
-    std: StdOpt = None,
-    eps: EpsOpt = None,
-    singleton: SingletonOpt = None,
-    reward_weights: RewardWeightsOpt = None,
-    multi_reward: MultiRewardOpt = None,
-    on_null: OnNullOpt = None,
-    reward_clip: RewardClipOpt = None,
-    kl_in_reward: Annotated[Optional[float], config_option(AdvantageConfig, "kl_in_reward", ESTIMATOR, "Its KL estimator is --kl.", metavar="BETA")] = None,
-    whiten: WhitenOpt = False,
-    whiten_std: WhitenStdOpt = None,
-    whiten_eps_at: WhitenEpsAtOpt = None,
-    whiten_eps: WhitenEpsOpt = None,
-    loss: Annotated[Optional[Loss], config_option(ObjectiveConfig, "loss", CLIP, listing({n: l.help for n, l in LOSSES.items()}))] = None,
-    epsilon: Annotated[Optional[float], config_option(ObjectiveConfig, "epsilon", CLIP)] = None,
-    epsilon_low: Annotated[Optional[float], config_option(ObjectiveConfig, "epsilon_low", CLIP, default="--epsilon")] = None,
-    epsilon_high: Annotated[Optional[float], config_option(ObjectiveConfig, "epsilon_high", CLIP, default="--epsilon")] = None,
-    dual_clip: Annotated[Optional[float], config_option(ObjectiveConfig, "dual_clip", CLIP)] = None,
-    delta: Annotated[Optional[float], config_option(ObjectiveConfig, "delta", CLIP)] = None,
-    tau_pos: Annotated[Optional[float], config_option(ObjectiveConfig, "tau_pos", CLIP)] = None,
-    tau_neg: Annotated[Optional[float], config_option(ObjectiveConfig, "tau_neg", CLIP)] = None,
-    ratio_level: Annotated[Optional[RatioLevel], config_option(ObjectiveConfig, "ratio_level", CLIP)] = None,
-    agg: Annotated[Optional[Aggregation], config_option(ObjectiveConfig, "agg", CLIP, listing({n: a.help for n, a in AGGREGATIONS.items()}))] = None,
-    max_length: Annotated[Optional[int], config_option(ObjectiveConfig, "max_length", CLIP)] = None,
-    logratio_clamp: Annotated[Optional[float], config_option(ObjectiveConfig, "logratio_clamp", CLIP)] = None,
-    is_level: Annotated[Optional[str], config_option(ObjectiveConfig, "is_level", ROLLOUT, "", None, "--is", metavar="LEVEL")] = None,
-    is_cap: Annotated[Optional[float], config_option(ObjectiveConfig, "is_cap", ROLLOUT, metavar="C")] = None,
-    is_mask: Annotated[Optional[str], config_option(ObjectiveConfig, "is_mask", ROLLOUT, metavar="LO,HI")] = None,
-    reject: Annotated[Optional[str], config_option(ObjectiveConfig, "reject", ROLLOUT, metavar="KL")] = None,
-    reject_level: Annotated[Optional[RejectLevel], config_option(ObjectiveConfig, "reject_level", ROLLOUT)] = None,
-    reject_threshold: Annotated[Optional[str], config_option(ObjectiveConfig, "reject_threshold", ROLLOUT, metavar="BOUNDS")] = None,
-    beta: Annotated[Optional[float], config_option(ObjectiveConfig, "beta", KL_PANEL)] = None,
-    kl: Annotated[Optional[KL], config_option(ObjectiveConfig, "kl", KL_PANEL, listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}))] = None,
-    output: OutputOpt = None,
-    output_dir: OutputDirOpt = None,
-    output_format: OutputFormatOpt = None,
-    compression: CompressionOpt = None,
-    threads: ThreadsOpt = None,
-    engine: EngineOpt = EngineName.local,
-    ray_address: RayAddressOpt = None,
-    quiet: QuietOpt = False,
-    summary_json: SummaryJsonOpt = None,
-    progress: ProgressOpt = ProgressMode.auto,
-    debug: DebugOpt = False,
-) -> None:
-    """Advantages come from an advantage column, else from the rewards (mean baseline per prompt; the whole file is one group without ids or --num-generations). The objective is maximised; the loss is its negative."""
-    with reported_errors(ctx, debug):
-        config = ObjectiveConfig(
-            preset=enum_value(preset), loss=enum_value(loss), epsilon=epsilon, epsilon_low=epsilon_low, epsilon_high=epsilon_high, dual_clip=dual_clip,
-            delta=delta, tau_pos=tau_pos, tau_neg=tau_neg, is_level=is_level, is_cap=is_cap,
-            is_mask=value_range(is_mask, "is_mask"), reject=reject, reject_level=enum_value(reject_level), reject_threshold=reject_threshold,
-            ratio_level=enum_value(ratio_level), agg=enum_value(agg), max_length=max_length, beta=beta, kl=enum_value(kl),
-            logratio_clamp=logratio_clamp,
-        )
-        advantage_config = objective_estimator(enum_value(estimator), enum_value(preset), **estimator_options(
-            scale=scale, std=std, eps=eps, singleton=singleton, reward_weights=reward_weights, multi_reward=multi_reward,
-            on_null=on_null, reward_clip=reward_clip, kl_in_reward=kl_in_reward, kl=kl if kl_in_reward is not None else None,
-            whiten=whiten, whiten_std=whiten_std, whiten_eps_at=whiten_eps_at, whiten_eps=whiten_eps))
-        with progress_reporter(progress.value, quiet) as progress:
-            figures = objective_file(
-                input, output, output_dir=output_dir, config=config, advantage_config=advantage_config,
-                advantage_col=advantage_col, prompt_col=prompt_col, reward_col=repeatable(reward_col), baseline_col=baseline_col,
-                num_generations=num_generations, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
-                ref_logprobs_col=ref_logprobs_col, rollout_logprobs_col=rollout_logprobs_col, mask_col=mask_col,
-                input_format=enum_value(input_format), hive=hive,
-                output_format=enum_value(output_format), compression=enum_value(compression), threads=threads, progress=progress, engine=engine.value, ray_address=ray_address,
-                summary_json=summary_json,
-            )
-        emit(figures, "objective", quiet, written=(output, output_dir, summary_json))
+def keywords(given: dict) -> dict:
+    """The objective's options as one :class:`ObjectiveConfig`, the estimator's as ``advantage_config`` (``None``: none given)."""
+    config = ObjectiveConfig(**{k: v for k, v in given.items() if k in OBJECTIVE})
+    estimator = {k: v for k, v in given.items() if k in ESTIMATOR}
+    if estimator["kl_in_reward"] is None:
+        estimator["kl"] = None
+    advantage_config = objective_estimator(estimator.pop("estimator"), given["preset"], **estimator)
+    return {"config": config, "advantage_config": advantage_config,
+            **{k: v for k, v in given.items() if k not in OBJECTIVE | ESTIMATOR}}
+
+
+def _rollout_lines(r: dict) -> list[str]:
+    """The train/rollout mismatch and what the correction did, in a few words each."""
+    from ..report import fmt
+
+    if not r["tokens"]:
+        return ["no counted tokens"]
+    lines = [f"|old - rollout| mean {fmt(r['abs_diff_mean'])}  max {fmt(r['abs_diff_max'])}",
+             f"KL(rollout || old) k1 {fmt(r['kl_k1'])}  k3 {fmt(r['kl_k3'])}"]
+    if r["is"] is not None:
+        lines.append(f"IS weight mean {fmt(r['is']['weight_mean'])}  masked {r['is']['masked_tokens']} tokens  "
+                     f"truncated {r['is']['truncated_tokens']} tokens")
+    if r["rejected"] is not None:
+        lines.append(f"rejected {r['rejected']['tokens']} tokens ({r['rejected']['token_share']:.4%}) in {r['rejected']['rows']} rows")
+    return lines
+
+
+def _advantages_from(source: dict) -> str:
+    from ..report import estimator_options, lines
+
+    if "column" in source:
+        return f"column {source['column']}" + (" (per token)" if source["per_token"] else "")
+    return lines([f"estimator {source['estimator']}", *estimator_options(source)])
+
+
+def render(figures: dict, console) -> None:
+    """The `grpo objective` summary as a rich table."""
+    from ..report import fmt, lines, roles, stats_row, table
+
+    cfg = figures["config"]
+    t = table("grpo objective")
+    t.add_row("objective", f"{fmt(figures['objective'], '.8g')}  ({cfg['agg']}; maximise)")
+    if cfg["preset"]:
+        t.add_row("preset", cfg["preset"])
+    t.add_row("loss", f"{fmt(figures['loss'], '.8g')}  ({cfg['loss']})")
+    options = {"eps_low": cfg["epsilon_low"], "eps_high": cfg["epsilon_high"], "dual": cfg["dual_clip"], "delta": cfg["delta"],
+               "tau_pos": cfg["tau_pos"], "tau_neg": cfg["tau_neg"], "ratio": cfg["ratio_level"]}
+    t.add_row("loss options", lines(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items() if v is not None))
+    if figures["clip_frac"]:
+        t.add_row("clip fraction", lines(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
+    stats_row(t, "ratio", figures["ratio"])
+    kl = [f"old (k3) {fmt(figures['kl_old'])}"]
+    if figures["kl_ref"] is not None:
+        kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
+    t.add_row("KL", lines(kl))
+    if figures["rollout"] is not None:
+        t.add_row("rollout mismatch", lines(_rollout_lines(figures["rollout"])))
+    t.add_row("tokens", str(figures["tokens"]))
+    t.add_row("rows", str(figures["rows"]))
+    t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
+    t.add_row("advantages", _advantages_from(cfg["advantages"]))
+    t.add_row("columns", roles(figures["columns"]))
+    if figures["unused_columns"]:
+        t.add_row("not used", ", ".join(figures["unused_columns"]))
+    if figures["clamped_tokens"]:
+        t.add_row("clamped log-ratios", f"{figures['clamped_tokens']} tokens (|new - old| > {cfg['logratio_clamp']:g})")
+    console.print(t)
+
+
+objective_file = file_function(sys.modules[__name__])

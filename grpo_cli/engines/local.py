@@ -84,7 +84,9 @@ class LocalEngine(Engine):
         from ..mismatch import MismatchSummary
         from . import token_kernels
 
-        partials = self._partials(source, Grouping(plan.prompt, None), plan.output, token_kernels.mismatch_fields(), token_kernels.mismatch_batch, plan,
+        if plan.grouping.num_generations is not None:
+            self._first_pass(source, plan.grouping, None, None)  # every group has num_generations rows
+        partials = self._partials(source, plan.grouping, plan.output, token_kernels.mismatch_fields(), token_kernels.mismatch_batch, plan,
                                   columns=plan.columns)
         summary = reduce(lambda done, partial: done.merge(partial, plan.config.worst), partials, MismatchSummary())
         figures = summary.figures(plan.config)
@@ -96,14 +98,17 @@ class LocalEngine(Engine):
         from ..filters import filter_figures, group_rules, overlong_penalty
 
         config, grouping = plan.config, plan.grouping
-        path = schema.field_path(source.schema, plan.reward)
+        paths = [schema.field_path(source.schema, name) for name in plan.rewards]
         label = row_labeller(source, grouping.prompt)
-        table = _labelled(label, self._read_columns, source, list(dict.fromkeys(c for c in (grouping.prompt, path[0], plan.truncated) if c is not None)))
-        read = _labelled(label, kernels.rows_read, table, 0, grouping.prompt, [path], (plan.reward,), None)
+        table = _labelled(label, self._read_columns, source, list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), plan.truncated)
+                                                                               if c is not None)))
+        read = _labelled(label, kernels.rows_read, table, 0, grouping.prompt, paths, plan.rewards, None)
         index = _labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
-        r = read.rewards[:, 0]
-        if np.isnan(r).any():
-            raise InputError(f"{label(int(np.flatnonzero(np.isnan(r))[0]))}: column {plan.reward!r} is null or NaN (`grpo filter` needs every reward)")
+        found = _labelled(label, row_inputs, read.rewards, list(plan.rewards), plan.reward_config)
+        r = found.r
+        if not found.scored.all():
+            null = f"column {plan.reward!r} is" if len(plan.rewards) == 1 else f"every reward column ({', '.join(plan.rewards)}) is"
+            raise InputError(f"{label(int(np.flatnonzero(~found.scored)[0]))}: {null} null or NaN (`grpo filter` needs every reward)")
         groups = Groups(r, index)
         rules = group_rules(groups, config)
         keep = reduce(np.logical_and, (groups.per_row(kept) for kept in rules.values()), np.ones(len(r), dtype=bool))
@@ -166,7 +171,7 @@ class LocalEngine(Engine):
         if plan.truncated is not None:
             truncated = _labelled(label, kernels.truncation_flags, self._read_columns(source, [plan.truncated]).column(plan.truncated),
                                   plan.truncated)
-        estimator, groups, rewards, adv = AdvantageConfig(), None, None, None
+        estimator, groups, rewards, adv = plan.estimator, None, None, None
         if plan.inputs is not None:
             index, inputs, _, ahead = self._first_pass(source, plan.grouping, plan.inputs, estimator)
             adv, _ = self._advantages(source, plan.grouping, index, inputs, estimator, ahead)

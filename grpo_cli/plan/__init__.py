@@ -13,7 +13,7 @@ them are refused here, each with what to pass instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -23,7 +23,7 @@ from ..errors import ColumnNotFoundError, UsageError
 from ..estimators import lookup
 from ..io import Source, Writes, resolve_output_format
 from ..numerics import ROUND_DIGITS_MAX
-from ..writer import Layout
+from ..io import Layout
 
 if TYPE_CHECKING:
     from ..token_columns import StepColumns
@@ -98,6 +98,10 @@ class AdvantagesPlan:
     def roles(self) -> dict[str, str | None]:
         """Which column plays which role (``None``: no column does)."""
         return {"prompt": self.grouping.prompt, **self.inputs.roles}
+
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
+        return engine.advantages(source, self)
 
     @property
     def figures(self) -> dict:

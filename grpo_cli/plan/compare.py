@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..compare import parse_estimators
 from ..config import AdvantageConfig
@@ -26,6 +27,10 @@ class ComparePlan:
     def roles(self) -> dict:
         return {"prompt": self.grouping.prompt, **self.estimators[0][1].roles}
 
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
+        return engine.compare(source, self)
+
     @property
     def figures(self) -> dict:
         return {"columns": self.roles, "config": {label: config.figures for label, _, config in self.estimators}}
@@ -35,6 +40,11 @@ def plan_compare(
     source: Source,
     *,
     estimators: str,
+    preset: str | None = None,
+    reward_weights: tuple[float, ...] | None = None,
+    multi_reward: str | None = None,
+    on_null: str | None = None,
+    reward_clip: tuple[float, float] | None = None,
     prompt_col: str | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
@@ -47,8 +57,11 @@ def plan_compare(
     compression: str | None = None,
 ) -> ComparePlan:
     """The plan of `grpo compare` on ``source`` (see :func:`grpo_cli.compare_file`): the
-    column options apply to the estimators that read those columns."""
-    specs = parse_estimators(estimators)
+    column options apply to the estimators that read those columns; ``preset`` and the reward
+    options to every estimator, for the options it is not given (a preset's name in
+    ``estimators`` stands for its own)."""
+    specs = parse_estimators(estimators, preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null,
+                             reward_clip=reward_clip)
     if top < 0:
         raise UsageError(f"`top` must be >= 0 (found {top!r})")
     grouping = resolve_grouping(source, prompt_col, num_generations, required=any(lookup(c.estimator).grouped for _, c in specs))

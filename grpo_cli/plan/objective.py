@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .. import schema
 from ..config import AdvantageConfig
@@ -53,6 +54,10 @@ class ObjectivePlan:
         if self.estimator.scale == "none":
             figures.update(std=None, eps=None)
         return figures
+
+    def run(self, engine: Any, source: Source) -> dict:
+        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
+        return engine.objective(source, self)
 
     @property
     def figures(self) -> dict:

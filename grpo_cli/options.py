@@ -1,0 +1,278 @@
+"""Every option of `grpo`, declared once: its flag, type, range or choices, default, help and
+panel, and how its value reaches the library. A command lists the declarations it takes (the
+groups below, then its own); its click parameters, its help and the keywords it passes to its
+file API (:mod:`grpo_cli.files`) all come from them. Help and defaults come from the library:
+config field metadata, registries, column roles.
+
+An option that takes one value refuses to be given twice (:class:`OneValueEach`).
+
+>>> [o.name for o in GROUPING]
+['prompt_col', 'num_generations']
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, fields
+from enum import Enum
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+from typer.core import TyperCommand, TyperOption
+
+from . import estimators
+from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageConfig, numbers, value_range
+from .engines import ENGINES
+from .errors import UsageError
+from .io import FORMATS
+from .kl import KL_ESTIMATORS
+from .parallel import IN_FLIGHT_PER_CORE
+from .presets import PRESETS
+from .schema import ROLES
+from .io import CODECS
+
+INPUT, COLUMNS, ESTIMATOR, CLIP, KL_PANEL, OUTPUT = "Input", "Columns", "Advantages", "Clip and aggregation", "KL", "Output and run"
+ROLLOUT = "Rollout correction"
+
+
+def choices(name: str, values) -> type[Enum]:
+    """A str Enum of the library's valid names, so `--help` and validation list them."""
+    return Enum(name, {v: v for v in values}, type=str)
+
+
+def listing(entries: dict[str, str]) -> str:
+    """``name: text; name: text.``, a registry's entries as one line of help."""
+    return "; ".join(f"{name}: {text.rstrip('.')}" for name, text in entries.items()) + "."
+
+
+def escaped(text: str) -> str:
+    """``text`` shown as it is in rich's help: every ``[`` escaped from markup (not
+    ``rich.markup.escape``: importing it loads rich, 0.03 s, into every run)."""
+    return text.replace("[", "\\[")
+
+
+def _default(value) -> str:
+    """``[default: value]``, escaped from rich markup."""
+    return escaped(f"[default: {'off' if value is None or value is False else value}]")
+
+
+def config_help(cls, name: str, extra: str = "", default: str | None = None) -> str:
+    """A config field's help, ``extra``, and its default (from the field, or ``default``)."""
+    meta = next(f for f in fields(cls) if f.name == name).metadata
+    shown = default if default is not None else meta["default"]
+    return f"{meta['help']}{' ' + extra if extra else ''} {_default(shown)}"
+
+
+def _column_help(role: str, text: str) -> str:
+    """A column option's help and the names it looks for by default."""
+    candidates = ROLES[role].candidates
+    if len(candidates) > 1:
+        found = f"whichever of {', '.join(candidates)} is present; two present is an error"
+    else:
+        found = f"{candidates[0]}, if present" if candidates else "none"
+    return f"{text} {_default(found)}"
+
+
+def plain(value: Any) -> Any:
+    """A choice's name (``None``: not given); other values as they are."""
+    return value.value if isinstance(value, Enum) else value
+
+
+def _given_flag(value: bool) -> bool | None:
+    """A config flag: ``True`` when given, else ``None`` (not given: the default or the preset's)."""
+    return value or None
+
+
+def _one_prompt(values: tuple[str, ...] | list[str] | None) -> str | None:
+    """``--prompt-col`` as the library takes it: declared repeatable for a composite group key
+    to come; until then one column."""
+    if values and len(values) > 1:
+        raise UsageError(f"`prompt_col` takes one column for now (found {', '.join(values)}): a composite group key is not "
+                         "supported yet")
+    return values[0] if values else None
+
+
+def _columns(values: tuple[str, ...] | list[str] | None) -> str | list[str] | None:
+    """A repeatable column option as the library takes it: one name, a list of several, or ``None``."""
+    return values[0] if values and len(values) == 1 else (list(values) if values else None)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: ``name`` (the library's keyword), the CLI value's ``type`` (``Optional``
+    added when the default is ``None``), its click/typer declaration ``info`` (flags, help,
+    panel, range), its ``default``, and ``convert``, the CLI value as the library takes it
+    (errors it raises name the library keyword, shown as the flag)."""
+
+    name: str
+    type: Any
+    info: Any
+    default: Any = None
+    convert: Callable[[Any], Any] = plain
+
+    @property
+    def parameter(self) -> inspect.Parameter:
+        """The option as typer reads it from a signature."""
+        cli_type = Optional[self.type] if self.default is None else self.type
+        return inspect.Parameter(self.name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[cli_type, self.info], default=self.default)
+
+
+def option(name: str, type: Any, help: str, panel: str, *flags: str, default: Any = None, convert: Callable = plain, **typer_options) -> Option:
+    """An option whose help is ``help`` (with its default in it, if any)."""
+    typer_options.setdefault("show_default", False)
+    return Option(name, type, typer.Option(*flags, help=help, rich_help_panel=panel, **typer_options), default, convert)
+
+
+def config_option(cls, name: str, panel: str, type: Any = float, extra: str = "", default: str | None = None, *flags: str,
+                  convert: Callable = plain, **typer_options) -> Option:
+    """An option for a field of config class ``cls``, its help and default from the field."""
+    return option(name, type, config_help(cls, name, extra, default), panel, *flags, convert=convert, **typer_options)
+
+
+def column_option(role: str, text: str, name: str | None = None, *, repeatable: bool = False) -> Option:
+    """An option naming the column of ``role`` (``name``: ``<role>_col``), in the Columns panel."""
+    if repeatable:
+        return Option(name or f"{role}_col", list[str], typer.Option(help=_column_help(role, text), rich_help_panel=COLUMNS), None, _columns)
+    return Option(name or f"{role}_col", str, typer.Option(help=_column_help(role, text), rich_help_panel=COLUMNS))
+
+
+def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = plain) -> Option:
+    """An on/off option, off by default."""
+    return Option(name, bool, typer.Option(*(flags or (f"--{name.replace('_', '-')}",)), help=help, show_default=False, rich_help_panel=panel),
+                  False, convert)
+
+
+def _advantage(name: str, type: Any = float, extra: str = "", default: str | None = None, convert: Callable = plain, **typer_options) -> Option:
+    return config_option(AdvantageConfig, name, ESTIMATOR, type, extra, default, convert=convert, **typer_options)
+
+
+Format = choices("Format", FORMATS)
+Codec = choices("Codec", CODECS)
+Estimator = choices("Estimator", estimators.names())
+Std = choices("Std", STD_KINDS)
+KL = choices("KL", KL_ESTIMATORS)
+EngineName = choices("EngineName", ENGINES)
+PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
+ProgressMode = choices("ProgressMode", ("auto", "always", "never"))
+
+ESTIMATOR_LIST = listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
+KL_LIST = listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()})
+
+INPUT_ARGUMENT = inspect.Parameter("input", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[list[str], typer.Argument(
+    help="Rollout files (.parquet, .jsonl, .ndjson), folders of them (with their sub-folders), or quoted globs (** for any depth), "
+         "local or URIs (s3://, gs://, hdfs://), read as one dataset; or - for stdin.", show_default=False)])
+
+PROMPT_COL = Option("prompt_col", list[str], typer.Option(help=_column_help(
+    "prompt", "Prompt id column."), rich_help_panel=COLUMNS), None, _one_prompt)
+NUM_GENERATIONS = option("num_generations", int, "Group size. Without an id column, consecutive blocks of N rows form the groups; "
+                         "with one, every group must have N rows.", COLUMNS, min=1)
+REWARD_COL = column_option("reward", "Reward column (a struct field as rewards.accuracy); repeat it for several reward functions.", repeatable=True)
+BASELINE_COL = column_option("baseline", "Baseline reward per row (the greedy response's reward), read by --estimator remax.")
+MASK_COL = column_option("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token).")
+REF_COL = column_option("ref", "Reference log-probs (a list per row; optional; none: do without).", "ref_logprobs_col")
+ROLLOUT_COL = column_option("rollout", "The rollout sampler's log-probs (vLLM, SGLang; a list per row; optional; none: do without).",
+                            "rollout_logprobs_col")
+OLD_COL = column_option("old", "Old-policy log-probs (a list per row).", "old_logprobs_col")
+NEW_COL = column_option("new", "New-policy log-probs (a list per row).", "logprobs_col")
+
+PRESET = Option("preset", choices("Preset", PRESETS), typer.Option(help=config_help(AdvantageConfig, "preset"), show_default=False,
+                                                                    rich_help_panel=INPUT))
+INPUT_FORMAT = option("input_format", Format, "Input format when the name does not tell (default: suffix, then file magic).", INPUT)
+HIVE = flag("hive", "Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.", INPUT)
+
+ESTIMATOR_OPTION = _advantage("estimator", Estimator, ESTIMATOR_LIST)
+SCALE = _advantage("scale", choices("Scale", estimators.SCALES), default="the estimator's: " + ", ".join(
+    f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()))
+STD = _advantage("std", Std)
+EPS = _advantage("eps", min=0.0)
+SINGLETON = _advantage("singleton", choices("Singleton", estimators.SINGLETONS))
+GAMMA = _advantage("gamma")
+LAM = _advantage("lam")
+REWARD_WEIGHTS = _advantage("reward_weights", str, default="1 each", metavar="W1,W2,...", convert=lambda text: numbers(text, "reward_weights"))
+MULTI_REWARD_OPTION = _advantage("multi_reward", choices("MultiReward", MULTI_REWARD))
+ON_NULL_OPTION = _advantage("on_null", choices("OnNull", ON_NULL))
+REWARD_CLIP = _advantage("reward_clip", str, metavar="LO,HI", convert=lambda text: value_range(text, "reward_clip"))
+KL_IN_REWARD = _advantage("kl_in_reward", metavar="BETA")
+KL_OPTION = _advantage("kl", KL, KL_LIST)
+WHITEN = flag("whiten", config_help(AdvantageConfig, "whiten", "Always on for reinforce, reinforce-baseline, gae and normalize-then-sum."),
+              ESTIMATOR, convert=_given_flag)
+WHITEN_STD = _advantage("whiten_std", choices("WhitenStd", STD_KINDS))
+WHITEN_EPS_AT = _advantage("whiten_eps_at", choices("WhitenEpsAt", WHITEN_EPS_AT))
+WHITEN_EPS = _advantage("whiten_eps")
+
+OUTPUT_OPTION = option("output", str, "Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the "
+                       "summary is printed.", OUTPUT, "--output", "-o")
+OUTPUT_DIR = option("output_dir", str, "Write one annotated file per input file into this folder (made if missing), at the input's path "
+                    "below its folder or glob.", OUTPUT)
+OUTPUT_FORMAT = option("output_format", Format, "Output format (default: suffix of -o; for stdout, the input's format).", OUTPUT)
+COMPRESSION = option("compression", Codec, "Parquet compression (default: the input's codec; snappy for JSON Lines input).", OUTPUT)
+THREADS = option("threads", int, f"Worker threads for the math (default: one per core; at most {IN_FLIGHT_PER_CORE} per core run at once, "
+                 "so memory does not grow with it). Results do not depend on it.", OUTPUT, min=1)
+ENGINE = Option("engine", EngineName, typer.Option(help=escaped("Where the work runs: here, or on a Ray cluster (pip install "
+                                                               "'grpo-cli[ray]'). Results are identical."), rich_help_panel=OUTPUT),
+                EngineName.local)
+RAY_ADDRESS = option("ray_address", str, "The Ray cluster to use with --engine ray (default: RAY_ADDRESS if set, else a local Ray started "
+                     "for the run).", OUTPUT)
+QUIET = flag("quiet", "Print no summary (and no progress unless --progress always).", OUTPUT, "--quiet", "-q")
+JSON = flag("json_out", "Print the figures as JSON on stdout instead of the tables.", OUTPUT, "--json")
+SUMMARY_JSON = option("summary_json", str, "Also write the summary figures as JSON to this path (- for stdout, when the rows do not go there).",
+                      OUTPUT)
+PROGRESS = Option("progress", ProgressMode, typer.Option(help=(
+    f"auto: a bar on a terminal, else a line every {PROGRESS_EVERY:g} s on stderr, none with --quiet; always: also with "
+    "--quiet; never: none."), rich_help_panel=OUTPUT), ProgressMode.auto)
+DEBUG = flag("debug", "Show tracebacks instead of one-line errors.", OUTPUT)
+
+# The groups that several commands take, each with the same meaning everywhere.
+GROUPING = (PROMPT_COL, NUM_GENERATIONS)
+REWARD_OPTIONS = (REWARD_WEIGHTS, MULTI_REWARD_OPTION, ON_NULL_OPTION, REWARD_CLIP)  # how the reward columns make the reward
+REWARDS = (REWARD_COL, *REWARD_OPTIONS)
+INPUTS = (INPUT_FORMAT, HIVE)
+ESTIMATOR_OPTIONS = (SCALE, STD, EPS, SINGLETON)
+WHITENING = (WHITEN, WHITEN_STD, WHITEN_EPS_AT, WHITEN_EPS)
+WRITES = (OUTPUT_OPTION, OUTPUT_DIR, OUTPUT_FORMAT, COMPRESSION)
+RUN = (THREADS, ENGINE, RAY_ADDRESS, QUIET, SUMMARY_JSON, PROGRESS, DEBUG)
+RUN_AND_JSON = (THREADS, ENGINE, RAY_ADDRESS, QUIET, JSON, SUMMARY_JSON, PROGRESS, DEBUG)  # the figures also as JSON on stdout
+CLI_ONLY = ("quiet", "json_out", "progress", "debug")  # how the CLI shows a run; no library keyword
+
+
+def values(options: tuple[Option, ...], given: dict[str, Any]) -> dict[str, Any]:
+    """The CLI's values of ``options`` (those ``given``) as the library takes them."""
+    return {o.name: o.convert(given[o.name]) for o in options if o.name in given}
+
+
+def as_given(given: dict[str, Any]) -> dict[str, Any]:
+    """A command's keywords where its plan takes every option as it is."""
+    return given
+
+
+def into_config(cls) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A command's keywords where its plan takes the fields of config class ``cls`` as one
+    ``config`` and its other options as they are."""
+    names = {f.name for f in fields(cls)}
+
+    def keywords(given: dict[str, Any]) -> dict[str, Any]:
+        return {"config": cls(**{k: v for k, v in given.items() if k in names}), **{k: v for k, v in given.items() if k not in names}}
+
+    return keywords
+
+
+class OneValueEach(TyperCommand):
+    """A command whose options that take one value refuse to be given twice (click's own
+    rule is that the last one wins), with one line and exit 2."""
+
+    def make_parser(self, ctx: typer.Context):
+        parser = super().make_parser(ctx)
+        parse = parser.parse_args
+
+        def parse_once(args):
+            opts, rest, order = parse(args)
+            seen: set = set()
+            for param in order:
+                if isinstance(param, TyperOption) and not param.multiple and not param.count and param in seen:
+                    typer.echo(f"Error: {max(param.opts, key=len)} given twice; it takes one value", err=True)
+                    ctx.exit(2)
+                seen.add(param)
+            return opts, rest, order
+
+        parser.parse_args = parse_once  # type: ignore[method-assign]
+        return parser

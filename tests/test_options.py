@@ -1,0 +1,147 @@
+"""Options declared once (:mod:`grpo_cli.options`): the commands that group rows or read
+rewards take them with one meaning, a command refuses options it has no use for, and an
+option that takes one value refuses to be given twice."""
+
+import inspect
+import json
+import os
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+import grpo_cli
+from grpo_cli import commands
+from grpo_cli.cli import app
+from grpo_cli.commands.base import build
+
+from .conftest import SAMPLE, run_grpo
+
+
+def grpo(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def figures(*args: str) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        summary = os.path.join(folder, "summary.json")
+        result = grpo(*args, "--summary-json", summary, "-q")
+        assert result.exit_code == 0, result.output
+        with open(summary) as f:
+            return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def two_rewards(tmp_path_factory) -> str:
+    """The sample with a second reward column, ``format``: a 0/1 reward of its own."""
+    table = pq.read_table(SAMPLE / "rollouts.parquet")
+    format_reward = (np.arange(table.num_rows) % 3 == 0).astype(np.float64)
+    path = tmp_path_factory.mktemp("rewards") / "two.parquet"
+    pq.write_table(table.append_column("format", pa.array(format_reward)), path)
+    return str(path)
+
+
+def test_reward_weights_give_the_same_rewards_and_advantages_in_each_command(two_rewards, tmp_path):
+    given = ("--reward-col", "reward", "--reward-col", "format", "--reward-weights", "1,0.5", "--reward-clip", "0,1.2")
+    advantages = figures("advantages", two_rewards, *given, "-o", str(tmp_path / "a.parquet"))
+    inspected = figures("inspect", two_rewards, *given)
+    assert inspected["reward"] == advantages["reward"] and inspected["advantage"] == advantages["advantage"]
+    table = pq.read_table(two_rewards)
+    weighted = np.clip(np.array(table["reward"].to_pylist()) + 0.5 * np.array(table["format"].to_pylist()), 0, 1.2)
+    assert advantages["reward"]["mean"] == pytest.approx(weighted.mean(), rel=1e-12)
+    figures("compare", two_rewards, *given, "--estimators", "grpo,rloo", "-o", str(tmp_path / "c.parquet"))
+    written = pq.read_table(tmp_path / "a.parquet")["advantage"]
+    assert pq.read_table(tmp_path / "c.parquet")["advantage_grpo"].equals(written)
+    filtered = figures("filter", two_rewards, *given, "--drop-zero-variance", "--keep-if", "0.5<mean")
+    assert filtered["zero_variance"]["groups"] == advantages["zero_variance_groups"]["count"]
+    means = {}
+    for key, r in zip(table["prompt_id"].to_pylist(), weighted):
+        means.setdefault(key, []).append(r)
+    assert filtered["keep_if"]["groups"] == sum(np.mean(v) <= 0.5 for v in means.values())
+
+
+def test_a_preset_gives_the_same_advantages_in_compare_and_inspect(tmp_path):
+    sample = str(SAMPLE / "rollouts.parquet")
+    advantages = figures("advantages", sample, "--preset", "trl", "-o", str(tmp_path / "a.parquet"))
+    assert figures("inspect", sample, "--preset", "trl")["advantage"] == advantages["advantage"]
+    compared = figures("compare", sample, "--preset", "trl", "--estimators", "grpo,rloo", "-o", str(tmp_path / "c.parquet"))
+    assert compared["config"]["grpo"] == advantages["config"]
+    assert pq.read_table(tmp_path / "c.parquet")["advantage_grpo"].equals(pq.read_table(tmp_path / "a.parquet")["advantage"])
+
+
+@pytest.mark.parametrize("command", ["advantages", "objective", "inspect", "compare", "filter", "mismatch"])
+def test_an_option_that_takes_one_value_refuses_to_be_given_twice(command):
+    result = grpo(command, str(SAMPLE / "rollouts.parquet"), "--input-format", "parquet", "--input-format", "jsonl")
+    assert result.exit_code == 2 and result.stderr == "Error: --input-format given twice; it takes one value\n"
+
+
+def test_a_flag_given_twice_and_several_prompt_columns_are_refused():
+    result = grpo("advantages", str(SAMPLE / "rollouts.parquet"), "--whiten", "--whiten")
+    assert result.exit_code == 2 and result.stderr == "Error: --whiten given twice; it takes one value\n"
+    proc = run_grpo("advantages", str(SAMPLE / "rollouts.parquet"), "--prompt-col", "prompt_id", "--prompt-col", "uid", check=False)
+    assert proc.returncode == 2 and proc.stderr.decode() == ("Error: --prompt-col takes one column for now (found prompt_id, uid): "
+                                                             "a composite group key is not supported yet\n")
+
+
+@pytest.mark.parametrize("option", ["--reward-col", "--reward-weights", "--preset", "--estimator"])
+def test_mismatch_takes_no_reward_options(option):
+    result = grpo("mismatch", str(SAMPLE / "rollouts_vllm.parquet"), option, "x")
+    assert result.exit_code == 2 and "No such option" in result.output
+
+
+def test_the_commands_that_group_or_read_rewards_take_the_same_options():
+    shared = {"prompt_col", "num_generations", "reward_col", "reward_weights", "multi_reward", "on_null", "reward_clip", "preset"}
+    for name in ("advantages", "objective", "inspect", "compare"):
+        params = {p.name: p for p in build(name).params}
+        assert shared <= set(params), name
+        assert {p: params[p].help for p in shared} == {p.name: p.help for p in build("advantages").params if p.name in shared}
+    assert {"prompt_col", "input_format", "hive"} <= {p.name for p in build("mismatch").params}
+
+
+def test_the_registry_lists_every_command_module():
+    assert commands.names() == ("advantages", "compare", "filter", "inspect", "mismatch", "objective", "presets")
+    assert all(build(name).help.splitlines()[0] == commands.summary(name) for name in commands.names())
+
+
+def test_mismatch_checks_the_group_size_as_every_command_does():
+    vllm = str(SAMPLE / "rollouts_vllm.parquet")
+    assert grpo("mismatch", vllm, "--num-generations", "8", "-q").exit_code == 0
+    proc = run_grpo("mismatch", vllm, "--num-generations", "7", "-q", check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (f"Error: {vllm}: prompt id 'gsm8k-0000' has 8 rows, "
+                                                             "expected --num-generations 7\n")
+
+
+def test_the_file_functions_have_typed_keyword_only_signatures():
+    for name in ("advantages", "objective", "mismatch", "inspect", "compare", "filter"):
+        params = inspect.signature(getattr(grpo_cli, f"{name}_file")).parameters
+        assert all(p.kind is not p.VAR_KEYWORD and p.annotation is not p.empty for p in params.values()), name
+        assert [p.name for p in params.values() if p.kind is not p.KEYWORD_ONLY] == (["input"] if name == "inspect" else ["input", "output"])
+    with pytest.raises(grpo_cli.UnknownOptionError, match="did you mean `reward_weights`"):
+        grpo_cli.inspect_file(str(SAMPLE / "rollouts.parquet"), reward_weight=(1.0,))
+
+
+def test_several_reward_columns_in_inspect_and_filter(two_rewards):
+    f = grpo_cli.inspect_file(two_rewards, reward_col=["reward", "format"], reward_weights=(1.0, 0.5))
+    assert f["columns"]["reward"] == {"column": "reward, format", "why": "given", "option": "reward_col"}
+    with pytest.raises(grpo_cli.UsageError, match="`reward_weights` has 1 weights for 2 reward columns"):
+        grpo_cli.inspect_file(two_rewards, reward_col=["reward", "format"], reward_weights=(1.0,))
+    overlong = grpo_cli.FilterConfig(overlong_buffer=4, max_length=6)
+    with pytest.raises(grpo_cli.UsageError, match=r"the overlong penalty rewrites the reward column, and there are 2 \(reward, format\)"):
+        grpo_cli.filter_file(two_rewards, reward_col=["reward", "format"], config=overlong)
+
+
+def test_errors_of_the_shared_options_name_their_flags_in_every_command():
+    for command in ("inspect", "filter", "compare"):
+        extra = {"compare": ["--estimators", "grpo,rloo"], "filter": ["--drop-zero-variance"]}.get(command, [])
+        proc = run_grpo(command, str(SAMPLE / "rollouts.parquet"), "--reward-weights", "1,2", *extra, check=False)
+        assert proc.returncode == 2 and proc.stderr.decode().startswith(
+            "Error: --reward-weights has 2 weights for 1 reward columns (reward); give one weight per --reward-col"), command
+
+
+def test_compare_a_preset_for_every_estimator_and_a_preset_named_for_its_own():
+    f = grpo_cli.compare_file(str(SAMPLE / "rollouts.parquet"), estimators="grpo,rloo,verl", preset="trl")
+    assert (f["config"]["grpo"]["preset"], f["config"]["grpo"]["std"], f["config"]["grpo"]["eps"]) == ("trl", "sample", 1e-4)
+    assert f["config"]["rloo"]["preset"] == "trl" and f["config"]["verl"]["preset"] == "verl"
