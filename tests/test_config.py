@@ -70,7 +70,7 @@ def test_norm_aggregation_needs_max_length():
     [
         ({"max_length": 512}, "`max_length` applies only to `agg` 'seq-mean-token-sum-norm' \\(found `agg` 'seq-mean-token-sum'\\); drop it"),
         ({"epsilon": 0.2, "epsilon_low": 0.1, "epsilon_high": 0.3}, "`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three"),
-        ({"loss": "nope"}, r"unknown `loss` 'nope' \(valid: ppo"),
+        ({"loss": "nope"}, r"unknown `loss` 'nope' \(valid: cispo, gmpo, gpg, gspo, gspo-token, ppo, sapo\)"),
     ],
 )
 def test_objective_options_that_do_not_apply_are_refused(options, message):
