@@ -13,7 +13,7 @@ names the fields the caller set.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from .kl import KL_ESTIMATORS
 from .presets import PRESETS, preset_values
 
 STD_KINDS = {"population": 0, "sample": 1}
-WHITEN_EPS_AT = ("std", "var", "var-floor")
+WHITEN_EPS_AT_KINDS = ("std", "var", "var-floor")
 ESTIMATOR_PARAMS = {"scale", "std", "eps", "gamma", "lam"}  # the options some estimators take and others refuse
 MULTI_REWARD = ("sum-then-normalize", "normalize-then-sum")
 ON_NULL = ("unscorable", "error")
@@ -99,7 +99,11 @@ def check_choice(name: str, value: str, valid) -> None:
 
 
 class Options:
-    """Shared by the config classes: record what was given, fill the defaults."""
+    """Shared by the config classes (dataclasses): record what was given, fill the defaults."""
+
+    _given: frozenset[str]
+    preset: str | None
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # each config class is a dataclass
 
     def _fill_defaults(self, part: str) -> frozenset[str]:
         """Fill what was not given from the preset (if any), else the default; return what was given."""
@@ -226,7 +230,7 @@ class AdvantageConfig(Options):
             if not self.whiten:
                 raise UsageError(f"`{name}` applies only with `whiten`; pass `whiten` too, or drop it")
         check_choice("whiten_std", self.whiten_std, tuple(STD_KINDS))
-        check_choice("whiten_eps_at", self.whiten_eps_at, WHITEN_EPS_AT)
+        check_choice("whiten_eps_at", self.whiten_eps_at, WHITEN_EPS_AT_KINDS)
         check_range("whiten_eps", self.whiten_eps, 0)
         if self.singleton == "unit-std" and scale == "batch" and "singleton" in given:
             raise UsageError("`singleton` 'unit-std' gives a group of one std 1, which `scale` 'batch' does not use; "

@@ -20,7 +20,7 @@ from .errors import check_keywords
 from .io import Source, Staged, Writes, open_source
 
 if TYPE_CHECKING:
-    from types import ModuleType
+    from .commands.base import Command
 
 
 def json_text(figures: dict) -> str:
@@ -65,7 +65,7 @@ def run(command: str, make_plan: Callable, open_input: Callable[..., ContextMana
         return figures
 
 
-def file_function(command: ModuleType) -> Callable[..., dict]:
+def file_function(command: Command) -> Callable[..., dict]:
     """The file API of ``command`` (a module of :mod:`grpo_cli.commands`): ``input`` (files,
     folders or globs read as one dataset; with ``hive``, ``key=value`` folders are columns
     too), ``output`` if the command writes rows (or ``output_dir``: one file per input),

@@ -15,13 +15,13 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, fields
 from enum import Enum
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable, Optional, cast
 
 import typer
 from typer.core import TyperCommand, TyperOption
 
 from . import estimators
-from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT, AdvantageConfig, numbers, value_range
+from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT_KINDS, AdvantageConfig, numbers, value_range
 from .engines import ENGINES
 from .errors import UsageError
 from .io import FORMATS
@@ -37,7 +37,7 @@ ROLLOUT = "Rollout correction"
 
 def choices(name: str, values) -> type[Enum]:
     """A str Enum of the library's valid names, so `--help` and validation list them."""
-    return Enum(name, {v: v for v in values}, type=str)
+    return cast("type[Enum]", Enum(name, {v: v for v in values}, type=str))
 
 
 def listing(entries: dict[str, str]) -> str:
@@ -197,7 +197,7 @@ KL_OPTION = _advantage("kl", KL, KL_LIST)
 WHITEN = flag("whiten", config_help(AdvantageConfig, "whiten", "Always on for reinforce, reinforce-baseline, gae and normalize-then-sum."),
               ESTIMATOR, convert=_given_flag)
 WHITEN_STD = _advantage("whiten_std", choices("WhitenStd", STD_KINDS))
-WHITEN_EPS_AT = _advantage("whiten_eps_at", choices("WhitenEpsAt", WHITEN_EPS_AT))
+WHITEN_EPS_AT = _advantage("whiten_eps_at", choices("WhitenEpsAt", WHITEN_EPS_AT_KINDS))
 WHITEN_EPS = _advantage("whiten_eps")
 
 OUTPUT_OPTION = option("output", str, "Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the "
@@ -210,7 +210,7 @@ THREADS = option("threads", int, f"Worker threads for the math (default: one per
                  "so memory does not grow with it). Results do not depend on it.", OUTPUT, min=1)
 ENGINE = Option("engine", EngineName, typer.Option(help=escaped("Where the work runs: here, or on a Ray cluster (pip install "
                                                                "'grpo-cli[ray]'). Results are identical."), rich_help_panel=OUTPUT),
-                EngineName.local)
+                EngineName("local"))
 RAY_ADDRESS = option("ray_address", str, "The Ray cluster to use with --engine ray (default: RAY_ADDRESS if set, else a local Ray started "
                      "for the run).", OUTPUT)
 QUIET = flag("quiet", "Print no summary (and no progress unless --progress always).", OUTPUT, "--quiet", "-q")
@@ -219,7 +219,7 @@ SUMMARY_JSON = option("summary_json", str, "Also write the summary figures as JS
                       OUTPUT)
 PROGRESS = Option("progress", ProgressMode, typer.Option(help=(
     f"auto: a bar on a terminal, else a line every {PROGRESS_EVERY:g} s on stderr, none with --quiet; always: also with "
-    "--quiet; never: none."), rich_help_panel=OUTPUT), ProgressMode.auto)
+    "--quiet; never: none."), rich_help_panel=OUTPUT), ProgressMode("auto"))
 DEBUG = flag("debug", "Show tracebacks instead of one-line errors.", OUTPUT)
 
 # The groups that several commands take, each with the same meaning everywhere.
@@ -260,7 +260,7 @@ class OneValueEach(TyperCommand):
     """A command whose options that take one value refuse to be given twice (click's own
     rule is that the last one wins), with one line and exit 2."""
 
-    def make_parser(self, ctx: typer.Context):
+    def make_parser(self, ctx):
         parser = super().make_parser(ctx)
         parse = parser.parse_args
 

@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional, Protocol
+from typing import Any, Callable, Iterator, Optional, Protocol, cast
 
 import typer
 
@@ -36,6 +36,7 @@ class Command(Protocol):
     (``<name>_file = file_function(module)``) is the Python API of the command. A command
     that reads no input (``presets``) defines ``main``, its click callback, instead."""
 
+    __name__: str  # grpo_cli.commands.<name>
     OPTIONS: tuple[o.Option, ...]  # in the order the help shows them
     EXAMPLES: str
 
@@ -57,8 +58,9 @@ def build(name: str) -> typer.core.TyperCommand:
     callback = getattr(module, "main", None) or _runner(module)
     app = typer.Typer(pretty_exceptions_enable=False)
     app.command(name, help=doc, epilog=module.EXAMPLES, cls=o.OneValueEach)(callback)
-    return typer.main.get_command_from_info(app.registered_commands[0], pretty_exceptions_short=app.pretty_exceptions_short,
-                                            rich_markup_mode="rich")
+    command = typer.main.get_command_from_info(app.registered_commands[0], pretty_exceptions_short=app.pretty_exceptions_short,
+                                               rich_markup_mode="rich")
+    return cast(typer.core.TyperCommand, command)  # an o.OneValueEach
 
 
 def _runner(command: Command) -> Callable[..., None]:
