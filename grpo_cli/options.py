@@ -137,9 +137,9 @@ def column_option(role: str, text: str, name: str | None = None, *, repeatable: 
 
 
 def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = plain) -> Option:
-    """An on/off option, off by default."""
-    return Option(name, bool, typer.Option(*(flags or (f"--{name.replace('_', '-')}",)), help=help, show_default=False, rich_help_panel=panel),
-                  False, convert)
+    """An on/off option, off by default (no type shown in the help: ``metavar`` empty)."""
+    return Option(name, bool, typer.Option(*(flags or (f"--{name.replace('_', '-')}",)), help=help, show_default=False, rich_help_panel=panel,
+                                           metavar=""), False, convert)
 
 
 def _advantage(name: str, type: Any = float, extra: str = "", default: str | None = None, convert: Callable = plain, **typer_options) -> Option:
