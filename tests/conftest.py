@@ -18,8 +18,21 @@ from hypothesis import settings
 
 # Property tests assert numbers, not times: on a loaded machine an example's first run (an
 # import, a thread pool) can pass hypothesis' 200 ms deadline and fail a correct test.
-settings.register_profile("no-deadline", deadline=None)
-settings.load_profile("no-deadline")
+# The whole suite tries every property's examples ("full"); a run without the slow tests
+# (`pytest -m "not slow"`) a fifth of them ("quick"); HYPOTHESIS_PROFILE picks one.
+settings.register_profile("full", deadline=None)
+settings.register_profile("quick", deadline=None, max_examples=20)
+settings.load_profile("full")
+
+
+def pytest_configure(config) -> None:
+    quick = "not slow" in " ".join((config.getoption("markexpr") or "").split())
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick" if quick else "full"))
+
+
+def examples(n: int) -> int:
+    """A property's ``n`` examples in the full profile; a fifth of them (at least 10) in the quick one."""
+    return max(n * settings.default.max_examples // 100, min(n, 10))
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data"
