@@ -62,7 +62,9 @@ def run_grpo(*args: str, stdin: bytes | None = None, check: bool = True, env: di
         into, out, err = (stack.enter_context(tempfile.TemporaryFile()) for _ in range(3))
         into.write(stdin or b"")
         into.seek(0)
-        stack.enter_context(environment(env or {}))
+        environ = stack.enter_context(pytest.MonkeyPatch.context())
+        for name, value in (env or {}).items():
+            environ.delenv(name, raising=False) if value is None else environ.setenv(name, value)
         code = _run_app(app, list(args), into, out, err)
         out.seek(0)
         err.seek(0)
@@ -94,7 +96,10 @@ def _run_app(app, args: list[str], into, out, err) -> int:
         app(args, prog_name="grpo")
         code = 0
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else (print(exc.code, file=sys.stderr), 1)[1]
+        code = 0 if exc.code is None else exc.code
+        if not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
     except Exception:
         traceback.print_exc()
         code = 1
@@ -104,19 +109,6 @@ def _run_app(app, args: list[str], into, out, err) -> int:
                 stream.close()
         sys.stdin, sys.stdout, sys.stderr = saved
     return code
-
-
-@contextlib.contextmanager
-def environment(changes: dict[str, str | None]):
-    """``os.environ`` with ``changes`` (``None``: unset), restored after."""
-    saved = {name: os.environ.get(name) for name in changes}
-    try:
-        for name, value in changes.items():
-            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
-        yield
-    finally:
-        for name, value in saved.items():
-            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
 
 
 def run_grpo_process(*args: str, stdin: bytes | None = None, check: bool = True, env: dict[str, str | None] | None = None
