@@ -19,7 +19,7 @@ from grpo_cli.errors import GrpoError, InputError
 from grpo_cli.io import Outputs, Sink
 from grpo_cli.io.formats import jsonl
 
-from .conftest import run_grpo, write_jsonl_rows
+from .conftest import examples, run_grpo, write_jsonl_rows
 
 
 def refused(proc, code: int, message: str) -> None:
@@ -503,7 +503,7 @@ def same(a, b) -> bool:
     return type(a) is type(b) and a == b or isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pass_through())
 @example(values=['""'] * 5 + ['"\\u0085"'])  # written raw: a line separator only to str.splitlines
 def test_random_values_round_trip_or_are_refused_in_one_line(tmp_path, values):

@@ -20,6 +20,7 @@ ADVANTAGES = ["floor (pyarrow read + write, 1 column)", "pyarrow default writer,
               "read floor (pyarrow reads prompt_id, reward)", "grpo advantages (summary only)"]
 
 
+@pytest.mark.slow  # the benchmark, every command and its peers: about 10 s of CPU each
 @pytest.mark.parametrize("mean_tokens, labels, extra", [(4, TOKENS, ["--skip-peers"]), (0, ADVANTAGES, []),
                                                         (0, ADVANTAGES, ["--scattered"])])
 def test_benchmark_smoke(tmp_path, mean_tokens, labels, extra):

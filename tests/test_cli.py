@@ -144,7 +144,7 @@ def test_a_command_imports_only_its_own_modules(sample_parquet, tmp_path):
 
 @pytest.mark.parametrize("command", ["advantages", "objective"])
 def test_help_has_panels_and_flags_without_a_type(command):
-    shown = subprocess.run([grpo_executable(), command, "--help"], capture_output=True, env={**os.environ, "COLUMNS": "120"}).stdout.decode()
+    shown = run_grpo(command, "--help", env={"COLUMNS": "120"}).stdout.decode()
     panels = re.findall(r"╭─ (.+?) ─", shown)
     expected = ["Arguments", "Options", "Input", "Columns", "Advantages"]
     expected += ["Clip and aggregation", "Rollout correction", "KL", "Output and run"] if command == "objective" else ["Output and run"]
@@ -204,7 +204,7 @@ def test_summary_fits_80_columns(tmp_path, command):
     extra = ["--estimator", "grpo", "--beta", "0.04", "--dual-clip", "3", "--epsilon-high", "0.28"] if command == "objective" else []
     shown = {}
     for width in ("80", "200"):
-        proc = subprocess.run([grpo_executable(), command, str(src), *extra], capture_output=True, env={**os.environ, "COLUMNS": width})
+        proc = run_grpo(command, str(src), *extra, env={"COLUMNS": width}, check=False)
         assert proc.returncode == 0, proc.stderr.decode()
         shown[width] = [line.rstrip() for line in proc.stderr.decode().splitlines()]
     assert max(map(len, shown["80"])) <= 80 and shown["80"] == shown["200"]

@@ -183,6 +183,7 @@ def big_rollouts(path, rows=200_000, tokens=64):
     return lengths
 
 
+@pytest.mark.slow  # a 200,000-row file of 12.8M tokens to interrupt
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_killed_run_leaves_no_output_and_no_temp_file(tmp_path, sig, code):
     src = tmp_path / "big.parquet"

@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from grpo_cli import ObjectiveConfig, advantages_file, objective_file
 
+from .conftest import examples
 from .strategies import rollout_tables
 from .test_io import bits
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def test_groups_may_span_files(tmp_path):

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import GrpoError
 
-from .conftest import run_grpo, write_jsonl_rows
+from .conftest import examples, run_grpo, write_jsonl_rows
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 finite64 = st.floats(allow_nan=False, allow_infinity=False)
 finite32 = st.floats(allow_nan=False, allow_infinity=False, width=32)

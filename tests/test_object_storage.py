@@ -10,7 +10,7 @@ import pytest
 
 from grpo_cli import advantages_file
 
-from .conftest import SAMPLE, run_grpo
+from .conftest import SAMPLE, run_grpo, run_grpo_process
 
 moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (in the test extra)")
 
@@ -101,10 +101,12 @@ def test_outputs_go_to_local_paths(bucket):
     assert proc.stderr.decode() == "Error: --output is a URI; outputs are written to local paths (inputs may be URIs)\n"
 
 
+@pytest.mark.slow  # a Ray cluster
 def test_the_ray_engine_reads_s3(bucket, tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'grpo-cli[ray]'")
     run_grpo("advantages", f"{bucket}/steps/", "-o", str(tmp_path / "local.parquet"))
-    run_grpo("advantages", f"{bucket}/steps/", "-o", str(tmp_path / "ray.parquet"), "--engine", "ray")
+    # its own process: the run starts a Ray cluster, which test_ray starts as it needs
+    run_grpo_process("advantages", f"{bucket}/steps/", "-o", str(tmp_path / "ray.parquet"), "--engine", "ray")
     assert (tmp_path / "ray.parquet").read_bytes() == (tmp_path / "local.parquet").read_bytes()
 
 

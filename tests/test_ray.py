@@ -17,6 +17,7 @@ from grpo_cli.errors import InputError, UsageError
 from .conftest import SAMPLE
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'grpo-cli[ray]'")
+pytestmark = pytest.mark.slow  # a Ray cluster
 
 
 @pytest.fixture(scope="module", autouse=True)

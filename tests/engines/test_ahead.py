@@ -15,6 +15,8 @@ from grpo_cli.engines.ahead import WindowsAhead
 from grpo_cli.errors import InputError
 from grpo_cli.estimators import GroupIndex, Runs
 
+from ..conftest import examples
+
 CONFIGS = [AdvantageConfig(), AdvantageConfig(estimator="rloo", std="sample"), AdvantageConfig(scale="none", reward_clip=(-1.0, 2.0)),
            AdvantageConfig(estimator="passk"), AdvantageConfig(whiten=True)]
 
@@ -27,7 +29,7 @@ def _recording(monkeypatch, window: int) -> list:
     return finished
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(sizes=st.lists(st.integers(1, 9), min_size=1, max_size=80), seed=st.integers(0, 2**32 - 1), back=st.booleans(),
        text=st.booleans(), nulls=st.lists(st.integers(0, 500), max_size=3), batch=st.integers(1, 64), window=st.integers(1, 48),
        config=st.sampled_from(CONFIGS))

@@ -11,6 +11,7 @@ from grpo_cli import AdvantageConfig, advantages
 from grpo_cli.errors import InputError
 from grpo_cli.estimators import ESTIMATORS, lookup
 
+from ..conftest import examples
 from ..strategies import REWARD_ONLY, advantage_configs, grouped_rewards, split
 from .references import reference_advantages, references
 
@@ -22,7 +23,7 @@ def test_every_estimator_has_a_slow_reference(name):
 
 
 @pytest.mark.parametrize("name", REWARD_ONLY)
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(rows=grouped_rewards, data=st.data())
 def test_matches_slow_reference(name, rows, data):
     config = data.draw(advantage_configs(estimators=(name,)))
@@ -54,7 +55,7 @@ def test_invariant_to_row_order(rows, config, rnd):
     np.testing.assert_allclose(shuffled, adv[order], rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(grouped_rewards, st.sampled_from([0.5, 2.0, 3.0, 10.0]), st.integers(-20, 20))
 def test_grpo_group_scale_is_invariant_to_affine_rewards(rows, a, b):
     groups, rewards = split(rows)
@@ -73,7 +74,7 @@ def test_single_row_and_zero_variance_groups_give_zero(estimator):
     assert adv.tolist() == [0.0, 0.0, 0.0, 0.0]
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(grouped_rewards, advantage_configs(), st.sampled_from([2.0**-1060, 2.0**-700, 2.0**700, 2.0**1000]))
 def test_rewards_near_the_ends_of_float64_give_the_same_advantages(rows, config, c):
     """Scaling every reward by a power of two far from 1 (where squares and sums overflow or

@@ -130,6 +130,7 @@ def test_set_rows_sets_the_rows_of_the_groups_asked_for(k, count, extra, seed):
         assert a.tolist() == expected.tolist()
 
 
+@pytest.mark.slow  # three processes, each 400,000 advantages
 def test_advantages_are_bit_identical_across_thread_counts():
     assert digests(1) == digests(2) == digests(4)
 

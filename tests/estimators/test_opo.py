@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 
 from grpo_cli import AdvantageConfig, UsageError, advantages
 
+from ..conftest import examples
+
 
 def test_hand_derived():
     # group a: r = (1, 0, 0), L = (2, 6, 2): b = (2*1 + 0 + 0) / 10 = 0.2 -> A = (0.8, -0.2, -0.2)
@@ -15,7 +17,7 @@ def test_hand_derived():
     np.testing.assert_allclose(adv, [0.8, -0.2, -0.2, 0.5, 0.5, -0.5], rtol=1e-15)
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.lists(st.tuples(st.integers(0, 3), st.floats(-5, 5), st.integers(1, 50)), min_size=1, max_size=30))
 def test_matches_a_loop_over_groups(rows):
     keys, r, lengths = (np.array(x) for x in zip(*rows))

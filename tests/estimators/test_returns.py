@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from grpo_cli.estimators import ESTIMATORS, Steps
 from grpo_cli.estimators.returns import discounted_sums
 
+from ..conftest import examples
+
 rows = st.lists(st.lists(st.floats(-3, 3), min_size=0, max_size=40), min_size=1, max_size=12)
 
 
@@ -35,7 +37,7 @@ def test_gae_hand_derived():
     np.testing.assert_allclose(returns, [0.765, 1.0], rtol=1e-14)
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(rows, st.sampled_from([1.0, 0.99, 0.5, 0.0]))
 def test_discounted_sums_match_the_backward_recursion(row_rewards, gamma):
     s = _steps(row_rewards)
@@ -49,7 +51,7 @@ def test_discounted_sums_match_the_backward_recursion(row_rewards, gamma):
     np.testing.assert_allclose(discounted_sums(s.rewards, s.ends, gamma), expected, rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(rows, st.sampled_from([1.0, 0.95]), st.sampled_from([1.0, 0.9, 0.0]), st.randoms(use_true_random=False))
 def test_gae_matches_the_backward_recursion(row_rewards, gamma, lam, rnd):
     values = [[rnd.uniform(-1, 1) for _ in r] for r in row_rewards]

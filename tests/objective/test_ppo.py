@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from grpo_cli import policy_objective
 
-from .references import ppo_term, ratios
-
+from ..conftest import examples
 from ..strategies import logprob_rollout, rollout_tables, unpack
+from .references import ppo_term, ratios
 
 
 # the slow reference (tests/objective/references.py); GSPO is PPO's term on the sequence ratio
@@ -60,7 +60,7 @@ def test_sign_flip_is_exact_when_nothing_clips(rows, agg):
     assert policy_objective(new, old, advantage_values=-adv, **kw) == pytest.approx(-policy_objective(new, old, advantage_values=adv, **kw), rel=1e-12, abs=1e-12)
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(logprob_rollout)
 def test_sign_flip_as_epsilon_goes_to_zero(rows):
     # With eps -> 0, L(A) = A * min(rho, 1) for A > 0 and L(-A) = -A * max(rho, 1), so
@@ -73,7 +73,7 @@ def test_sign_flip_as_epsilon_goes_to_zero(rows):
     assert policy_objective(new, new, advantage_values=-adv, **kw) == -policy_objective(new, new, advantage_values=adv, **kw)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rollout_tables(), st.floats(0.05, 0.5), st.floats(0.05, 0.5), st.one_of(st.none(), st.floats(1.5, 5.0)))
 def test_token_terms_are_bounded_by_the_clip(table: pa.Table, eps_low, eps_high, dual):
     """L_it <= (1 + eps_high)|A| always; with dual clip C also |L_it| <= max(1 + eps_high, C)|A|

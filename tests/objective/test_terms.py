@@ -11,12 +11,13 @@ from grpo_cli import ObjectiveConfig
 from grpo_cli.objective import row_terms
 from grpo_cli.tokens import Tokens
 
+from ..conftest import examples
 from ..strategies import token_rows
 
 CONFIGS = [ObjectiveConfig(), ObjectiveConfig(dual_clip=3.0, epsilon_high=0.28, beta=0.1), ObjectiveConfig(ratio_level="sequence")]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(token_rows(), st.integers(1, 12), st.sampled_from(CONFIGS))
 def test_token_blocks_do_not_change_row_terms(rows, block_tokens, config):
     tokens, adv = rows
@@ -27,7 +28,7 @@ def test_token_blocks_do_not_change_row_terms(rows, block_tokens, config):
         np.testing.assert_array_equal(whole[key], blocked[key], err_msg=key)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(token_rows(), st.integers(1, 12), st.sampled_from(CONFIGS))
 def test_per_token_advantages_equal_to_the_rows_give_the_row_terms(rows, block_tokens, config):
     tokens, adv = rows
