@@ -239,7 +239,7 @@ def test_performance_page_shows_each_machines_latest_run(tmp_path, monkeypatch):
 def test_performance_page_shows_the_changes_measured(tmp_path, monkeypatch):
     """The Performance page's tables of changes measured are the rows of `benchmarks/tried.csv`
     of each kind its markers name, oldest first; the file in the repository reads as they need,
-    and the page's prose carries no measured number (those are rows of the data files)."""
+    and the page's prose carries no timing or ratio (those are rows of the data files; its targets are not measured)."""
     import csv
 
     with (ROOT / "benchmarks" / "tried.csv").open(newline="") as f:
