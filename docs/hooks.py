@@ -5,7 +5,9 @@
 - ``<!-- estimators -->``, ``<!-- losses -->``: the registries, from their docstrings;
 - ``<!-- presets -->``: each preset's option values, from ``grpo_cli.presets.PRESETS``;
 - ``<!-- api -->``: a mkdocstrings block for each name the package exports;
-- ``<!-- benchmarks -->``: the latest ``benchmarks/results.csv`` rows of each machine.
+- ``<!-- benchmarks -->``: the latest ``benchmarks/results.csv`` rows of each machine;
+- ``<!-- tried: KIND -->``: the ``benchmarks/tried.csv`` rows of KIND (``kept``, ``not-kept``,
+  ``observed``): changes measured and what became of them, and observations of the machine.
 
 Everything is read from objects (click commands, registries), not from source text, so the
 pages follow the code whatever shape its declarations take.
@@ -21,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results.csv"
-MARKER = re.compile(r"(?<!`)<!-- (options|estimators|losses|presets|api|benchmarks)(?:: ([\w-]+))? -->")
+TRIED = ROOT / "benchmarks" / "tried.csv"
+MARKER = re.compile(r"(?<!`)<!-- (options|estimators|losses|presets|api|benchmarks|tried)(?:: ([\w-]+))? -->")
 
 
 @functools.cache
@@ -217,5 +220,14 @@ def benchmarks(_) -> str:
     return "\n".join(parts)
 
 
+def tried(kind: str) -> str:
+    """The ``benchmarks/tried.csv`` rows of ``kind`` (``not-kept`` for ``not kept``), oldest first."""
+    with TRIED.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["kind"] == kind.replace("-", " ")]
+    return table(["date", "commit", "change", "measured", "ratio", "verdict"],
+                 [[r["date"][:10], f"`{r['commit']}`", r["change"], r["figure"], r["ratio"], r["verdict"]]
+                  for r in sorted(rows, key=lambda r: r["date"])])
+
+
 RENDER = {"options": options, "estimators": estimators, "losses": losses, "presets": presets, "api": api,
-          "benchmarks": benchmarks}
+          "benchmarks": benchmarks, "tried": tried}

@@ -234,3 +234,33 @@ def test_performance_page_shows_each_machines_latest_run(tmp_path, monkeypatch):
     page = hooks.benchmarks(None)
     assert "| new | 0.400 |" in page and "| big | 0.100 |" in page and "| old |" not in page
     assert page.index("2 cores") < page.index("64 cores")  # the most recent run first
+
+
+def test_performance_page_shows_the_changes_measured(tmp_path, monkeypatch):
+    """The Performance page's tables of changes measured are the rows of `benchmarks/tried.csv`
+    of each kind its markers name, oldest first; the file in the repository reads as they need,
+    and the page's prose carries no timing or ratio (those are rows of the data files; its targets are not measured)."""
+    import csv
+
+    with (ROOT / "benchmarks" / "tried.csv").open(newline="") as f:
+        recorded = list(csv.DictReader(f))
+    kinds = set(re.findall(r"<!-- tried: ([\w-]+) -->", DOCS["docs/performance.md"]))
+    assert {r["kind"].replace(" ", "-") for r in recorded} == kinds == {"kept", "not-kept", "observed"}
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]+\+00:00", r["date"]) and re.fullmatch(r"[0-9a-f]{10}", r["commit"])
+               and r["change"] and (r["figure"] or r["ratio"]) for r in recorded)
+    tried = tmp_path / "tried.csv"
+    with tried.open("w", newline="") as f:
+        writer = csv.DictWriter(f, list(recorded[0]))
+        writer.writeheader()
+        writer.writerows({**dict.fromkeys(recorded[0], ""), "date": d, "commit": "abc", "kind": k, "change": c, "ratio": r, "verdict": v}
+                         for d, k, c, r, v in [("2026-02-01T00:00:00+00:00", "not kept", "later", "1.05", "slower"),
+                                               ("2026-01-01T00:00:00+00:00", "not kept", "earlier", "1.01", "no gain"),
+                                               ("2026-01-15T00:00:00+00:00", "kept", "a | b", "0.90", "")])
+    monkeypatch.setattr(hooks, "TRIED", tried)
+    not_kept = hooks.tried("not-kept")
+    assert "| 2026-01-01 | `abc` | earlier |  | 1.01 | no gain |" in not_kept and "a \\| b" not in not_kept
+    assert not_kept.index("earlier") < not_kept.index("later")
+    assert "| a \\| b |" in hooks.tried("kept")
+    prose = re.sub(r"```.*?```|## Targets.*?(?=\n## )", "", DOCS["docs/performance.md"], flags=re.S)  # targets are not measured
+    measured = re.findall(r"\b\d+(?:\.\d+)?\s?(?:s|ms|x|%)(?![\w-])", prose)
+    assert not measured, f"docs/performance.md: measured numbers in prose, make them rows of benchmarks/*.csv: {measured}"
