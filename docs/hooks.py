@@ -29,15 +29,19 @@ MARKER = re.compile(r"(?<!`)<!-- (options|estimators|losses|presets|api|benchmar
 
 @functools.cache
 def commands() -> dict:
-    """The ``grpo`` command's subcommands by name, as click runs them."""
-    import click
-    import typer
+    """The ``grpo`` command's subcommands by name, as click runs them (from the registry)."""
+    from grpo_cli.commands import names
+    from grpo_cli.commands.base import build
 
-    from grpo_cli.cli import app
+    return {name: build(name) for name in names()}
 
-    group = typer.main.get_command(app)
-    ctx = click.Context(group)
-    return {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+
+@functools.cache
+def declared(name: str) -> dict:
+    """Command ``name``'s option declarations (:class:`grpo_cli.options.Option`) by name."""
+    from grpo_cli.commands import load
+
+    return {option.name: option for option in load(name).OPTIONS}
 
 
 def on_config(config):
@@ -69,8 +73,30 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 DEFAULT = re.compile(r"\s*\[default: (.*)\]\s*$")
 
 
-def option_row(param) -> tuple[str, list[str]]:
-    """``(panel, [flags, type, default, help])`` of one click parameter."""
+def type_text(param, option) -> str:
+    """What an option takes, from its declaration (``option``; ``None`` for click's own
+    ``--help``): ``flag``, the choices, a type with its range, ``repeatable``."""
+    import enum
+    import typing
+
+    if option is None or option.type is bool:
+        return "flag"
+    kind, repeatable = option.type, typing.get_origin(option.type) is list
+    if repeatable:
+        kind = typing.get_args(kind)[0]
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        text = " | ".join(f"`{choice.value}`" for choice in kind)
+    else:
+        text = {str: "text", int: "integer", float: "float"}.get(kind, getattr(kind, "__name__", str(kind)))
+        low, high = getattr(option.info, "min", None), getattr(option.info, "max", None)
+        if low is not None or high is not None:
+            text += f" ({'' if low is None else f'{low} <= '}x{'' if high is None else f' <= {high}'})"
+    return text + (", repeatable" if repeatable else "")
+
+
+def option_row(param, options: dict) -> tuple[str, list[str]]:
+    """``(panel, [flags, type, default, help])`` of one click parameter (``options``: the
+    command's declarations by name)."""
     help_text = (getattr(param, "help", None) or "").replace("\\[", "[")
     shown = DEFAULT.search(help_text)
     if shown:
@@ -82,28 +108,19 @@ def option_row(param) -> tuple[str, list[str]]:
     flags = ", ".join(f"`{flag}`" for flag in [*param.opts, *param.secondary_opts])
     if param.param_type_name == "argument":
         flags = f"`{param.name.upper()}`" + ("..." if param.nargs == -1 else "")
-    kind = param.type
-    if getattr(param, "is_flag", False):
-        type_text = "flag"
-    elif hasattr(kind, "choices"):
-        type_text = " | ".join(f"`{choice}`" for choice in kind.choices)
-    elif hasattr(kind, "min_open"):  # click's IntRange, FloatRange
-        low = "" if kind.min is None else f"{kind.min} {'<' if kind.min_open else '<='} "
-        high = "" if kind.max is None else f" {'<' if kind.max_open else '<='} {kind.max}"
-        type_text = f"{kind.name} ({low}x{high})"
+    if param.param_type_name == "argument":
+        what = "text, repeatable"
     else:
-        type_text = kind.name
-    if getattr(param, "multiple", False):
-        type_text += ", repeatable"
+        what = type_text(param, options.get(param.name))
     panel = getattr(param, "rich_help_panel", None) or ("Arguments" if param.param_type_name == "argument" else "Options")
-    return panel, [flags, type_text, f"`{default}`" if default else "", help_text.replace("*", "\\*")]
+    return panel, [flags, what, f"`{default}`" if default else "", help_text.replace("*", "\\*")]
 
 
 def options(name: str) -> str:
     """One table per help panel of command ``name``'s parameters, in the help's order."""
     panels: dict[str, list[list[str]]] = {}
     for param in commands()[name].params:
-        panel, row = option_row(param)
+        panel, row = option_row(param, declared(name))
         panels.setdefault(panel, []).append(row)
     return "\n".join(f"**{panel}**\n\n" + table(["option", "type", "default", "meaning"], rows) for panel, rows in panels.items())
 
