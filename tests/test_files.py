@@ -14,7 +14,7 @@ from grpo_cli import ObjectiveConfig, advantages_file, objective_file
 
 from .conftest import examples
 from .strategies import rollout_tables
-from .test_io import bits
+from .io.test_source import bits
 
 SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -9,7 +9,7 @@ import pytest
 from grpo_cli import FilterConfig, filter_file
 from grpo_cli.errors import InputError, UsageError
 
-from .conftest import run_grpo
+from ..conftest import run_grpo
 
 
 @pytest.fixture

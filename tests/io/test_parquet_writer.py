@@ -13,7 +13,7 @@ from grpo_cli.errors import UsageError
 from grpo_cli.io import parquet_writer
 from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, encodings, layout
 
-from .conftest import SAMPLE, run_grpo
+from ..conftest import SAMPLE, run_grpo
 
 
 def _rollouts(path, rows=3000, rewards="continuous", row_group_size=1000, compression="snappy"):

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 
 from grpo_cli import inspect_file
 
-from .conftest import SAMPLE, run_grpo
-from .test_docs import run_in_sample_folder
+from ..conftest import SAMPLE, run_grpo
+from ..test_docs import run_in_sample_folder
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "inspect_sample.txt"
+SNAPSHOT = Path(__file__).parent.parent / "snapshots" / "inspect_sample.txt"
 
 
 def test_text_on_the_sample_matches_the_snapshot(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 from grpo_cli import AdvantageConfig, advantages
 
-from .conftest import run_grpo
+from ..conftest import run_grpo
 
 # Two prompts, two responses each, padded to 4 tokens with response_mask (verl's layout).
 MASK = [[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]]

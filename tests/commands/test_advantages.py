@@ -9,8 +9,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import read_json, run_grpo, write_jsonl_rows
-from .estimators.references import reference_advantages
+from ..conftest import read_json, run_grpo, write_jsonl_rows
+from ..estimators.references import reference_advantages
 
 
 def expected_for(path, **kw):

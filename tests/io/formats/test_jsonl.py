@@ -8,7 +8,7 @@ from grpo_cli import advantages_file
 from grpo_cli.io.formats import jsonl
 from grpo_cli.errors import InputError
 
-from .conftest import write_jsonl_rows
+from ...conftest import write_jsonl_rows
 
 
 def test_jsonl_late_values_keep_their_type_across_chunks(tmp_path, monkeypatch):

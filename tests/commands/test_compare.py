@@ -11,7 +11,7 @@ from grpo_cli import compare_file
 from grpo_cli.compare import parse_estimators, spearman
 from grpo_cli.errors import UsageError
 
-from .conftest import run_grpo
+from ..conftest import run_grpo
 
 
 @pytest.fixture

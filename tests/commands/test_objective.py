@@ -9,8 +9,8 @@ import pytest
 
 from grpo_cli import AdvantageConfig, ObjectiveConfig, objective_file
 
-from .conftest import read_json, run_grpo, write_jsonl_rows
-from .objective.references import reference_row_objective
+from ..conftest import read_json, run_grpo, write_jsonl_rows
+from ..objective.references import reference_row_objective
 
 PER_ROW = ["advantage", "objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old", "kl_ref"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from grpo_cli import MismatchConfig, mismatch_file
 
-from .conftest import SAMPLE, run_grpo
+from ..conftest import SAMPLE, run_grpo
 
 L2 = math.log(2.0)
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import GrpoError
 
-from .conftest import examples, run_grpo, write_jsonl_rows
+from ..conftest import examples, run_grpo, write_jsonl_rows
 
 SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -1,4 +1,4 @@
-"""The allocator setting of the `grpo` command."""
+"""How the `grpo` command tunes its process (grpo_cli.process): the allocator settings and the one switch."""
 
 import os
 import platform

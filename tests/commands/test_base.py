@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import grpo_executable, read_json, run_grpo, write_jsonl_rows
+from ..conftest import grpo_executable, read_json, run_grpo, write_jsonl_rows
 
 
 def base_rows() -> list[dict]:
