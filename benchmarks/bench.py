@@ -119,7 +119,10 @@ def run(argv: list[str]) -> tuple[float, int]:
 def machine() -> dict[str, str]:
     """The machine's cores, memory and CPU model, and the checkout's commit (``+`` if modified)."""
     here = Path(__file__).resolve().parent
-    git = lambda *a: subprocess.run(["git", *a], cwd=here, capture_output=True, text=True).stdout.strip()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=here, capture_output=True, text=True).stdout.strip()
+
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "") if Path("/proc/cpuinfo").exists() else ""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

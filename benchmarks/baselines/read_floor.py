@@ -6,5 +6,5 @@ import sys
 import pyarrow.parquet as pq
 
 columns = sys.argv[2].split(",") if len(sys.argv) > 2 else None
-for batch in pq.ParquetFile(sys.argv[1], pre_buffer=False).iter_batches(columns=columns):
+for _ in pq.ParquetFile(sys.argv[1], pre_buffer=False).iter_batches(columns=columns):  # read, decode, drop
     pass

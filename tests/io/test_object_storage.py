@@ -10,7 +10,7 @@ import pytest
 
 from grpo_cli import advantages_file
 
-from ..conftest import SAMPLE, run_grpo, run_grpo_process
+from ..conftest import run_grpo, run_grpo_process
 
 moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (in the test extra)")
 
