@@ -25,6 +25,7 @@ from typing import Any, Callable, Literal, TypeVar, cast, overload
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .commands.objective import plan_objective
 from .config import AdvantageConfig
 from .engines import LocalEngine
 from .errors import UsageError, check_keywords
@@ -32,8 +33,7 @@ from .files import run
 from .io import open_arrow
 from .io.memory import is_dataset
 from .objective.config import ObjectiveConfig
-from .plan import plan_advantages
-from .plan.objective import objective_estimator, plan_objective
+from .plan import objective_estimator, plan_advantages
 
 Frame = TypeVar("Frame")  # what comes back is what went in
 

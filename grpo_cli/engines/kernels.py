@@ -16,11 +16,11 @@ import pyarrow as pa
 from .. import schema
 from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Runs, row_advantages
-from ..plan import Grouping
 from ..summaries import GroupSummary
 
 if TYPE_CHECKING:
-    from ..plan.filter import FilterPlan
+    from ..commands.filter import FilterPlan
+    from ..plan import Grouping
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ from ..tokens import reduce_rows
 from .kernels import Written, scalars
 
 if TYPE_CHECKING:
+    from ..commands.inspect import InspectPlan
+    from ..commands.mismatch import MismatchPlan
+    from ..commands.objective import ObjectivePlan
     from ..plan import AdvantagesPlan
-    from ..plan.inspect import InspectPlan
-    from ..plan.mismatch import MismatchPlan
-    from ..plan.objective import ObjectivePlan
 
 
 def row_steps(batch: pa.RecordBatch, first_row: int, columns: StepColumns, config) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ from grpo_cli.errors import InputError, RowError
 from grpo_cli.estimators import GroupIndex, RowInputs
 from grpo_cli.io import open_source
 from grpo_cli.plan import Grouping
-from grpo_cli.plan.objective import plan_objective
+from grpo_cli.commands.objective import plan_objective
 
 
 def test_kernels_and_plans_pickle(sample_parquet, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from grpo_cli import AdvantageConfig, advantages, advantages_file, objective_file
 from grpo_cli.engines import Engine, LocalEngine
-from grpo_cli.engines.local import WINDOW_ROWS
+from grpo_cli.passes.ahead import WINDOW_ROWS
 from grpo_cli.errors import InputError
 
 from ..conftest import write_jsonl_rows
@@ -21,7 +21,7 @@ from ..conftest import write_jsonl_rows
 def test_windowed_file_advantages_equal_the_one_piece_computation(tmp_path, monkeypatch, window):
     """Contiguous groups are computed a window at a time on threads; the numbers must be the
     bits of the whole-array computation, whatever the thread count and window size."""
-    monkeypatch.setattr("grpo_cli.engines.local.WINDOW_ROWS", window)
+    monkeypatch.setattr("grpo_cli.passes.WINDOW_ROWS", window)
     rng = np.random.default_rng(1)
     sizes = rng.integers(1, 40, size=(1 << 12) // 4 * 5)  # variable groups, several windows of the smaller size
     ids = np.repeat(np.arange(len(sizes)), sizes)
