@@ -25,7 +25,6 @@ from typing import Any, Callable, Literal, TypeVar, cast, overload
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .commands.objective import plan_objective
 from .config import AdvantageConfig
 from .engines import LocalEngine
 from .errors import UsageError, check_keywords
@@ -110,6 +109,8 @@ def annotate_objective(frame: Any, *, figures: bool = False, **options: Any) -> 
     the objective's, and the estimator's too with ``kl_in_reward``, as on the command line),
     plus ``threads`` and ``batch_rows``.
     """
+    from .commands.objective import plan_objective  # the objective's math, imported by a run that computes it
+
     _check(options, [*OBJECTIVE_OPTIONS, *ADVANTAGE_OPTIONS], plan_objective, "annotate_objective()")
     config = {k: options.pop(k) for k in list(options) if k in OBJECTIVE_OPTIONS}
     estimator = {k: options.pop(k) for k in list(options) if k in ADVANTAGE_OPTIONS}

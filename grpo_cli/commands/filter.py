@@ -17,6 +17,7 @@ from .. import passes, schema
 from ..config import AdvantageConfig
 from ..engines import Engine, kernels
 from ..engines.base import labelled, row_labeller
+from ..engines.kernels import Written
 from ..errors import ColumnNotFoundError, InputError, UsageError
 from ..estimators import Groups, row_inputs
 from ..files import file_function
@@ -96,7 +97,7 @@ class FilterPlan:
     unused: tuple[str, ...] = ()
 
     @property
-    def roles(self) -> dict[str, str | None]:
+    def roles(self) -> dict[str, str | list[str] | None]:
         return {"prompt": self.grouping.prompt, "reward": self.reward if len(self.rewards) == 1 else list(self.rewards),
                 "truncated": self.truncated, "tokens": self.steps.count if self.steps else None, "mask": self.mask}
 
@@ -141,7 +142,7 @@ class FilterPlan:
             masked = truncated if config.truncated == "mask" else None
             fields = [pa.field(self.reward, pa.float64())] if reward is not None else []
             fields += [source.output_schema.field(self.mask)] if masked is not None else []
-            engine.write_pass(source, self.output, fields, kernels.filter_columns, self, keep, reward, masked,
+            engine.write_pass(source, self.output, fields, filter_columns, self, keep, reward, masked,
                               columns=[self.mask] if masked is not None else [], prompt=grouping.prompt, held=table)
         return figures
 
@@ -200,6 +201,24 @@ def plan_filter(
     unused = (truncated,) if truncated is not None and config.truncated is None else ()
     return FilterPlan(config, grouping, reward, reward_config, truncated if config.truncated else None, steps, mask,
                       resolve_output(source, output, output_dir, output_format, compression), unused)
+
+
+def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep: np.ndarray, reward: np.ndarray | None,
+                   masked: np.ndarray | None) -> Written:
+    """Which rows of a batch `grpo filter` keeps, and its changed columns (all rows): the
+    penalised ``reward``; the mask, 0 on every token of a ``masked`` row."""
+    import pyarrow.compute as pc
+
+    rows = slice(first_row, first_row + batch.num_rows)
+    columns = {} if reward is None else {plan.reward: schema.arrow_array(reward[rows])}
+    if masked is not None:
+        mask = batch.column(plan.mask)
+        lengths = pc.list_value_length(mask).to_numpy().astype(np.int64)
+        flat = mask.flatten()
+        values = np.where(np.repeat(masked[rows], lengths), 0, flat.to_numpy(zero_copy_only=False)).astype(flat.to_numpy(zero_copy_only=False).dtype)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        columns[plan.mask] = pa.ListArray.from_arrays(offsets, pa.array(values, type=flat.type))
+    return Written(columns, keep=keep[rows])
 
 
 plan = plan_filter

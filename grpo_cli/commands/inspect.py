@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from .. import options as o
 from .. import passes, schema
@@ -21,7 +22,7 @@ from ..files import file_function
 from ..io import Source
 from ..plan import Grouping, Inputs, resolve_rewards
 from ..summaries import GroupSummary
-from ..token_columns import StepColumns
+from ..token_columns import StepColumns, read_steps
 
 __all__ = ["EXAMPLES", "OPTIONS", "inspect_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -98,10 +99,9 @@ class InspectPlan:
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Describe the input on ``engine``; the figures of :func:`grpo_cli.inspection.inspect_figures`."""
-        from ..engines import token_kernels
         from ..inspection import inspect_figures
 
-        parts = passes.results(engine, source, token_kernels.inspect_batch, self, columns=list(self.columns), prompt=self.grouping.prompt)
+        parts = passes.results(engine, source, inspect_batch, self, columns=list(self.columns), prompt=self.grouping.prompt)
         nulls = dict(zip(self.columns, np.sum([p["nulls"] for p in parts], axis=0).tolist()))
         lengths = entries = None
         if self.steps is not None:
@@ -157,7 +157,7 @@ def plan_inspect(
     s, name = source.schema, source.name
     config = AdvantageConfig(preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip)
     several = reward_col is not None and not isinstance(reward_col, str)
-    given = {"prompt": prompt_col, "reward": None if several else reward_col, "new": logprobs_col, "old": old_logprobs_col, "ref": ref_logprobs_col,
+    given: dict[str, str | None] = {"prompt": prompt_col, "reward": None if several or reward_col is None else str(reward_col), "new": logprobs_col, "old": old_logprobs_col, "ref": ref_logprobs_col,
              "rollout": rollout_logprobs_col, "mask": mask_col, "advantage": advantage_col, "truncated": truncated_col}
     roles = {role: schema.explain_role(s, role, given[role], name) for role in given}
     schema.positive_int(num_generations, "num_generations")
@@ -172,6 +172,16 @@ def plan_inspect(
     steps = StepColumns(count, roles["mask"]["column"]) if count is not None else None
     return InspectPlan(roles, grouping, Inputs(rewards) if rewards is not None else None, steps, roles["truncated"]["column"],
                        tuple(s.names), config)
+
+
+def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> dict:
+    """A batch's null count per column (a null list counts one) and, with token columns,
+    each row's entries and valid tokens."""
+    out = {"nulls": np.array([batch.column(name).null_count for name in plan.columns], dtype=np.int64)}
+    if plan.steps is not None:
+        data = read_steps(batch, plan.steps)
+        out.update(length=data.valid_lengths.astype(np.int32), entries=data.lengths)
+    return out
 
 
 plan = plan_inspect

@@ -9,16 +9,21 @@ import sys
 from dataclasses import dataclass
 from functools import reduce
 
+import pyarrow as pa
+
 from .. import options as o
 from .. import passes, schema
 from ..config import value_range
 from ..engines import Engine
 from ..engines.base import row_names
+from ..engines.kernels import Written
+from ..engines.token_kernels import MISMATCH_COLUMNS, mismatch_columns
 from ..files import file_function
 from ..io import Source
-from ..mismatch import MismatchConfig
+from ..mismatch import MismatchConfig, MismatchSummary, batch_terms
 from ..plan import Grouping, Output, resolve_grouping, resolve_output
-from ..token_columns import TokenColumns
+from ..schema import arrow_array
+from ..token_columns import TokenColumns, read_tokens
 
 __all__ = ["EXAMPLES", "OPTIONS", "mismatch_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -115,12 +120,9 @@ class MismatchPlan:
     def run(self, engine: Engine, source: Source) -> dict:
         """Report the mismatch on ``engine`` and write the per-row figures; the figures of
         :meth:`grpo_cli.mismatch.MismatchSummary.figures`, the worst rows named."""
-        from ..engines import token_kernels
-        from ..mismatch import MismatchSummary
-
         if self.grouping.num_generations is not None:
             passes.first_pass(engine, source, self.grouping, None, None)  # every group has num_generations rows
-        partials = passes.partials(engine, source, self.output, token_kernels.mismatch_fields(), token_kernels.mismatch_batch, self,
+        partials = passes.partials(engine, source, self.output, mismatch_fields(), mismatch_batch, self,
                                    columns=self.columns, prompt=self.prompt)
         summary = reduce(lambda done, partial: done.merge(partial, self.config.worst), partials, MismatchSummary())
         figures = summary.figures(self.config)
@@ -158,6 +160,19 @@ def plan_mismatch(
     tokens = TokenColumns(new=old, old=old, mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name), rollout=rollout)
     grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
     return MismatchPlan(config or MismatchConfig(), tokens, grouping, resolve_output(source, output, output_dir, output_format, compression))
+
+
+def mismatch_fields() -> list[pa.Field]:
+    """The per-row columns `grpo mismatch` writes, in order."""
+    return [pa.field("n_tokens", pa.int64()), *(pa.field(name, pa.float64()) for name in MISMATCH_COLUMNS)]
+
+
+def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) -> Written:
+    """The per-row mismatch columns (when the plan writes rows) and the partial report of one batch."""
+    terms = batch_terms(read_tokens(batch, plan.tokens), plan.config)
+    summary = MismatchSummary.of(terms, first_row, plan.config.worst)
+    columns = {"n_tokens": arrow_array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
+    return Written(columns, partial=summary)
 
 
 plan = plan_mismatch

@@ -9,20 +9,27 @@ import sys
 from dataclasses import dataclass, fields, replace
 from functools import reduce
 
+import numpy as np
+import pyarrow as pa
+
 from .. import options as o
 from .. import passes, schema
 from ..config import AdvantageConfig, value_range
 from ..engines import Engine
+from ..engines.kernels import Written, scalars
+from ..engines.token_kernels import MISMATCH_COLUMNS, mismatch_columns
 from ..errors import ColumnNotFoundError, UsageError
 from ..estimators import lookup
 from ..files import file_function
 from ..io import Source
-from ..objective import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
+from ..objective import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS, row_terms
 from ..objective.config import ObjectiveConfig
 from ..objective.rollout import REJECT_LEVELS
+from ..objective.summary import ObjectiveSummary
 from ..plan import (OBJECTIVE_ESTIMATOR, Grouping, Inputs, Output, default_estimator, objective_estimator, reads_tokens, resolve_grouping,
                     resolve_inputs, resolve_output)
-from ..token_columns import StepColumns, TokenColumns
+from ..schema import arrow_array
+from ..token_columns import StepColumns, TokenColumns, read_tokens
 
 __all__ = ["EXAMPLES", "OPTIONS", "objective_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -184,16 +191,13 @@ class ObjectivePlan:
     def run(self, engine: Engine, source: Source) -> dict:
         """Compute the objective on ``engine`` and write the per-row columns; the figures of
         :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`."""
-        from ..engines import token_kernels
-        from ..objective.summary import ObjectiveSummary
-
         computed = held = None
         if self.first_pass:
             index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator,
                                                            hold=bool(self.output.targets))
             if self.estimator is not None:
                 computed = passes.advantages(engine, source, self.grouping, index, inputs, self.estimator, ahead)[0]
-        partials = passes.partials(engine, source, self.output, token_kernels.objective_fields(self), token_kernels.objective_batch, self,
+        partials = passes.partials(engine, source, self.output, objective_fields(self), objective_batch, self,
                                    computed, columns=self.columns, prompt=self.grouping.prompt, held=held)
         return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(self.config)
 
@@ -291,6 +295,65 @@ def plan_objective(
     plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, inputs, estimator, out)
     used = tuple(plan.roles.values())
     return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
+
+
+def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
+    """The per-row columns `grpo objective` writes, in order."""
+    names = [] if plan.per_token else ["advantage"]
+    names += ["objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old"]
+    names += ["kl_ref"] if plan.tokens.ref else []
+    names += list(MISMATCH_COLUMNS) if plan.tokens.rollout else []
+    names += ["is_weight_mean"] if plan.config.is_level else []
+    names += ["rejected_tokens"] if plan.config.reject else []
+    return [pa.field(name, pa.int64() if name in ("n_tokens", "rejected_tokens") else pa.float64()) for name in names]
+
+
+def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> Written:
+    """The per-row columns (when the plan writes rows) and the partial summary of one batch.
+
+    Advantages come from ``computed`` (every row's, from the first pass), else from the
+    plan's advantage column in the batch, else per token from ``plan.tokens.advantage``.
+    """
+    tokens = read_tokens(batch, plan.tokens)
+    if computed is not None:
+        adv = computed[first_row : first_row + batch.num_rows]
+    elif plan.advantage is not None:
+        adv = scalars(batch.column(plan.advantage), plan.advantage)
+    else:
+        adv = None
+    terms = row_terms(tokens, adv, plan.config)
+    summary = ObjectiveSummary.of(terms, first_row)
+    return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
+
+
+def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:
+    n = terms["n_tokens"]
+    empty = n == 0
+    safe_n = np.where(empty, 1, n)
+
+    def per_token(x: np.ndarray) -> pa.Array:
+        return arrow_array(x / safe_n, mask=empty)
+
+    flagged = sum(terms[f"flag_{flag.name}"] for flag in LOSSES[plan.config.loss].flags if flag.per_row)
+    columns = {} if adv is None else {"advantage": arrow_array(adv)}
+    columns.update({
+        "objective_sum": arrow_array(terms["objective_sum"]),
+        "objective_mean": per_token(terms["objective_sum"]),
+        "n_tokens": arrow_array(n),
+        "clip_frac": per_token(np.asarray(flagged, dtype=np.float64)),
+        "ratio_mean": per_token(terms["ratio_sum"]),
+        "ratio_max": arrow_array(terms["ratio_max"], mask=empty),
+        "kl_old": per_token(terms["kl_old_sum"]),
+    })
+    if "kl_ref_sum" in terms:
+        columns["kl_ref"] = per_token(terms["kl_ref_sum"])
+    if "mismatch_tokens" in terms:
+        columns.update(mismatch_columns(terms))
+    if "is_weight_sum" in terms:
+        columns["is_weight_mean"] = per_token(terms["is_weight_sum"])
+    if "rejected_tokens" in terms:
+        columns["rejected_tokens"] = arrow_array(terms["rejected_tokens"])
+    return columns
 
 
 plan = plan_objective
