@@ -86,7 +86,7 @@ class Engine(ABC):
         place, the others appended) to ``output``'s targets, staged in :attr:`outputs`, and
         return the results' partial summaries in row order."""
 
-    def reported(self, source: Source, results: Iterator[tuple[int, pa.RecordBatch, Any]]) -> Iterator[Mapped]:
+    def _reported(self, source: Source, results: Iterator[tuple[int, pa.RecordBatch, Any]]) -> Iterator[Mapped]:
         """``(part, batch, result)`` in row order as :class:`Mapped`, each batch's first row
         counted, progress reported as each is yielded (for :meth:`map_batches`)."""
         done, total = 0, int(source.row_counts.sum())

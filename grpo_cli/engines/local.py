@@ -48,7 +48,7 @@ class LocalEngine(Engine):
             first_row, part, batch = item
             return part, batch, run_kernel(source, label, kernel, args, read, part, first_row, batch)
 
-        return self.reported(source, ordered_map(work, numbered(), self.workers))
+        return self._reported(source, ordered_map(work, numbered(), self.workers))
 
     def write_pass(self, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
                    prompt: str | None = None, held: pa.Table | None = None) -> list:
@@ -72,7 +72,7 @@ class LocalEngine(Engine):
         are appended in order. Every output is written to a temporary file staged in
         :attr:`outputs`, which the caller commits (see :class:`~grpo_cli.io.Outputs`). The
         writing runs on a thread of its own, a batch behind the reading; the sinks encode
-        small row groups on the worker threads too (:class:`~grpo_cli.writer.RowGroupWriter`).
+        small row groups on the worker threads too (:class:`~grpo_cli.io.parquet_writer.RowGroupWriter`).
         """
         inputs = source.stored_schemas if output.per_input else [source.output_schema]
         schemas = [_annotated_schema(s, new_fields) for s in inputs]

@@ -118,7 +118,7 @@ class RayEngine(LocalEngine):
                     batch, result = self._get(ref)
                     yield k, batch if carry else _rows_only(batch), result
 
-        return self.reported(source, results())
+        return self._reported(source, results())
 
     def write_pass(self, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
                    prompt: str | None = None, held: pa.Table | None = None) -> list:
