@@ -14,7 +14,7 @@ from .estimators import group_index, lookup, row_advantages, row_inputs, whitene
 from .objective import row_terms
 from .objective.config import ObjectiveConfig
 from .objective.summary import ObjectiveSummary
-from .plan.objective import default_estimator
+from .plan import default_estimator
 from .schema import check_finite_scalars
 from .token_columns import TokenColumns, read_tokens
 

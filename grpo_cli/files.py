@@ -1,11 +1,11 @@
 """The file API, what the commands call: open the input, make the plan, run an engine.
 
 Each command's file function (``advantages_file``, ...) is made by :func:`file_function` from
-its module (:mod:`grpo_cli.commands`): its options are the keywords of the command's plan
-(``plan_<command>``, :mod:`grpo_cli.plan`), declared there once, plus how to read the input
-and how to run: ``input_format``, ``hive``, ``threads``, ``batch_rows``, ``progress``, and
-``engine`` (``local``, or ``ray`` with ``ray_address``); and ``summary_json``, a path (``-``:
-stdout) for the returned figures as JSON, written with the other outputs (see :func:`run`).
+its module (:mod:`grpo_cli.commands`): its options are the keywords of the command's
+``plan``, declared there once, plus how to read the input and how to run: ``input_format``,
+``hive``, ``threads``, ``batch_rows``, ``progress``, and ``engine`` (``local``, or ``ray``
+with ``ray_address``); and ``summary_json``, a path (``-``: stdout) for the returned figures
+as JSON, written with the other outputs (see :func:`run`).
 """
 
 from __future__ import annotations

@@ -32,8 +32,7 @@ from .files import run
 from .io import open_arrow
 from .io.memory import is_dataset
 from .objective.config import ObjectiveConfig
-from .plan import plan_advantages
-from .plan.objective import objective_estimator, plan_objective
+from .plan import objective_estimator, plan_advantages
 
 Frame = TypeVar("Frame")  # what comes back is what went in
 
@@ -110,6 +109,8 @@ def annotate_objective(frame: Any, *, figures: bool = False, **options: Any) -> 
     the objective's, and the estimator's too with ``kl_in_reward``, as on the command line),
     plus ``threads`` and ``batch_rows``.
     """
+    from .commands.objective import plan_objective  # the objective's math, imported by a run that computes it
+
     _check(options, [*OBJECTIVE_OPTIONS, *ADVANTAGE_OPTIONS], plan_objective, "annotate_objective()")
     config = {k: options.pop(k) for k in list(options) if k in OBJECTIVE_OPTIONS}
     estimator = {k: options.pop(k) for k in list(options) if k in ADVANTAGE_OPTIONS}

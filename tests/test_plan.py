@@ -11,7 +11,8 @@ from grpo_cli import AdvantageConfig, ObjectiveConfig, UsageError
 from grpo_cli.errors import ColumnNotFoundError
 from grpo_cli.io import open_source
 from grpo_cli.plan import plan_advantages
-from grpo_cli.plan.objective import OBJECTIVE_ESTIMATOR, objective_estimator, plan_objective
+from grpo_cli.commands.objective import plan_objective
+from grpo_cli.plan import OBJECTIVE_ESTIMATOR, objective_estimator
 
 ROWS = {"prompt_id": ["a", "a"], "reward": [0.0, 1.0], "logprobs": [[-0.1], [-0.2]], "old_logprobs": [[-0.1], [-0.3]]}
 

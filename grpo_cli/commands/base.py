@@ -41,7 +41,9 @@ class Command(Protocol):
     EXAMPLES: str
 
     def plan(self, source: Any, **options: Any) -> Any:
-        """The plan of a run (see :mod:`grpo_cli.plan`); it knows what it runs on an engine."""
+        """The plan of a run: a frozen dataclass (shared pieces in :mod:`grpo_cli.plan`) whose
+        ``run(engine, source)`` builds the command from the engine's primitives
+        (:class:`~grpo_cli.engines.Engine`; passes several commands share in :mod:`grpo_cli.passes`)."""
 
     def keywords(self, given: dict[str, Any]) -> dict[str, Any]:
         """The library's values of the command's options as its plan takes them (config objects made)."""

@@ -3,11 +3,24 @@
 -o writes one advantage_<estimator> column per estimator. The grouping and reward options apply to every estimator; --preset sets the conventions of every estimator for the options it is not given (a preset's name in --estimators stands for its own).
 """
 
+from __future__ import annotations
+
 import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
 
 from .. import options as o
+from .. import passes
+from ..compare import column_name, compare_figures, parse_estimators
+from ..config import AdvantageConfig
+from ..engines import Engine, kernels
+from ..errors import UsageError
+from ..estimators import lookup
 from ..files import file_function
-from ..plan.compare import plan_compare as plan
+from ..io import Source
+from ..plan import Grouping, Inputs, Output, reads_tokens, resolve_grouping, resolve_inputs, resolve_output, resolve_steps
 
 __all__ = ["EXAMPLES", "OPTIONS", "compare_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -56,5 +69,83 @@ def render(figures: dict, console) -> None:
             g.add_row(str(e["group"]), str(e["rows"]), f"{e['max_abs_difference']:.6g}")
         console.print(g)
 
+
+@dataclass(frozen=True)
+class ComparePlan:
+    """`grpo compare`: the groups, and each estimator (its label, what it reads, its options);
+    ``top``: how many of the most affected groups to list."""
+
+    grouping: Grouping
+    estimators: tuple[tuple[str, Inputs, AdvantageConfig], ...]
+    output: Output
+    top: int = 5
+
+    @property
+    def roles(self) -> dict:
+        return {"prompt": self.grouping.prompt, **self.estimators[0][1].roles}
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Compute the estimators side by side on ``engine`` and write one column each; the
+        figures of :func:`grpo_cli.compare.compare_figures`."""
+        columns, prompt = {}, self.grouping.prompt
+        for label, inputs, config in self.estimators:
+            index, rows, held, ahead = passes.first_pass(engine, source, self.grouping, inputs, config, hold=bool(self.output.targets))
+            columns[column_name(label)] = passes.advantages(engine, source, self.grouping, index, rows, config, ahead)[0]
+
+        def names(groups: np.ndarray) -> list:
+            if prompt is None:
+                return groups.tolist()
+            return source.read_columns([prompt]).column(prompt).take(index.first[groups]).to_pylist()
+
+        figures = compare_figures([label for label, _, _ in self.estimators], np.column_stack(list(columns.values())), index, names, self.top)
+        if self.output.targets:
+            engine.write_pass(source, self.output, [pa.field(name, pa.float64()) for name in columns], kernels.row_columns, columns,
+                              columns=[], prompt=prompt, held=held)
+        return figures
+
+    @property
+    def figures(self) -> dict:
+        return {"columns": self.roles, "config": {label: config.figures for label, _, config in self.estimators}}
+
+
+def plan_compare(
+    source: Source,
+    *,
+    estimators: str,
+    preset: str | None = None,
+    reward_weights: tuple[float, ...] | None = None,
+    multi_reward: str | None = None,
+    on_null: str | None = None,
+    reward_clip: tuple[float, float] | None = None,
+    prompt_col: str | None = None,
+    reward_col: str | list[str] | None = None,
+    num_generations: int | None = None,
+    baseline_col: str | None = None,
+    mask_col: str | None = None,
+    top: int = 5,
+    output: str | None = None,
+    output_dir: str | None = None,
+    output_format: str | None = None,
+    compression: str | None = None,
+) -> ComparePlan:
+    """The plan of `grpo compare` on ``source`` (see :func:`grpo_cli.compare_file`): the
+    column options apply to the estimators that read those columns; ``preset`` and the reward
+    options to every estimator, for the options it is not given (a preset's name in
+    ``estimators`` stands for its own)."""
+    specs = parse_estimators(estimators, preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null,
+                             reward_clip=reward_clip)
+    if top < 0:
+        raise UsageError(f"`top` must be >= 0 (found {top!r})")
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=any(lookup(c.estimator).grouped for _, c in specs))
+    resolved = []
+    for label, config in specs:
+        needs = lookup(config.estimator).needs
+        steps = resolve_steps(source, config, mask_col=mask_col if reads_tokens(config) else None, logprobs_col=None, old_logprobs_col=None,
+                              ref_logprobs_col=None, values_col=None)
+        resolved.append((label, resolve_inputs(source, config, reward_col, baseline_col if "baseline" in needs else None, steps), config))
+    return ComparePlan(grouping, tuple(resolved), resolve_output(source, output, output_dir, output_format, compression), top)
+
+
+plan = plan_compare
 
 compare_file = file_function(sys.modules[__name__])

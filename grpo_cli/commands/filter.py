@@ -3,12 +3,28 @@
 Without -o (or --output-dir), only reports what would be kept and why the rest would not. The rewards are read as `grpo advantages` reads them (several reward columns, their weights, nulls, clip); a row without any reward is refused.
 """
 
+from __future__ import annotations
+
 import sys
+from dataclasses import dataclass
+from functools import reduce
+
+import numpy as np
+import pyarrow as pa
 
 from .. import options as o
+from .. import passes, schema
+from ..config import AdvantageConfig
+from ..engines import Engine, kernels
+from ..engines.base import labelled, row_labeller
+from ..engines.kernels import Written
+from ..errors import ColumnNotFoundError, InputError, UsageError
+from ..estimators import Groups, row_inputs
 from ..files import file_function
 from ..filters import TRUNCATED, FilterConfig
-from ..plan.filter import plan_filter as plan
+from ..io import Source
+from ..plan import Grouping, Output, resolve_grouping, resolve_output, resolve_rewards
+from ..token_columns import StepColumns
 
 __all__ = ["EXAMPLES", "OPTIONS", "filter_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -62,5 +78,149 @@ def render(figures: dict, console) -> None:
         t.add_row("not used", ", ".join(f["unused_columns"]))
     console.print(t)
 
+
+@dataclass(frozen=True)
+class FilterPlan:
+    """`grpo filter`: the groups and their ``rewards`` columns (read as ``reward_config``
+    says: weights, nulls, clip), the ``truncated`` flag column, the token columns that give
+    each row's length (``steps``, for the overlong penalty), and the ``mask`` column that
+    masking truncated rows zeroes."""
+
+    config: FilterConfig
+    grouping: Grouping
+    rewards: tuple[str, ...]
+    reward_config: AdvantageConfig
+    truncated: str | None
+    steps: StepColumns | None
+    mask: str | None
+    output: Output
+    unused: tuple[str, ...] = ()
+
+    @property
+    def roles(self) -> dict[str, str | list[str] | None]:
+        return {"prompt": self.grouping.prompt, "reward": self.reward if len(self.rewards) == 1 else list(self.rewards),
+                "truncated": self.truncated, "tokens": self.steps.count if self.steps else None, "mask": self.mask}
+
+    @property
+    def reward(self) -> str:
+        """The reward column the overlong penalty rewrites (there is one when it applies)."""
+        return self.rewards[0]
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Write the rows kept on ``engine``; the figures of :func:`grpo_cli.filters.filter_figures`."""
+        from ..filters import filter_figures, group_rules, overlong_penalty
+
+        config, grouping = self.config, self.grouping
+        paths = [schema.field_path(source.schema, name) for name in self.rewards]
+        label = row_labeller(source, grouping.prompt)
+        table = labelled(label, engine.read_columns, source, list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), self.truncated)
+                                                                             if c is not None)))
+        read = labelled(label, kernels.rows_read, table, 0, grouping.prompt, paths, self.rewards, None)
+        index = labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
+        found = labelled(label, row_inputs, read.rewards, list(self.rewards), self.reward_config)
+        r = found.r
+        if not found.scored.all():
+            null = f"column {self.reward!r} is" if len(self.rewards) == 1 else f"every reward column ({', '.join(self.rewards)}) is"
+            raise InputError(f"{label(int(np.flatnonzero(~found.scored)[0]))}: {null} null or NaN (`grpo filter` needs every reward)")
+        groups = Groups(r, index)
+        rules = group_rules(groups, config)
+        keep = reduce(np.logical_and, (groups.per_row(kept) for kept in rules.values()), np.ones(len(r), dtype=bool))
+        truncated = None
+        if self.truncated is not None:
+            truncated = labelled(label, kernels.truncation_flags, table.column(self.truncated), self.truncated)
+            if config.truncated == "drop":
+                keep &= ~truncated
+        penalty = reward = None
+        if self.steps is not None:
+            from ..engines import token_kernels
+
+            parts = passes.results(engine, source, token_kernels.row_steps, self.steps, None, columns=self.steps.names, prompt=grouping.prompt)
+            penalty = overlong_penalty(passes.joined(parts, ("length",))["length"], config)
+            reward = r + penalty
+        figures = filter_figures(groups, rules, keep, truncated, penalty, config)
+        if self.output.targets:
+            masked = truncated if config.truncated == "mask" else None
+            fields = [pa.field(self.reward, pa.float64())] if reward is not None else []
+            fields += [source.output_schema.field(self.mask)] if masked is not None else []
+            engine.write_pass(source, self.output, fields, filter_columns, self, keep, reward, masked,
+                              columns=[self.mask] if masked is not None else [], prompt=grouping.prompt, held=table)
+        return figures
+
+    @property
+    def figures(self) -> dict:
+        return {"columns": self.roles, "unused_columns": list(self.unused)}
+
+
+def plan_filter(
+    source: Source,
+    *,
+    config: FilterConfig,
+    prompt_col: str | None = None,
+    reward_col: str | list[str] | None = None,
+    reward_weights: tuple[float, ...] | None = None,
+    multi_reward: str | None = None,
+    on_null: str | None = None,
+    reward_clip: tuple[float, float] | None = None,
+    num_generations: int | None = None,
+    truncated_col: str | None = None,
+    mask_col: str | None = None,
+    logprobs_col: str | None = None,
+    output: str | None = None,
+    output_dir: str | None = None,
+    output_format: str | None = None,
+    compression: str | None = None,
+) -> FilterPlan:
+    """The plan of `grpo filter` on ``source`` (see :func:`grpo_cli.filter_file`): the rewards
+    are read as `grpo advantages` reads them (several columns, ``reward_weights``,
+    ``multi_reward``, ``on_null``, ``reward_clip``); a row without any reward is refused."""
+    s, name = source.schema, source.name
+    grouped = config.drop_zero_variance or config.keep_if is not None
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=grouped)
+    reward_config = AdvantageConfig(reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip)
+    reward = resolve_rewards(source, reward_col, reward_config)
+    if config.overlong_buffer is not None and len(reward) > 1:
+        raise UsageError(f"the overlong penalty rewrites the reward column, and there are {len(reward)} ({', '.join(reward)}); "
+                         "pass one `reward_col`")
+    if config.overlong_buffer is not None and "." in reward[0] and reward[0] not in s.names:
+        raise UsageError(f"the overlong penalty rewrites the reward, and {reward[0]!r} is a struct field; pass a top-level `reward_col`")
+    truncated = schema.resolve_column(s, "truncated", truncated_col, required=config.truncated is not None, source=name)
+    if truncated is not None and config.truncated is not None:
+        field = s.field(truncated)
+        if not (pa.types.is_boolean(field.type) or pa.types.is_integer(field.type)):
+            raise UsageError(f"{name}: column {truncated!r} (truncation flag) must hold booleans or 0/1 (found {field.type})")
+    counting = config.overlong_buffer is not None
+    mask = schema.resolve_column(s, "mask", mask_col, required=config.truncated == "mask", source=name) \
+        if counting or config.truncated == "mask" else None
+    steps = None
+    if config.overlong_buffer is not None:
+        count = mask or schema.resolve_column(s, "new", logprobs_col, required=False, source=name) \
+            or schema.resolve_column(s, "old", None, required=False, source=name)
+        if count is None:
+            raise ColumnNotFoundError(f"{name}: the overlong penalty needs each row's length: no mask or log-probs column; pass `mask_col`")
+        steps = StepColumns(count, mask)
+    unused = (truncated,) if truncated is not None and config.truncated is None else ()
+    return FilterPlan(config, grouping, reward, reward_config, truncated if config.truncated else None, steps, mask,
+                      resolve_output(source, output, output_dir, output_format, compression), unused)
+
+
+def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep: np.ndarray, reward: np.ndarray | None,
+                   masked: np.ndarray | None) -> Written:
+    """Which rows of a batch `grpo filter` keeps, and its changed columns (all rows): the
+    penalised ``reward``; the mask, 0 on every token of a ``masked`` row."""
+    import pyarrow.compute as pc
+
+    rows = slice(first_row, first_row + batch.num_rows)
+    columns = {} if reward is None else {plan.reward: schema.arrow_array(reward[rows])}
+    if masked is not None:
+        mask = batch.column(plan.mask)
+        lengths = pc.list_value_length(mask).to_numpy().astype(np.int64)
+        flat = mask.flatten()
+        values = np.where(np.repeat(masked[rows], lengths), 0, flat.to_numpy(zero_copy_only=False)).astype(flat.to_numpy(zero_copy_only=False).dtype)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        columns[plan.mask] = pa.ListArray.from_arrays(offsets, pa.array(values, type=flat.type))
+    return Written(columns, keep=keep[rows])
+
+
+plan = plan_filter
 
 filter_file = file_function(sys.modules[__name__])

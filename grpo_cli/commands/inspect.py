@@ -3,11 +3,26 @@
 The advantages are the default estimator's (grpo, population std, eps 0), or the preset's; the rewards are read as `grpo advantages` reads them (several reward columns, their weights, nulls, clip).
 """
 
+from __future__ import annotations
+
 import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
 
 from .. import options as o
+from .. import passes, schema
+from ..config import AdvantageConfig
+from ..engines import Engine, kernels
+from ..engines.base import labelled, row_labeller
+from ..errors import UsageError
+from ..estimators import Groups
 from ..files import file_function
-from ..plan.inspect import plan_inspect as plan
+from ..io import Source
+from ..plan import Grouping, Inputs, resolve_rewards
+from ..summaries import GroupSummary
+from ..token_columns import StepColumns, read_steps
 
 __all__ = ["EXAMPLES", "OPTIONS", "inspect_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -67,5 +82,108 @@ def render(figures: dict, console) -> None:
             console.print(title)
             console.print(render_histogram(f[key]), markup=False, highlight=False)
 
+
+@dataclass(frozen=True)
+class InspectPlan:
+    """`grpo inspect`: each role's column and why (``roles``), the groups, the reward, the token
+    columns that give each row's length (``steps``), a truncation column, every column
+    (``columns``, whose nulls are counted), and the ``estimator`` of the advantages shown."""
+
+    roles: dict
+    grouping: Grouping
+    inputs: Inputs | None
+    steps: StepColumns | None
+    truncated: str | None
+    columns: tuple[str, ...]
+    estimator: AdvantageConfig
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Describe the input on ``engine``; the figures of :func:`grpo_cli.inspection.inspect_figures`."""
+        from ..inspection import inspect_figures
+
+        parts = passes.results(engine, source, inspect_batch, self, columns=list(self.columns), prompt=self.grouping.prompt)
+        nulls = dict(zip(self.columns, np.sum([p["nulls"] for p in parts], axis=0).tolist()))
+        lengths = entries = None
+        if self.steps is not None:
+            lengths = np.concatenate([p["length"] for p in parts])
+            counts = np.concatenate([p["entries"] for p in parts])
+            entries = (int(counts.min()), int(counts.max())) if len(counts) else None
+        truncated = None
+        if self.truncated is not None:
+            label = row_labeller(source, self.grouping.prompt)
+            truncated = labelled(label, kernels.truncation_flags, engine.read_columns(source, [self.truncated]).column(self.truncated),
+                                 self.truncated)
+        estimator, groups, rewards, adv = self.estimator, None, None, None
+        if self.inputs is not None:
+            index, inputs, _, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, estimator)
+            adv, _ = passes.advantages(engine, source, self.grouping, index, inputs, estimator, ahead)
+            groups, rewards = GroupSummary.of(Groups(inputs.r, index).subset(inputs.scored)), passes.scored(inputs)
+        return inspect_figures(rows=int(source.row_counts.sum()), roles=self.roles, nulls=nulls, lengths=lengths, entries=entries,
+                               mask=self.steps.mask if self.steps else None, groups=groups, grouped_by=self.grouping.described,
+                               rewards=rewards, advantages=adv, truncated=truncated, estimator=estimator)
+
+    @property
+    def figures(self) -> dict:
+        return {}
+
+
+def plan_inspect(
+    source: Source,
+    *,
+    preset: str | None = None,
+    prompt_col: str | None = None,
+    reward_col: str | list[str] | None = None,
+    reward_weights: tuple[float, ...] | None = None,
+    multi_reward: str | None = None,
+    on_null: str | None = None,
+    reward_clip: tuple[float, float] | None = None,
+    num_generations: int | None = None,
+    mask_col: str | None = None,
+    logprobs_col: str | None = None,
+    old_logprobs_col: str | None = None,
+    ref_logprobs_col: str | None = None,
+    rollout_logprobs_col: str | None = None,
+    advantage_col: str | None = None,
+    truncated_col: str | None = None,
+    output: None = None,
+) -> InspectPlan:
+    """The plan of `grpo inspect` on ``source`` (see :func:`grpo_cli.inspect_file`): it never
+    stops on a role it cannot resolve; it says why. It writes no rows (``output`` is refused).
+    The rewards are read as `grpo advantages` reads them (several columns, ``reward_weights``,
+    ``multi_reward``, ``on_null``, ``reward_clip``); the advantages shown are the default
+    estimator's, or ``preset``'s."""
+    if output is not None:
+        raise UsageError("`grpo inspect` writes no rows; drop `output`")
+    s, name = source.schema, source.name
+    config = AdvantageConfig(preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip)
+    several = reward_col is not None and not isinstance(reward_col, str)
+    given: dict[str, str | None] = {"prompt": prompt_col, "reward": None if several or reward_col is None else str(reward_col), "new": logprobs_col, "old": old_logprobs_col, "ref": ref_logprobs_col,
+             "rollout": rollout_logprobs_col, "mask": mask_col, "advantage": advantage_col, "truncated": truncated_col}
+    roles = {role: schema.explain_role(s, role, given[role], name) for role in given}
+    schema.positive_int(num_generations, "num_generations")
+    grouping = Grouping(roles["prompt"]["column"], num_generations)
+    if several:
+        roles["reward"] = {"column": None, "why": "given", "option": "reward_col"}
+    reward = reward_col if several else roles["reward"]["column"]
+    rewards = resolve_rewards(source, reward, config) if reward is not None else None
+    if several:
+        roles["reward"]["column"] = ", ".join(rewards)
+    count = roles["mask"]["column"] or roles["new"]["column"] or roles["old"]["column"]
+    steps = StepColumns(count, roles["mask"]["column"]) if count is not None else None
+    return InspectPlan(roles, grouping, Inputs(rewards) if rewards is not None else None, steps, roles["truncated"]["column"],
+                       tuple(s.names), config)
+
+
+def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> dict:
+    """A batch's null count per column (a null list counts one) and, with token columns,
+    each row's entries and valid tokens."""
+    out = {"nulls": np.array([batch.column(name).null_count for name in plan.columns], dtype=np.int64)}
+    if plan.steps is not None:
+        data = read_steps(batch, plan.steps)
+        out.update(length=data.valid_lengths.astype(np.int32), entries=data.lengths)
+    return out
+
+
+plan = plan_inspect
 
 inspect_file = file_function(sys.modules[__name__])

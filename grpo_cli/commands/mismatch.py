@@ -3,13 +3,27 @@
 |old - rollout|, KL(rollout || old) as k1 and k3, perplexities, chi-square and effective sample size of the weights pi_old / pi_rollout, the share a cap or mask would touch, by token position and response length, and the worst rows (named by their prompt id; with --num-generations, every group's size is checked). -o writes the per-row figures.
 """
 
+from __future__ import annotations
+
 import sys
+from dataclasses import dataclass
+from functools import reduce
+
+import pyarrow as pa
 
 from .. import options as o
+from .. import passes, schema
 from ..config import value_range
+from ..engines import Engine
+from ..engines.base import row_names
+from ..engines.kernels import Written
+from ..engines.token_kernels import MISMATCH_COLUMNS, mismatch_columns
 from ..files import file_function
-from ..mismatch import MismatchConfig
-from ..plan.mismatch import plan_mismatch as plan
+from ..io import Source
+from ..mismatch import MismatchConfig, MismatchSummary, batch_terms
+from ..plan import Grouping, Output, resolve_grouping, resolve_output
+from ..schema import arrow_array
+from ..token_columns import TokenColumns, read_tokens
 
 __all__ = ["EXAMPLES", "OPTIONS", "mismatch_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -82,5 +96,85 @@ def render(figures: dict, console) -> None:
             w.add_row(e["row"], str(e["tokens"]), f"{e['kl_k3']:.4g}", f"{e['abs_diff_mean']:.4g}", f"{e['log_weight']:.4g}")
         console.print(w)
 
+
+@dataclass(frozen=True)
+class MismatchPlan:
+    """`grpo mismatch`: the old and rollout log-prob columns (``tokens.new`` is the old
+    column: no new policy is read), the mask, and the groups (their prompt id column names
+    rows; with ``num_generations``, every group's size is checked)."""
+
+    config: MismatchConfig
+    tokens: TokenColumns
+    grouping: Grouping
+    output: Output
+
+    @property
+    def prompt(self) -> str | None:
+        return self.grouping.prompt
+
+    @property
+    def roles(self) -> dict[str, str | None]:
+        t = self.tokens
+        return {"prompt": self.prompt, "old_logprobs": t.old, "rollout_logprobs": t.rollout, "mask": t.mask}
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Report the mismatch on ``engine`` and write the per-row figures; the figures of
+        :meth:`grpo_cli.mismatch.MismatchSummary.figures`, the worst rows named."""
+        if self.grouping.num_generations is not None:
+            passes.first_pass(engine, source, self.grouping, None, None)  # every group has num_generations rows
+        partials = passes.partials(engine, source, self.output, mismatch_fields(), mismatch_batch, self,
+                                   columns=self.columns, prompt=self.prompt)
+        summary = reduce(lambda done, partial: done.merge(partial, self.config.worst), partials, MismatchSummary())
+        figures = summary.figures(self.config)
+        named = row_names(source, self.prompt, [entry["row"] for entry in figures["worst_rows"]])
+        figures["worst_rows"] = [{**entry, "row": name} for entry, name in zip(figures["worst_rows"], named)]
+        return figures
+
+    @property
+    def figures(self) -> dict:
+        return {"columns": self.roles}
+
+    @property
+    def columns(self) -> list[str]:
+        return list(dict.fromkeys(self.tokens.names))
+
+
+def plan_mismatch(
+    source: Source,
+    *,
+    config: MismatchConfig | None = None,
+    prompt_col: str | None = None,
+    num_generations: int | None = None,
+    old_logprobs_col: str | None = None,
+    rollout_logprobs_col: str | None = None,
+    mask_col: str | None = None,
+    output: str | None = None,
+    output_dir: str | None = None,
+    output_format: str | None = None,
+    compression: str | None = None,
+) -> MismatchPlan:
+    """The plan of `grpo mismatch` on ``source`` (see :func:`grpo_cli.mismatch_file`)."""
+    s, name = source.schema, source.name
+    old = schema.resolve_column(s, "old", old_logprobs_col, source=name)
+    rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, source=name)
+    tokens = TokenColumns(new=old, old=old, mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name), rollout=rollout)
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
+    return MismatchPlan(config or MismatchConfig(), tokens, grouping, resolve_output(source, output, output_dir, output_format, compression))
+
+
+def mismatch_fields() -> list[pa.Field]:
+    """The per-row columns `grpo mismatch` writes, in order."""
+    return [pa.field("n_tokens", pa.int64()), *(pa.field(name, pa.float64()) for name in MISMATCH_COLUMNS)]
+
+
+def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) -> Written:
+    """The per-row mismatch columns (when the plan writes rows) and the partial report of one batch."""
+    terms = batch_terms(read_tokens(batch, plan.tokens), plan.config)
+    summary = MismatchSummary.of(terms, first_row, plan.config.worst)
+    columns = {"n_tokens": arrow_array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
+    return Written(columns, partial=summary)
+
+
+plan = plan_mismatch
 
 mismatch_file = file_function(sys.modules[__name__])

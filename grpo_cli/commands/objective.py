@@ -3,17 +3,33 @@
 Advantages come from an advantage column, else from the rewards (mean baseline per prompt; the whole file is one group without ids or --num-generations). The objective is maximised; the loss is its negative.
 """
 
+from __future__ import annotations
+
 import sys
-from dataclasses import fields
+from dataclasses import dataclass, fields, replace
+from functools import reduce
+
+import numpy as np
+import pyarrow as pa
 
 from .. import options as o
+from .. import passes, schema
 from ..config import AdvantageConfig, value_range
+from ..engines import Engine
+from ..engines.kernels import Written, scalars
+from ..engines.token_kernels import MISMATCH_COLUMNS, mismatch_columns
+from ..errors import ColumnNotFoundError, UsageError
+from ..estimators import lookup
 from ..files import file_function
-from ..objective import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
+from ..io import Source
+from ..objective import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS, row_terms
 from ..objective.config import ObjectiveConfig
 from ..objective.rollout import REJECT_LEVELS
-from ..plan.objective import OBJECTIVE_ESTIMATOR, objective_estimator
-from ..plan.objective import plan_objective as plan
+from ..objective.summary import ObjectiveSummary
+from ..plan import (OBJECTIVE_ESTIMATOR, Grouping, Inputs, Output, default_estimator, objective_estimator, reads_tokens, resolve_grouping,
+                    resolve_inputs, resolve_output)
+from ..schema import arrow_array
+from ..token_columns import StepColumns, TokenColumns, read_tokens
 
 __all__ = ["EXAMPLES", "OPTIONS", "objective_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -133,5 +149,213 @@ def render(figures: dict, console) -> None:
         t.add_row("clamped log-ratios", f"{figures['clamped_tokens']} tokens (|new - old| > {cfg['logratio_clamp']:g})")
     console.print(t)
 
+
+@dataclass(frozen=True)
+class ObjectivePlan:
+    """`grpo objective`: token columns, where the advantages come from, the objective.
+
+    Advantages are read batch by batch from the per-row ``advantage`` column, or from the
+    list column ``tokens.advantage`` (one per token), or computed in a first pass from
+    ``reward`` with ``estimator``.
+    """
+
+    config: ObjectiveConfig
+    tokens: TokenColumns
+    grouping: Grouping
+    advantage: str | None
+    inputs: Inputs | None
+    estimator: AdvantageConfig | None
+    output: Output
+    unused: tuple[str, ...] = ()
+
+    @property
+    def roles(self) -> dict[str, str | None]:
+        """Which column plays which role (``None``: no column does)."""
+        t = self.tokens
+        i = self.inputs.roles if self.inputs else {}
+        return {"prompt": self.grouping.prompt, "reward": i.get("reward"), "baseline": i.get("baseline"),
+                "advantage": self.advantage or t.advantage, "logprobs": t.new, "old_logprobs": t.old, "ref_logprobs": t.ref,
+                "rollout_logprobs": t.rollout, "mask": t.mask}
+
+    @property
+    def advantages_from(self) -> dict:
+        """Where the advantages come from: a column (per row or per token), or an estimator
+        and its options."""
+        if self.estimator is None:
+            return {"column": self.advantage or self.tokens.advantage, "per_token": self.per_token}
+        figures = {k: v for k, v in self.estimator.figures.items() if k != "preset"}  # the objective's config has it
+        if self.estimator.scale == "none":
+            figures.update(std=None, eps=None)
+        return figures
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Compute the objective on ``engine`` and write the per-row columns; the figures of
+        :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`."""
+        computed = held = None
+        if self.first_pass:
+            index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator,
+                                                           hold=bool(self.output.targets))
+            if self.estimator is not None:
+                computed = passes.advantages(engine, source, self.grouping, index, inputs, self.estimator, ahead)[0]
+        partials = passes.partials(engine, source, self.output, objective_fields(self), objective_batch, self,
+                                   computed, columns=self.columns, prompt=self.grouping.prompt, held=held)
+        return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(self.config)
+
+    @property
+    def figures(self) -> dict:
+        """What the summary says of the plan itself (``config`` entries join the summary's)."""
+        return {"columns": self.roles, "unused_columns": list(self.unused), "config": {"advantages": self.advantages_from}}
+
+    @property
+    def first_pass(self) -> bool:
+        """Whether ids or rewards are read before streaming: to compute advantages, or to
+        check group sizes against ``num_generations``."""
+        return self.estimator is not None or self.grouping.num_generations is not None
+
+    @property
+    def per_token(self) -> bool:
+        return self.tokens.advantage is not None
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns a summary-only run streams."""
+        return self.tokens.names + ([self.advantage] if self.advantage else [])
+
+
+def plan_objective(
+    source: Source,
+    *,
+    config: ObjectiveConfig | None = None,
+    advantage_config: AdvantageConfig | None = None,
+    advantage_col: str | None = None,
+    prompt_col: str | None = None,
+    reward_col: str | list[str] | None = None,
+    baseline_col: str | None = None,
+    num_generations: int | None = None,
+    logprobs_col: str | None = None,
+    old_logprobs_col: str | None = None,
+    ref_logprobs_col: str | None = None,
+    rollout_logprobs_col: str | None = None,
+    mask_col: str | None = None,
+    output: str | None = None,
+    output_dir: str | None = None,
+    output_format: str | None = None,
+    compression: str | None = None,
+) -> ObjectivePlan:
+    """The plan of `grpo objective` on ``source`` (see :func:`grpo_cli.objective_file`).
+
+    Advantages: computed from the rewards with ``advantage_config`` if given; else read from
+    ``advantage_col``, or an ``advantage`` column if the input has one; else computed with
+    estimator :data:`OBJECTIVE_ESTIMATOR` (or ``config.preset``'s).
+    """
+    config = config or ObjectiveConfig()
+    out = resolve_output(source, output, output_dir, output_format, compression)
+    s, name = source.schema, source.name
+    ref = schema.resolve_column(s, "ref", ref_logprobs_col, required=False, source=name)
+    if ref is None and (config.beta > 0 or "kl" in config.given):
+        looked = ", ".join(schema.ROLES["ref"].candidates)
+        option = "`beta` > 0" if config.beta > 0 else "`kl`"
+        raise UsageError(f"{option} needs reference log-probs: pass `ref_logprobs_col` (looked for {looked})")
+    rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, required=False, source=name)
+    correcting = [option for option in ("is_level", "reject") if getattr(config, option) is not None]
+    if rollout is None and correcting:
+        raise ColumnNotFoundError(f"{name}: `{correcting[0]}` needs the rollout sampler's log-probs: pass `rollout_logprobs_col` "
+                                  f"(looked for {', '.join(schema.ROLES['rollout'].candidates)})")
+    if advantage_config is not None and advantage_col is not None:
+        raise UsageError("pass either `advantage_col` or `advantage_config` (an estimator), not both")
+    column = None
+    if advantage_config is None:
+        column = schema.resolve_column(s, "advantage", advantage_col, required=advantage_col is not None, source=name)
+    for option, value in (("reward_col", reward_col), ("baseline_col", baseline_col)):
+        if column is not None and value is not None:
+            raise UsageError(f"`{option}` is not read: the advantages come from column {column!r}; "
+                             f"drop `{option}`, or pass `estimator` to compute them from the rewards")
+    per_token = column is not None and schema.is_list(s.field(column).type)
+    if column is not None and not per_token:
+        schema.check_numeric(s.field(column), name, "advantage")
+    estimator = None if column is not None else advantage_config or default_estimator(config.preset)
+    tokens = TokenColumns(
+        new=schema.resolve_column(s, "new", logprobs_col, source=name),
+        old=schema.resolve_column(s, "old", old_logprobs_col, source=name),
+        ref=ref,
+        mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name),
+        advantage=column if per_token else None,
+        rollout=rollout,
+    )
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
+    inputs = None
+    if estimator is not None:
+        if lookup(estimator.estimator).level == "token":
+            raise UsageError(f"estimator {estimator.estimator!r} gives per-token advantages: write them with "
+                             f"`grpo advantages --estimator {estimator.estimator} -o FILE`, then pass that file here")
+        if estimator.kl_in_reward is not None and tokens.ref is None:
+            raise UsageError(f"`kl_in_reward` needs reference log-probs: pass `ref_logprobs_col` (looked for {', '.join(schema.ROLES['ref'].candidates)})")
+        steps = StepColumns(tokens.mask or tokens.new, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
+        inputs = resolve_inputs(source, estimator, reward_col, baseline_col, steps)
+    plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, inputs, estimator, out)
+    used = tuple(plan.roles.values())
+    return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
+
+
+def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
+    """The per-row columns `grpo objective` writes, in order."""
+    names = [] if plan.per_token else ["advantage"]
+    names += ["objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old"]
+    names += ["kl_ref"] if plan.tokens.ref else []
+    names += list(MISMATCH_COLUMNS) if plan.tokens.rollout else []
+    names += ["is_weight_mean"] if plan.config.is_level else []
+    names += ["rejected_tokens"] if plan.config.reject else []
+    return [pa.field(name, pa.int64() if name in ("n_tokens", "rejected_tokens") else pa.float64()) for name in names]
+
+
+def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> Written:
+    """The per-row columns (when the plan writes rows) and the partial summary of one batch.
+
+    Advantages come from ``computed`` (every row's, from the first pass), else from the
+    plan's advantage column in the batch, else per token from ``plan.tokens.advantage``.
+    """
+    tokens = read_tokens(batch, plan.tokens)
+    if computed is not None:
+        adv = computed[first_row : first_row + batch.num_rows]
+    elif plan.advantage is not None:
+        adv = scalars(batch.column(plan.advantage), plan.advantage)
+    else:
+        adv = None
+    terms = row_terms(tokens, adv, plan.config)
+    summary = ObjectiveSummary.of(terms, first_row)
+    return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
+
+
+def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:
+    n = terms["n_tokens"]
+    empty = n == 0
+    safe_n = np.where(empty, 1, n)
+
+    def per_token(x: np.ndarray) -> pa.Array:
+        return arrow_array(x / safe_n, mask=empty)
+
+    flagged = sum(terms[f"flag_{flag.name}"] for flag in LOSSES[plan.config.loss].flags if flag.per_row)
+    columns = {} if adv is None else {"advantage": arrow_array(adv)}
+    columns.update({
+        "objective_sum": arrow_array(terms["objective_sum"]),
+        "objective_mean": per_token(terms["objective_sum"]),
+        "n_tokens": arrow_array(n),
+        "clip_frac": per_token(np.asarray(flagged, dtype=np.float64)),
+        "ratio_mean": per_token(terms["ratio_sum"]),
+        "ratio_max": arrow_array(terms["ratio_max"], mask=empty),
+        "kl_old": per_token(terms["kl_old_sum"]),
+    })
+    if "kl_ref_sum" in terms:
+        columns["kl_ref"] = per_token(terms["kl_ref_sum"])
+    if "mismatch_tokens" in terms:
+        columns.update(mismatch_columns(terms))
+    if "is_weight_sum" in terms:
+        columns["is_weight_mean"] = per_token(terms["is_weight_sum"])
+    if "rejected_tokens" in terms:
+        columns["rejected_tokens"] = arrow_array(terms["rejected_tokens"])
+    return columns
+
+
+plan = plan_objective
 
 objective_file = file_function(sys.modules[__name__])

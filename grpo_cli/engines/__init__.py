@@ -1,15 +1,17 @@
-"""Engines run a plan over its input; the math lives in :mod:`.kernels`.
+"""Engines run kernels over an input's record batches; the math lives in :mod:`.kernels`.
 
-An engine decides where batches are read, computed and written: :class:`LocalEngine`
-streams record batches in this process on a few threads. Another engine (e.g. one on a
-cluster) implements the same two methods with the same kernels and partial summaries, so its
-numbers are the local engine's.
+An engine offers three primitives (:class:`Engine`: read columns, map a kernel over the
+batches, write a pass) and decides where batches are read, computed and written:
+:class:`LocalEngine` streams them in this process on a few threads, :class:`~.ray.RayEngine`
+in Ray tasks. The commands are built from the primitives (:mod:`grpo_cli.passes`, the
+commands' plans), so every engine runs the same kernels and merges the same partial
+summaries in row order: its numbers are the local engine's.
 """
 
 from __future__ import annotations
 
 from ..errors import UsageError
-from .base import Engine, Progress
+from .base import Engine, Mapped, Progress
 from .local import LocalEngine
 
 ENGINES = ("local", "ray")
@@ -29,4 +31,4 @@ def make_engine(engine: str = "local", ray_address: str | None = None, **options
     raise UsageError(f"unknown `engine` {engine!r} (valid: {', '.join(ENGINES)})")
 
 
-__all__ = ["ENGINES", "Engine", "LocalEngine", "Progress", "make_engine"]
+__all__ = ["ENGINES", "Engine", "LocalEngine", "Mapped", "Progress", "make_engine"]

@@ -1,30 +1,55 @@
-"""The engine interface: what every engine (:mod:`.local`, :mod:`.ray`) offers."""
+"""The engine interface: the primitives every engine (:mod:`.local`, :mod:`.ray`) offers, and
+how errors name rows.
+
+A command is built from three primitives (:mod:`grpo_cli.passes` and the commands'
+modules): :meth:`Engine.read_columns` (the few columns of every row a first pass needs),
+:meth:`Engine.map_batches` (a kernel over every record batch) and :meth:`Engine.write_pass`
+(a kernel over every batch, each batch written with its new columns). An engine decides
+where batches are read, computed and written; results always come back in row order, so the
+numbers never depend on the threads, the workers or the batch size.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InputError, RowError
 from ..io import Outputs, Source
+from ..parallel import default_threads
 
 if TYPE_CHECKING:
-    from ..plan import AdvantagesPlan
-    from ..plan.compare import ComparePlan
-    from ..plan.filter import FilterPlan
-    from ..plan.inspect import InspectPlan
-    from ..plan.mismatch import MismatchPlan
-    from ..plan.objective import ObjectivePlan
+    from ..plan import Output
 
 Progress = Callable[[int, int, str], None]
 
 
-class Engine(ABC):
-    """Runs the plans of the commands over a :class:`~grpo_cli.io.Source`.
+class Mapped(NamedTuple):
+    """A kernel's result on one record batch: the batch's ``part`` (input file), its
+    ``first_row`` in the dataset, the ``batch`` read, and the kernel's ``result``."""
 
-    ``progress(rows done, rows in all, pieces)`` is called as batches finish; ``pieces`` says
-    how many stored pieces are done, e.g. ``row groups 3/12``. Written outputs are staged in
-    ``outputs`` (temporary files), for the caller to commit with its own (the summary JSON)
-    or to leave, which removes them.
+    part: int
+    first_row: int
+    batch: pa.RecordBatch
+    result: Any
+
+
+class Engine(ABC):
+    """Runs kernels over the record batches of a :class:`~grpo_cli.io.Source`.
+
+    A kernel is a module-level function ``kernel(batch, first_row, *args)`` (it pickles, so
+    an engine may run it elsewhere): ``batch`` holds the columns it reads, in their unified
+    types, ``first_row`` is the batch's first row in the dataset; it raises
+    :class:`~grpo_cli.errors.RowError` with a row of its batch, which the engine names
+    (:func:`row_labeller`). ``threads`` workers (default: one per core, at most 8) and
+    ``batch_rows`` rows a batch (default: :attr:`Source.batch_rows`); ``progress(rows done,
+    rows in all, pieces)`` is called as batches finish, ``pieces`` saying how many stored
+    pieces are done (``row groups 3/12``). Written outputs are staged in ``outputs``
+    (temporary files), for the caller to commit with its own (the summary JSON) or to leave,
+    which removes them.
     """
 
     def __init__(self, *, threads: int | None = None, batch_rows: int | None = None, progress: Progress | None = None):
@@ -33,29 +58,62 @@ class Engine(ABC):
         self.progress = progress
         self.outputs = Outputs()
 
-    @abstractmethod
-    def advantages(self, source: Source, plan: AdvantagesPlan) -> dict:
-        """Compute and write the advantages; return the figures of :func:`grpo_cli.summaries.advantage_figures`."""
+    @property
+    def workers(self) -> int:
+        """Threads of this process for work on arrays already in memory (and the local batches)."""
+        return self.threads or default_threads()
 
     @abstractmethod
-    def objective(self, source: Source, plan: ObjectivePlan) -> dict:
-        """Compute the objective and write the per-row columns; return the figures of
-        :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`."""
+    def read_columns(self, source: Source, columns: list[str]) -> pa.Table:
+        """The named columns of every row, in their unified types and in row order."""
 
     @abstractmethod
-    def inspect(self, source: Source, plan: InspectPlan) -> dict:
-        """Describe the input; return the figures of :func:`grpo_cli.inspection.inspect_figures`."""
+    def map_batches(self, source: Source, kernel: Callable, *args: Any, columns: list[str], prompt: str | None = None,
+                    carry: bool = False, held: pa.Table | None = None) -> Iterator[Mapped]:
+        """``kernel(batch, first_row, *args)`` on every record batch, as :class:`Mapped`, in
+        row order (several batches may be in flight meanwhile). The kernel gets the
+        ``columns`` it reads; :attr:`Mapped.batch` holds them as stored, and with ``carry``
+        every other column of its file too (to be written). ``prompt``: the id column that
+        names a bad row; ``held``: columns of every row already in memory, not read again
+        (see :meth:`Source.iter_batches`). Progress is reported as batches are yielded."""
 
     @abstractmethod
-    def compare(self, source: Source, plan: ComparePlan) -> dict:
-        """Compute several estimators side by side and write one column each; return the
-        figures of :func:`grpo_cli.compare.compare_figures`."""
+    def write_pass(self, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
+                   prompt: str | None = None, held: pa.Table | None = None) -> list:
+        """Run ``kernel`` (which returns a :class:`~.kernels.Written`) on every batch as
+        :meth:`map_batches` does, write the rows each result keeps with its columns set
+        (``new_fields``: their types; a column of the input with the same name is replaced in
+        place, the others appended) to ``output``'s targets, staged in :attr:`outputs`, and
+        return the results' partial summaries in row order."""
 
-    @abstractmethod
-    def filter(self, source: Source, plan: FilterPlan) -> dict:
-        """Write the rows the plan keeps; return the figures of :func:`grpo_cli.filters.filter_figures`."""
+    def _reported(self, source: Source, results: Iterator[tuple[int, pa.RecordBatch, Any]]) -> Iterator[Mapped]:
+        """``(part, batch, result)`` in row order as :class:`Mapped`, each batch's first row
+        counted, progress reported as each is yielded (for :meth:`map_batches`)."""
+        done, total = 0, int(source.row_counts.sum())
+        kind, ends = source.pieces
+        for part, batch, result in results:
+            yield Mapped(part, done, batch, result)
+            done += batch.num_rows
+            if self.progress is not None:
+                self.progress(done, total, f"{kind} {int(np.searchsorted(ends, done, side='right'))}/{len(ends)}")
 
-    @abstractmethod
-    def mismatch(self, source: Source, plan: MismatchPlan) -> dict:
-        """Report the train/rollout mismatch and write the per-row figures; return the figures
-        of :meth:`grpo_cli.mismatch.MismatchSummary.figures`."""
+
+def row_labeller(source: Source, prompt: str | None) -> Callable[[int], str]:
+    """How errors name a row: ``file: row 12 (prompt id 'p3')`` (0-based in its file). The
+    id is read again when an error needs it, so no per-row key is held while streaming."""
+
+    return lambda row: row_names(source, prompt, [row])[0]
+
+
+def row_names(source: Source, prompt: str | None, rows: list[int]) -> list[str]:
+    """How a report names rows: ``file: row 12 (prompt id 'p3')``, the ids read once."""
+    keys = source.read_columns([prompt]).column(prompt).take(rows).to_pylist() if prompt is not None and rows else [None] * len(rows)
+    return [source.locate(row) if key is None else f"{source.locate(row)} (prompt id {key!r})" for row, key in zip(rows, keys)]
+
+
+def labelled(label: Callable[[int], str], fn: Callable, *args: Any) -> Any:
+    """``fn(*args)``, with a :class:`RowError` turned into an error that says where its row is."""
+    try:
+        return fn(*args)
+    except RowError as exc:
+        raise InputError(f"{label(exc.row)}: {exc.detail}") from None

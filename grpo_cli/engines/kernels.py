@@ -16,11 +16,10 @@ import pyarrow as pa
 from .. import schema
 from ..errors import InputError, RowError
 from ..estimators import GroupIndex, RowInputs, Runs, row_advantages
-from ..plan import Grouping
 from ..summaries import GroupSummary
 
 if TYPE_CHECKING:
-    from ..plan.filter import FilterPlan
+    from ..plan import Grouping
 
 
 @dataclass(frozen=True)
@@ -148,21 +147,3 @@ def truncation_flags(column: pa.ChunkedArray, name: str) -> np.ndarray:
     if flags.dtype != bool and not np.isin(flags, (0, 1)).all():
         raise RowError(int(np.flatnonzero(~np.isin(flags, (0, 1)))[0]), f"column {name!r} (truncation flag) must hold booleans or 0/1")
     return flags.astype(bool)
-
-
-def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep: np.ndarray, reward: np.ndarray | None,
-                   masked: np.ndarray | None) -> Written:
-    """Which rows of a batch `grpo filter` keeps, and its changed columns (all rows): the
-    penalised ``reward``; the mask, 0 on every token of a ``masked`` row."""
-    import pyarrow.compute as pc
-
-    rows = slice(first_row, first_row + batch.num_rows)
-    columns = {} if reward is None else {plan.reward: schema.arrow_array(reward[rows])}
-    if masked is not None:
-        mask = batch.column(plan.mask)
-        lengths = pc.list_value_length(mask).to_numpy().astype(np.int64)
-        flat = mask.flatten()
-        values = np.where(np.repeat(masked[rows], lengths), 0, flat.to_numpy(zero_copy_only=False)).astype(flat.to_numpy(zero_copy_only=False).dtype)
-        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-        columns[plan.mask] = pa.ListArray.from_arrays(offsets, pa.array(values, type=flat.type))
-    return Written(columns, keep=keep[rows])

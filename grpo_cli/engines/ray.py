@@ -1,4 +1,4 @@
-"""The Ray engine: the local engine's passes, with the per-batch kernels run in Ray tasks.
+"""The Ray engine: the local engine's primitives, with the per-batch kernels run in Ray tasks.
 
 Work is split by input file: every pass runs one streaming task per file, which reads the
 file's batches, runs the kernel on each and yields the results in order. Pass 1's results
@@ -15,16 +15,18 @@ would change the row groups written.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import GrpoError, UsageError
-from ..io import Sink, Source
-from ..io import Layout
-from ..plan import Grouping, Output
-from .local import LocalEngine, _annotated_schema, output_batch, row_labeller, run_kernel
+from ..io import Layout, Sink, Source
+from .base import Mapped, row_labeller
+from .local import LocalEngine, _annotated_schema, output_batch, run_kernel
+
+if TYPE_CHECKING:
+    from ..plan import Output
 
 INSTALL = "pip install 'grpo-cli[ray]'"
 
@@ -102,27 +104,31 @@ class RayEngine(LocalEngine):
         starts = np.cumsum(source.row_counts) - source.row_counts
         return self.ray.put(source), self.ray.put(args), starts.tolist(), self.batch_rows or source.batch_rows
 
-    def _computed(self, source: Source, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool,
-                  held: pa.Table | None) -> Iterator:
+    def map_batches(self, source: Source, kernel: Callable, *args: Any, columns: list[str], prompt: str | None = None,
+                    carry: bool = False, held: pa.Table | None = None) -> Iterator[Mapped]:
         """Each part's batches from its own task, which reads every column it needs (``held``,
         the driver's copy of some, would cost more to ship than to read)."""
         source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
         streams = [self._stream.remote(source_ref, k, first_row, prompt, kernel, args_ref, columns, carry, batch_rows)
                    for k, first_row in enumerate(starts)]
-        for k, stream in enumerate(streams):
-            for ref in stream:
-                batch, result = self._get(ref)
-                yield k, batch if carry else _rows_only(batch), result
 
-    def _write_pass(self, source: Source, grouping: Grouping, output: Output, new_fields: list[pa.Field], kernel: Callable, *args,
-                    columns: list[str], held: pa.Table | None = None) -> list:
+        def results() -> Iterator[tuple[int, pa.RecordBatch, Any]]:
+            for k, stream in enumerate(streams):
+                for ref in stream:
+                    batch, result = self._get(ref)
+                    yield k, batch if carry else _rows_only(batch), result
+
+        return self._reported(source, results())
+
+    def write_pass(self, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
+                   prompt: str | None = None, held: pa.Table | None = None) -> list:
         """With one output per input file, each file's task writes it; the driver stages them
         all in :attr:`outputs` once every task has finished (if one failed, the run fails and
         leaving :attr:`outputs` removes them)."""
         if not output.per_input:
-            return super()._write_pass(source, grouping, output, new_fields, kernel, *args, columns=columns, held=held)
+            return super().write_pass(source, output, new_fields, kernel, *args, columns=columns, prompt=prompt, held=held)
         source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
-        tasks = [self._write_task.remote(source_ref, k, starts[k], grouping.prompt, kernel, args_ref, columns, batch_rows,
+        tasks = [self._write_task.remote(source_ref, k, starts[k], prompt, kernel, args_ref, columns, batch_rows,
                                          output.targets[k], output.format, _annotated_schema(schema, new_fields), output.layout)
                  for k, schema in enumerate(source.stored_schemas)]
         partials, failure, done = [], None, 0
@@ -141,6 +147,7 @@ class RayEngine(LocalEngine):
             raise failure
         return partials
 
-    def _read_columns(self, source: Source, columns: list[str]) -> pa.Table:
+    def read_columns(self, source: Source, columns: list[str]) -> pa.Table:
+        """Each part's columns read by a task of its own, joined in row order."""
         source_ref = self.ray.put(source)
         return pa.concat_tables([self._get(self._read.remote(source_ref, k, columns)) for k in range(len(source.parts))])

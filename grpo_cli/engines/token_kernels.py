@@ -1,9 +1,9 @@
-"""Per-batch kernels over token columns (lists per row): token-level advantages, the
-objective's terms, the mismatch report's, and the token counts `grpo inspect` reports.
+"""Per-batch kernels over token columns (lists per row) that several commands share: each
+row's length and KL, token-level advantages, the per-row mismatch columns.
 
 Plain functions as in :mod:`.kernels`; apart from it so that a run without token columns
-imports none of the token math (:mod:`grpo_cli.token_columns`, :mod:`grpo_cli.objective`,
-:mod:`grpo_cli.mismatch`).
+imports none of the token math (:mod:`grpo_cli.token_columns`, :mod:`grpo_cli.tokens`). A
+command's own kernels live in its module (:mod:`grpo_cli.commands`).
 """
 
 from __future__ import annotations
@@ -16,20 +16,14 @@ import pyarrow as pa
 from ..errors import RowError
 from ..estimators import Steps, Whitening, lookup
 from ..kl import KL_ESTIMATORS
-from ..mismatch import MismatchSummary, batch_terms
 from ..numerics import units
-from ..objective import LOSSES, row_terms
-from ..objective.summary import ObjectiveSummary
 from ..schema import arrow_array
-from ..token_columns import StepColumns, StepData, read_steps, read_tokens
+from ..token_columns import StepColumns, StepData, read_steps
 from ..tokens import reduce_rows
-from .kernels import Written, scalars
+from .kernels import Written
 
 if TYPE_CHECKING:
     from ..plan import AdvantagesPlan
-    from ..plan.inspect import InspectPlan
-    from ..plan.mismatch import MismatchPlan
-    from ..plan.objective import ObjectivePlan
 
 
 def row_steps(batch: pa.RecordBatch, first_row: int, columns: StepColumns, config) -> dict[str, np.ndarray]:
@@ -103,17 +97,6 @@ def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
     return Written(out)
 
 
-def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
-    """The per-row columns `grpo objective` writes, in order."""
-    names = [] if plan.per_token else ["advantage"]
-    names += ["objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old"]
-    names += ["kl_ref"] if plan.tokens.ref else []
-    names += list(MISMATCH_COLUMNS) if plan.tokens.rollout else []
-    names += ["is_weight_mean"] if plan.config.is_level else []
-    names += ["rejected_tokens"] if plan.config.reject else []
-    return [pa.field(name, pa.int64() if name in ("n_tokens", "rejected_tokens") else pa.float64()) for name in names]
-
-
 # per-row mismatch columns: (per-row sum or value, divided by the row's tokens as given, sign)
 MISMATCH_COLUMNS = {"rollout_abs_diff_mean": ("abs_diff_sum", True, 1.0), "rollout_abs_diff_max": ("abs_diff_max", False, 1.0),
                     "rollout_kl_k1": ("k1_sum", True, 1.0), "rollout_kl_k3": ("k3_sum", True, 1.0),
@@ -130,74 +113,3 @@ def mismatch_columns(terms: dict[str, np.ndarray]) -> dict[str, pa.Array]:
     safe_n = np.where(empty, 1, n)
     return {name: arrow_array(sign * (terms[key] / safe_n if per_token else terms[key]), mask=empty)
             for name, (key, per_token, sign) in MISMATCH_COLUMNS.items()}
-
-
-def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> Written:
-    """The per-row columns (when the plan writes rows) and the partial summary of one batch.
-
-    Advantages come from ``computed`` (every row's, from the first pass), else from the
-    plan's advantage column in the batch, else per token from ``plan.tokens.advantage``.
-    """
-    tokens = read_tokens(batch, plan.tokens)
-    if computed is not None:
-        adv = computed[first_row : first_row + batch.num_rows]
-    elif plan.advantage is not None:
-        adv = scalars(batch.column(plan.advantage), plan.advantage)
-    else:
-        adv = None
-    terms = row_terms(tokens, adv, plan.config)
-    summary = ObjectiveSummary.of(terms, first_row)
-    return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
-
-
-def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:
-    n = terms["n_tokens"]
-    empty = n == 0
-    safe_n = np.where(empty, 1, n)
-
-    def per_token(x: np.ndarray) -> pa.Array:
-        return arrow_array(x / safe_n, mask=empty)
-
-    flagged = sum(terms[f"flag_{flag.name}"] for flag in LOSSES[plan.config.loss].flags if flag.per_row)
-    columns = {} if adv is None else {"advantage": arrow_array(adv)}
-    columns.update({
-        "objective_sum": arrow_array(terms["objective_sum"]),
-        "objective_mean": per_token(terms["objective_sum"]),
-        "n_tokens": arrow_array(n),
-        "clip_frac": per_token(np.asarray(flagged, dtype=np.float64)),
-        "ratio_mean": per_token(terms["ratio_sum"]),
-        "ratio_max": arrow_array(terms["ratio_max"], mask=empty),
-        "kl_old": per_token(terms["kl_old_sum"]),
-    })
-    if "kl_ref_sum" in terms:
-        columns["kl_ref"] = per_token(terms["kl_ref_sum"])
-    if "mismatch_tokens" in terms:
-        columns.update(mismatch_columns(terms))
-    if "is_weight_sum" in terms:
-        columns["is_weight_mean"] = per_token(terms["is_weight_sum"])
-    if "rejected_tokens" in terms:
-        columns["rejected_tokens"] = arrow_array(terms["rejected_tokens"])
-    return columns
-
-
-def mismatch_fields() -> list[pa.Field]:
-    """The per-row columns `grpo mismatch` writes, in order."""
-    return [pa.field("n_tokens", pa.int64()), *(pa.field(name, pa.float64()) for name in MISMATCH_COLUMNS)]
-
-
-def mismatch_batch(batch: pa.RecordBatch, first_row: int, plan: MismatchPlan) -> Written:
-    """The per-row mismatch columns (when the plan writes rows) and the partial report of one batch."""
-    terms = batch_terms(read_tokens(batch, plan.tokens), plan.config)
-    summary = MismatchSummary.of(terms, first_row, plan.config.worst)
-    columns = {"n_tokens": arrow_array(terms["mismatch_tokens"]), **mismatch_columns(terms)} if plan.output.targets else {}
-    return Written(columns, partial=summary)
-
-
-def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> dict:
-    """A batch's null count per column (a null list counts one) and, with token columns,
-    each row's entries and valid tokens."""
-    out = {"nulls": np.array([batch.column(name).null_count for name in plan.columns], dtype=np.int64)}
-    if plan.steps is not None:
-        data = read_steps(batch, plan.steps)
-        out.update(length=data.valid_lengths.astype(np.int32), entries=data.lengths)
-    return out

@@ -7,18 +7,18 @@ import pyarrow as pa
 import pytest
 
 from grpo_cli import AdvantageConfig
-from grpo_cli.engines import kernels, token_kernels
+from grpo_cli.engines import kernels
 from grpo_cli.errors import InputError, RowError
 from grpo_cli.estimators import GroupIndex, RowInputs
 from grpo_cli.io import open_source
 from grpo_cli.plan import Grouping
-from grpo_cli.plan.objective import plan_objective
+from grpo_cli.commands.objective import objective_batch, objective_fields, plan_objective
 
 
 def test_kernels_and_plans_pickle(sample_parquet, tmp_path):
     with open_source(str(sample_parquet)) as source:
         plan = plan_objective(source, output=str(tmp_path / "o.parquet"))
-    for kernel in (token_kernels.objective_batch, kernels.row_columns, kernels.advantage_window, kernels.index, kernels.scalars):
+    for kernel in (objective_batch, kernels.row_columns, kernels.advantage_window, kernels.index, kernels.scalars):
         assert pickle.loads(pickle.dumps(kernel)) is kernel
     assert pickle.loads(pickle.dumps(plan)) == plan
 
@@ -27,10 +27,10 @@ def test_objective_batch_gives_columns_and_a_partial_summary(sample_parquet, tmp
     with open_source(str(sample_parquet)) as source:
         plan = plan_objective(source, output=str(tmp_path / "o.parquet"), advantage_config=AdvantageConfig(estimator="mean"))
         batch = next(source.iter_batches(5))[1]
-    written = token_kernels.objective_batch(batch, 10, plan, np.full(20, 0.5))
+    written = objective_batch(batch, 10, plan, np.full(20, 0.5))
     columns, summary = written.columns, written.partial
     assert written.keep is None
-    assert [f.name for f in token_kernels.objective_fields(plan)] == list(columns)
+    assert [f.name for f in objective_fields(plan)] == list(columns)
     assert columns["advantage"].to_pylist() == [0.5] * 5 and summary.counts["rows"] == 5
     assert summary.sums.start == 10 and summary.sums.stop == 15
 

@@ -1,5 +1,7 @@
-"""The local engine: windows of whole groups on threads, one streaming pass when the input has
-advantages, errors from worker threads named by row, progress, and polars left unimported."""
+"""The local engine: its primitives (every batch in row order, whatever the threads and the
+batch size; a write pass), windows of whole groups on threads, one streaming pass when the
+input has advantages, errors from worker threads named by row, progress, and polars left
+unimported."""
 
 import subprocess
 import sys
@@ -10,18 +12,49 @@ import pyarrow.parquet as pq
 import pytest
 
 from grpo_cli import AdvantageConfig, advantages, advantages_file, objective_file
-from grpo_cli.engines import Engine, LocalEngine
-from grpo_cli.engines.local import WINDOW_ROWS
+from grpo_cli.engines import Engine, LocalEngine, kernels
 from grpo_cli.errors import InputError
+from grpo_cli.io import open_source
+from grpo_cli.passes.ahead import WINDOW_ROWS
+from grpo_cli.plan import Output
 
 from ..conftest import write_jsonl_rows
+
+
+def scaled(batch: pa.RecordBatch, first_row: int, factor: float) -> tuple[int, np.ndarray]:
+    """A kernel: where the batch starts, and its rewards times ``factor``."""
+    return first_row, batch.column("reward").to_numpy() * factor
+
+
+@pytest.mark.parametrize(("threads", "batch_rows"), [(1, 7), (3, 7), (4, 1000)])
+def test_map_batches_gives_every_batch_in_row_order(sample_parquet, threads, batch_rows):
+    engine = LocalEngine(threads=threads, batch_rows=batch_rows)
+    with open_source(str(sample_parquet)) as source:
+        mapped = list(engine.map_batches(source, scaled, 2.0, columns=["reward"]))
+        whole = engine.read_columns(source, ["reward"]).column("reward").to_numpy()
+    sizes = [m.batch.num_rows for m in mapped]
+    assert max(sizes) <= batch_rows and [m.first_row for m in mapped] == np.cumsum([0, *sizes[:-1]]).tolist()
+    assert all(m.result[0] == m.first_row and m.part == 0 for m in mapped)
+    assert np.concatenate([m.result[1] for m in mapped]).tobytes() == (whole * 2.0).tobytes()
+
+
+def test_write_pass_writes_every_row_with_its_new_column(sample_parquet, tmp_path):
+    engine, out = LocalEngine(threads=3, batch_rows=50), tmp_path / "o.parquet"
+    with engine.outputs as outputs, open_source(str(sample_parquet)) as source:
+        rows = int(source.row_counts.sum())
+        partials = engine.write_pass(source, Output((str(out),), "parquet"), [pa.field("x", pa.float64())], kernels.row_columns,
+                                     {"x": np.arange(rows, dtype=np.float64)}, columns=[])
+        outputs.commit()
+    written, read = pq.read_table(out), pq.read_table(sample_parquet)
+    assert written.column_names == [*read.column_names, "x"] and written["x"].to_pylist() == list(range(rows))
+    assert written.select(read.column_names).equals(read) and partials == [None] * -(-rows // 50)
 
 
 @pytest.mark.parametrize("window", [1 << 12, WINDOW_ROWS])
 def test_windowed_file_advantages_equal_the_one_piece_computation(tmp_path, monkeypatch, window):
     """Contiguous groups are computed a window at a time on threads; the numbers must be the
     bits of the whole-array computation, whatever the thread count and window size."""
-    monkeypatch.setattr("grpo_cli.engines.local.WINDOW_ROWS", window)
+    monkeypatch.setattr("grpo_cli.passes.WINDOW_ROWS", window)
     rng = np.random.default_rng(1)
     sizes = rng.integers(1, 40, size=(1 << 12) // 4 * 5)  # variable groups, several windows of the smaller size
     ids = np.repeat(np.arange(len(sizes)), sizes)

@@ -1,32 +1,35 @@
 """One plan per run: the input's columns and their roles, the options and the checks between
-them, resolved once into a frozen plan that every engine runs.
+them, resolved once into a frozen plan whose ``run(engine, source)`` runs the command on an
+engine's primitives.
 
-The CLI and the Python API both call a command's ``plan_<command>`` (through
-:mod:`grpo_cli.files`): :func:`plan_advantages` here, with the pieces every plan resolves
-alike (groups, rewards, token columns, output); the other commands' in modules of their own
-(:mod:`.objective`, :mod:`.mismatch`, :mod:`.filter`, :mod:`.compare`, :mod:`.inspect`), so
-that a run imports only its command's. A plan holds names and numbers only (no open file),
-so an engine can ship it to workers. Options given where the resolved plan does not use
-them are refused here, each with what to pass instead.
+The CLI and the Python API both call a command's ``plan`` (through :mod:`grpo_cli.files`).
+Here are the pieces every plan resolves alike (groups, rewards, token columns, output) and
+:func:`plan_advantages`, which the Python API shares; each other command's plan lives in its
+module (:mod:`grpo_cli.commands`), so that a run imports only its command's. A plan holds
+names and numbers only (no open file), so an engine can ship it to workers. Options given
+where the resolved plan does not use them are refused here, each with what to pass instead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .. import schema
-from ..config import AdvantageConfig, check_range
-from ..errors import ColumnNotFoundError, UsageError
-from ..estimators import lookup
-from ..io import Source, Writes, resolve_output_format
-from ..numerics import ROUND_DIGITS_MAX
-from ..io import Layout
+from . import schema
+from .config import AdvantageConfig, check_range
+from .errors import ColumnNotFoundError, UsageError
+from .estimators import lookup
+from .io import Layout, Source, Writes, resolve_output_format
+from .numerics import ROUND_DIGITS_MAX
+from .passes import run_advantages
 
 if TYPE_CHECKING:
-    from ..token_columns import StepColumns
+    from .engines import Engine
+    from .token_columns import StepColumns
+
+OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or a preset: r - group mean
 
 
 @dataclass(frozen=True)
@@ -99,14 +102,36 @@ class AdvantagesPlan:
         """Which column plays which role (``None``: no column does)."""
         return {"prompt": self.grouping.prompt, **self.inputs.roles}
 
-    def run(self, engine: Any, source: Source) -> dict:
-        """Run on ``engine`` (an :class:`~grpo_cli.engines.Engine`); the engine's figures."""
-        return engine.advantages(source, self)
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Compute and write the advantages on ``engine``; the figures of :func:`grpo_cli.summaries.advantage_figures`."""
+        return run_advantages(engine, source, self)
 
     @property
     def figures(self) -> dict:
         """What the summary says of the plan itself."""
         return {"columns": self.roles}
+
+
+def objective_estimator(estimator: str | None = None, preset: str | None = None, **options) -> AdvantageConfig | None:
+    """The estimator of `grpo objective` from its estimator options as given (``None``: not
+    given): ``None`` when none is, so the advantages come from an advantage column, else
+    from estimator :data:`OBJECTIVE_ESTIMATOR` (or the preset's). These options need
+    ``estimator``, since an advantage column takes none of them.
+    """
+    if estimator is None:
+        for option, value in options.items():
+            if value is not None and value is not False:
+                raise UsageError(f"`{option}` applies to an estimator, and none is given: the advantages come from an "
+                                 f"advantage column if there is one, else from estimator {OBJECTIVE_ESTIMATOR!r}, which takes "
+                                 f"no `{option}`; pass `estimator` (e.g. 'grpo'), or drop `{option}`")
+        return None
+    return AdvantageConfig(preset=preset, estimator=estimator, **options)
+
+
+def default_estimator(preset: str | None) -> AdvantageConfig:
+    """What `grpo objective` computes advantages with when no estimator is given and no column
+    holds them: the preset's estimator, else :data:`OBJECTIVE_ESTIMATOR`."""
+    return AdvantageConfig(preset=preset) if preset is not None else AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR)
 
 
 def resolve_grouping(source: Source, prompt_col: str | None, num_generations: int | None, *, required: bool) -> Grouping:
@@ -166,7 +191,7 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
                 raise UsageError(f"`{option}` is not read: estimator {config.estimator!r} reads no token column "
                                  f"(without `kl_in_reward`); drop `{option}`")
         return None
-    from ..token_columns import StepColumns  # imported only by a plan that reads token columns
+    from .token_columns import StepColumns  # imported only by a plan that reads token columns
 
     s, name = source.schema, source.name
     mask = schema.resolve_column(s, "mask", columns["mask_col"], required=False, source=name)

@@ -1,4 +1,4 @@
-"""Advantages computed while pass 1 reads (engines.ahead): kept only when the ids' layout
+"""Advantages computed while pass 1 reads (passes.ahead): kept only when the ids' layout
 allows, then the same bits and figures as when computed after the pass; errors raised as
 without them, and no worker thread left behind."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from grpo_cli import AdvantageConfig, advantages_file
-from grpo_cli.engines.ahead import WindowsAhead
+from grpo_cli.passes.ahead import WindowsAhead
 from grpo_cli.errors import InputError
 from grpo_cli.estimators import GroupIndex, Runs
 
@@ -24,7 +24,7 @@ CONFIGS = [AdvantageConfig(), AdvantageConfig(estimator="rloo", std="sample"), A
 def _recording(monkeypatch, window: int) -> list:
     """Windows of ``window`` rows; what each :meth:`WindowsAhead.finish` returns, recorded."""
     finished, finish = [], WindowsAhead.finish
-    monkeypatch.setattr("grpo_cli.engines.ahead.WINDOW_ROWS", window)
+    monkeypatch.setattr("grpo_cli.passes.ahead.WINDOW_ROWS", window)
     monkeypatch.setattr(WindowsAhead, "finish", lambda self, g: finished.append(finish(self, g)) or finished[-1])
     return finished
 
@@ -64,7 +64,7 @@ def test_advantages_computed_ahead_are_the_bits_computed_after_the_pass(tmp_path
 @pytest.mark.parametrize("first, kept", [([0, 2], True), ([0, 3], False), ([0, 1, 2], False)])
 def test_windows_are_kept_only_where_the_finished_index_starts_the_groups_they_assumed(monkeypatch, first, kept):
     """The batch's runs sent rows 0-1 as one group, the cut at row 2."""
-    monkeypatch.setattr("grpo_cli.engines.ahead.WINDOW_ROWS", 1)
+    monkeypatch.setattr("grpo_cli.passes.ahead.WINDOW_ROWS", 1)
     with WindowsAhead(np.array([[1.0], [0.0], [1.0], [3.0]]), None, ["reward"], AdvantageConfig(), threads=1) as ahead:
         ahead.read(0, Runs.of(np.array([7, 7, 8, 8])))
         found = ahead.finish(GroupIndex(np.array(first), 4))

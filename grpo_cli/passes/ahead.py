@@ -21,7 +21,7 @@ from functools import reduce
 
 import numpy as np
 
-from . import kernels
+from ..engines import kernels
 from ..estimators import GroupIndex, Runs, row_inputs
 from ..summaries import GroupSummary
 

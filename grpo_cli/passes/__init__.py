@@ -1,0 +1,204 @@
+"""The passes several commands share, built from an engine's primitives (:class:`~grpo_cli.engines.Engine`).
+
+Pass 1 (:func:`first_pass`) reads only the small columns (prompt id, reward) and finds each
+row's group and what the estimator reads of it; :func:`advantages` computes one advantage
+per row from them (for contiguous groups, while pass 1 still reads: :mod:`.ahead`). A
+command's second pass streams every column by record batch (those pass 1 read are taken from
+memory, ``held``), and :func:`partials` merges each batch's partial summary in row order, so
+memory is bounded by the batch, not by the token columns. :func:`run_advantages` is `grpo
+advantages` itself, shared with the Python API (:mod:`grpo_cli.frames`).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from functools import reduce
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from .. import schema
+from ..config import AdvantageConfig
+from ..engines import Engine, kernels
+from ..engines.base import labelled, row_labeller
+from ..errors import InputError
+from ..estimators import GroupIndex, Groups, RowInputs, Runs, lookup, row_inputs, whitened_rows, whitening
+from ..io import Source
+from ..numerics import round_decimals
+from ..parallel import ordered_map
+from ..summaries import GroupSummary, advantage_figures, described as described_chunks, token_advantage_figures
+from .ahead import WINDOW_ROWS, WindowsAhead
+
+if TYPE_CHECKING:
+    from ..plan import AdvantagesPlan, Grouping, Inputs, Output
+
+Ahead = tuple[np.ndarray, GroupSummary]  # advantages (before any whitening) and group figures computed during pass 1
+
+
+def results(engine: Engine, source: Source, kernel: Callable, *args: Any, columns: list[str], prompt: str | None = None) -> list:
+    """The kernel's result on every batch (:meth:`~grpo_cli.engines.Engine.map_batches`), in row order."""
+    return [mapped.result for mapped in engine.map_batches(source, kernel, *args, columns=columns, prompt=prompt)]
+
+
+def partials(engine: Engine, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
+             prompt: str | None = None, held: pa.Table | None = None) -> list:
+    """The kernel's partial summaries of every batch, in row order; with output targets, the
+    batches are written too (:meth:`~grpo_cli.engines.Engine.write_pass`, which takes the
+    ``held`` columns from memory)."""
+    if output.targets:
+        return engine.write_pass(source, output, new_fields, kernel, *args, columns=columns, prompt=prompt, held=held)
+    return [written.partial for written in results(engine, source, kernel, *args, columns=columns, prompt=prompt)]
+
+
+def joined(parts: list[dict[str, np.ndarray]], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Per-batch arrays of each key joined in row order."""
+    return {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in keys}
+
+
+def scored(inputs: RowInputs) -> np.ndarray:
+    """The rewards of the scored rows."""
+    return inputs.r if inputs.scored.all() else inputs.r[inputs.scored]
+
+
+def described(engine: Engine, x: np.ndarray, histogram: bool = False) -> tuple:
+    """:func:`~grpo_cli.summaries.described`, its chunks on the engine's threads."""
+    return described_chunks(x, histogram, lambda fn, chunks: ordered_map(fn, chunks, engine.workers))
+
+
+def first_pass(engine: Engine, source: Source, grouping: Grouping, inputs: Inputs | None, config: AdvantageConfig | None,
+               hold: bool = False) -> tuple[GroupIndex, RowInputs | None, pa.Table | None, Ahead | None]:
+    """Each row's group and (if ``inputs``) what the estimator reads of it, in input order:
+    the ids and rewards (:func:`~grpo_cli.engines.kernels.rows_read`: the runs of the ids and
+    the float64 rewards), and a pass over the token columns the estimator needs.
+
+    With ``hold``, the ids and rewards are read whole and returned too, in their unified
+    types (a write pass takes them from there rather than reading them again; the rewards
+    are a view of them). Without it they are streamed by batch, so no id column is held:
+    lower peak memory, faster. Then, for an estimator that needs nothing more, the
+    advantages are computed while the pass reads (:mod:`.ahead`): the last item returned,
+    kept if the ids' layout allowed it, else None."""
+    paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
+    baseline = inputs.baseline if inputs else None
+    args = (grouping.prompt, paths, inputs.rewards if inputs else (), baseline)  # what kernels.rows_read takes
+    columns = list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), baseline) if c is not None))
+    label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
+    if hold:
+        held = labelled(label, engine.read_columns, source, columns)
+        read = labelled(label, kernels.rows_read, held, 0, *args)
+    else:
+        held, read = None, kernels.RowsRead(None, np.empty((rows, len(paths))), np.empty(rows) if baseline else None)
+    ahead = WindowsAhead(read.rewards, read.baseline, list(inputs.rewards), config, engine.workers) \
+        if not hold and inputs is not None and _ahead(grouping, inputs, config) else None
+    with ahead or nullcontext():
+        if not hold:
+            read = _rows_read(engine, source, args, columns, read, ahead)
+        index = labelled(label, kernels.index, read.runs, grouping, rows, source.name)
+        if inputs is None:
+            return index, None, held, None
+        row_level = inputs.steps is not None and lookup(config.estimator).level == "row"  # token level: in its own passes
+        per_row = _row_steps(engine, source, grouping, inputs, config) if row_level else {}
+        found = labelled(label, lambda: row_inputs(read.rewards, list(inputs.rewards), config, baseline=read.baseline, **per_row))
+        if len(found.r) and not found.scored.any():
+            raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
+        return index, found, held, ahead.finish(index) if ahead else None
+
+
+def _rows_read(engine: Engine, source: Source, args: tuple, columns: list[str], into: kernels.RowsRead,
+               ahead: WindowsAhead | None) -> kernels.RowsRead:
+    """:func:`~grpo_cli.engines.kernels.rows_read` of every row, a batch at a time: the runs
+    joined, the rewards laid in the arrays of ``into`` as the batches finish (each batch then
+    told to ``ahead``)."""
+    prompt, runs = args[0], []
+    for _, first_row, batch, found in engine.map_batches(source, kernels.rows_read, *args, columns=columns, prompt=prompt):
+        runs.append(found.runs)
+        into.rewards[first_row:first_row + batch.num_rows] = found.rewards
+        if into.baseline is not None:
+            into.baseline[first_row:first_row + batch.num_rows] = found.baseline
+        if ahead:
+            ahead.read(first_row, found.runs)
+    return kernels.RowsRead(Runs.joined(runs) if prompt is not None else None, into.rewards, into.baseline)
+
+
+def _row_steps(engine: Engine, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> dict[str, np.ndarray]:
+    """Per row, from a pass over the token columns: ``length`` (valid tokens) and ``kl``."""
+    from ..engines import token_kernels
+
+    parts = results(engine, source, token_kernels.row_steps, inputs.steps, config, columns=inputs.steps.names, prompt=grouping.prompt)
+    return joined(parts, ("length", "kl") if config.kl_in_reward is not None else ("length",))
+
+
+def advantages(engine: Engine, source: Source, grouping: Grouping, g: GroupIndex, inputs: RowInputs, config: AdvantageConfig,
+               ahead: Ahead | None = None) -> tuple[np.ndarray, GroupSummary]:
+    """Each row's advantage (float64) and the group figures; an error names its row.
+    ``ahead``: the unwhitened advantages and figures pass 1 computed (:func:`first_pass`).
+
+    Contiguous groups of a group-local estimator are computed a window of whole groups
+    (about :data:`~.ahead.WINDOW_ROWS` rows) at a time on the engine's threads: each window
+    stays in cache, and its sums are the same as over the whole input, so the result is
+    bit-identical. File-wide statistics (``scale='batch'``) need every reward at once.
+    """
+    label = row_labeller(source, grouping.prompt)
+    if ahead is not None:
+        out, summary = ahead
+    elif not g.contiguous or not _windowed(config):
+        out, summary = labelled(label, kernels.advantage_window, inputs, g, config)
+    else:
+        out = np.empty_like(inputs.r)
+
+        def fill(window: tuple[int, int]) -> GroupSummary:
+            rows, local = g.window(*window)
+            out[rows], summary = labelled(lambda row: label(rows.start + row), kernels.advantage_window, inputs.rows(rows), local, config)
+            return summary
+
+        summary = reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), engine.workers), GroupSummary())
+    return whitened_rows(out, inputs, config), summary
+
+
+def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict:
+    """`grpo advantages`: compute and write the advantages; the figures of
+    :func:`grpo_cli.summaries.advantage_figures`. The summary is computed while the
+    advantages are, then while the rows are written."""
+    index, inputs, held, ahead = first_pass(engine, source, plan.grouping, plan.inputs, plan.estimator, hold=bool(plan.output.targets))
+    if plan.token_level:
+        return _token_advantages(engine, source, plan, index, inputs)
+    with ThreadPoolExecutor(2) as pool:
+        rewards = pool.submit(described, engine, scored(inputs))
+        adv, group_summary = advantages(engine, source, plan.grouping, index, inputs, plan.estimator, ahead)
+        figures = pool.submit(lambda: advantage_figures(group_summary, plan.grouping.described, rewards.result(),
+                                                        described(engine, adv, histogram=True), plan.estimator, len(adv)))
+        if plan.output.targets:
+            written = adv if plan.round_digits is None else round_decimals(adv, plan.round_digits)
+            engine.write_pass(source, plan.output, [pa.field("advantage", pa.float64())], kernels.row_columns, {"advantage": written},
+                              columns=[], prompt=plan.grouping.prompt, held=held)
+        return figures.result()
+
+
+def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, index: GroupIndex, inputs: RowInputs) -> dict:
+    """A token-level estimator: one pass for each row's moments of its raw token
+    advantages (the whitening needs the whole input's), one to write the columns."""
+    from ..engines import token_kernels
+
+    config, columns, prompt = plan.estimator, plan.inputs.steps.names, plan.grouping.prompt
+    parts = results(engine, source, token_kernels.token_moments, plan, inputs.r, columns=columns, prompt=prompt)
+    moments = joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
+    w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
+    groups = Groups(inputs.r, index)
+    figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described,
+                                      described(engine, scored(inputs)), len(inputs.r), moments, w, config)
+    if plan.output.targets:
+        engine.write_pass(source, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],
+                          token_kernels.token_columns, plan, inputs.r, w, columns=columns, prompt=prompt)
+    return figures
+
+
+def _windowed(config: AdvantageConfig) -> bool:
+    """The estimator's advantages of contiguous groups can be computed a window of groups at a time."""
+    return lookup(config.estimator).scope == "group" and config.scale != "batch"
+
+
+def _ahead(grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> bool:
+    """The groups are runs of prompt ids, pass 1 reads all the estimator needs (no token
+    columns), and it is windowed: its advantages can be computed while the pass reads."""
+    return grouping.prompt is not None and inputs.steps is None and lookup(config.estimator).level == "row" and _windowed(config)
