@@ -56,11 +56,11 @@ def same(run, tmp_path, **options):
 
 def test_advantages_and_objective_one_file_and_per_input(parts, tmp_path):
     for single in (True, False):
-        def advantages(out, engine):
+        def advantages(out, engine, single=single):
             target = {"output": str(out / "a.parquet")} if single else {"output_dir": str(out)}
             return advantages_file(str(parts), engine=engine, batch_rows=25, **target)
 
-        def objective(out, engine):
+        def objective(out, engine, single=single):
             target = {"output": str(out / "o.parquet")} if single else {"output_dir": str(out)}
             return objective_file(str(parts), engine=engine, batch_rows=25, config=ObjectiveConfig(loss="sapo", is_level="token"), **target)
 
