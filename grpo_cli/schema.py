@@ -174,7 +174,7 @@ def is_numeric(t: pa.DataType) -> bool:
 def arrow_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     """``pa.array(values, mask=mask)`` for a 1-D numpy array of numbers or booleans, built
     from its buffers (zero-copy for numbers): ``pa.array`` imports ``numpy.ma`` to look for a
-    masked array, 7 ms of a run's start-up.
+    masked array, which every run's start-up would pay.
 
     >>> arrow_array(np.array([1.5, 2.0]), mask=np.array([False, True])).to_pylist()
     [1.5, None]

@@ -172,7 +172,7 @@ def progress_reporter(mode: str, quiet: bool) -> Iterator[Optional[Callable[[int
     a line every few seconds; none with ``never``, or with --quiet unless ``always``. The
     display is set up when the first rows are done (a run that reports none never imports
     rich for it). A run that will show a summary imports its renderer (rich) on a thread of
-    its own meanwhile, while this one reads and computes: about 0.02 s off the critical path."""
+    its own meanwhile, while this one reads and computes: off the critical path."""
     if not quiet:
         threading.Thread(target=importlib.import_module, args=("..report", __package__), daemon=True).start()
     if mode == "never" or (quiet and mode != "always"):

@@ -65,7 +65,7 @@ class Staged:
             self.place = Path(os.path.realpath(self.target))
             folder = self.place.parent
             self.made = _make_folders(folder)
-        self.tmp = folder / f".{Path(self.target).name}.{os.urandom(6).hex()}.tmp"  # not `secrets`: it imports hashlib, 5 ms
+        self.tmp = folder / f".{Path(self.target).name}.{os.urandom(6).hex()}.tmp"  # not `secrets`: it imports hashlib
         os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
     def _open(self) -> None:

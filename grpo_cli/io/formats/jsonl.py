@@ -365,7 +365,7 @@ class LinesWriter:
         self.file = open(path, "wb")
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
-        import polars as pl  # only for JSON Lines output (importing it costs ~0.15 s)
+        import polars as pl  # only for JSON Lines output: importing polars is slow
 
         batch = pa.RecordBatch.from_arrays([json_values(column) for column in batch.columns], names=batch.schema.names)
         self._check_numbers(batch)

@@ -43,8 +43,8 @@ class Parquet(Format):
         return list(ordered_map(lambda part: self.guarded(part, partial(self.scan, part)), parts, default_threads()))
 
     def read(self, part: Part, columns: pa.Schema) -> pa.Table:
-        """Read whole. Local files are read without pre-buffering (3.5x faster here); object
-        storage with it (fewer requests)."""
+        """Read whole. Local files are read without pre-buffering (faster); object storage
+        with it (fewer requests)."""
         return self.guarded(part, lambda: _file(part).read(columns=columns.names))
 
     def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
