@@ -61,12 +61,19 @@ BASELINES = Path(__file__).resolve().parent / "baselines"
 # which makes every start-up compile every module again).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 RESULTS = Path(__file__).resolve().parent / "results.csv"
-COLUMNS = ["date", "commit", "cores", "memory_gib", "cpu", "setup", "command", "floor", "seconds", "ratio", "peak_rss_mib",
-           "output_mib"]
+COLUMNS = ["date", "commit", "cores", "memory_gib", "cpu", "setup", "command", "floor", "seconds", "ratio", "peak_rss_mib", "output_mib"]
 
 
-def generate(path: Path, rows: int, group_size: int, mean_tokens: int, seed: int, scattered: bool = False,
-             needs: frozenset[str] = frozenset(), rewards: str = "binary") -> int:
+def generate(
+    path: Path,
+    rows: int,
+    group_size: int,
+    mean_tokens: int,
+    seed: int,
+    scattered: bool = False,
+    needs: frozenset[str] = frozenset(),
+    rewards: str = "binary",
+) -> int:
     """Write synthetic rollouts chunk by chunk (bounded memory); return the token count.
     ``rewards``: ``binary`` (0/1) or ``continuous`` (normal, rounded to 3 decimals).
     ``mean_tokens=0`` writes only prompt_id and reward (for the advantages-only benchmark);
@@ -123,11 +130,18 @@ def machine() -> dict[str, str]:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=here, capture_output=True, text=True).stdout.strip()
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "") if Path("/proc/cpuinfo").exists() else ""
+    cpu = (
+        next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "")
+        if Path("/proc/cpuinfo").exists()
+        else ""
+    )
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"commit": git("rev-parse", "--short=10", "HEAD") + ("+" if git("status", "--porcelain", "--untracked-files=no") else ""),
-            "cores": str(os.cpu_count()), "memory_gib": f"{memory:.0f}", "cpu": cpu or "unknown"}
+    return {
+        "commit": git("rev-parse", "--short=10", "HEAD") + ("+" if git("status", "--porcelain", "--untracked-files=no") else ""),
+        "cores": str(os.cpu_count()),
+        "memory_gib": f"{memory:.0f}",
+        "cpu": cpu or "unknown",
+    }
 
 
 def record(path: Path, rows: list[dict[str, str]]) -> None:
@@ -157,8 +171,14 @@ def cases(data: Path, out: Path, args: argparse.Namespace) -> list[tuple[str, st
     found = [
         ("advantages", "floor (pyarrow read + write, 1 column)", baseline("floor", src, dst, "1")),
         ("advantages", "pyarrow default writer, 1 column", baseline("floor", src, dst, "1", "default")),
-        *(("advantages", "grpo advantages -o" + (f" --estimator {e}" if e != "grpo" else ""),
-           [*grpo(), "advantages", src, "--estimator", e, "-o", dst, "-q"]) for e in args.estimators.split(",")),
+        *(
+            (
+                "advantages",
+                "grpo advantages -o" + (f" --estimator {e}" if e != "grpo" else ""),
+                [*grpo(), "advantages", src, "--estimator", e, "-o", dst, "-q"],
+            )
+            for e in args.estimators.split(",")
+        ),
         *([("advantages", "polars over() script", baseline("polars_over", src, dst))] if peers else []),
         *([("advantages", "torch-style script", baseline("torch_style", "advantages", src, dst))] if torch else []),
         *([] if args.skip_naive else [("advantages", "naive per-sample Python loop", baseline("naive", src, dst))]),
@@ -170,8 +190,14 @@ def cases(data: Path, out: Path, args: argparse.Namespace) -> list[tuple[str, st
         ]
     return found + [
         ("objective", "floor (pyarrow read + write, 8 columns)", baseline("floor", src, dst, "8")),
-        *(("objective", "grpo objective -o" + (f" --loss {loss}" if loss != "ppo" else ""),
-           [*grpo(), "objective", src, "--loss", loss, "-o", dst, "-q"]) for loss in args.losses.split(",")),
+        *(
+            (
+                "objective",
+                "grpo objective -o" + (f" --loss {loss}" if loss != "ppo" else ""),
+                [*grpo(), "objective", src, "--loss", loss, "-o", dst, "-q"],
+            )
+            for loss in args.losses.split(",")
+        ),
         *([("objective", "torch-style script", baseline("torch_style", "objective", src, dst))] if torch else []),
         ("summary", "read floor (pyarrow read only)", baseline("read_floor", src)),
         ("summary", "grpo objective (summary only)", [*grpo(), "objective", src, "-q"]),
@@ -203,9 +229,11 @@ def main() -> None:
     for rewards in args.rewards.split(","):
         data, out = workdir / f"rollouts-{rewards}.parquet", workdir / "out.parquet"
         tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed, args.scattered, needs, rewards)
-        print(f"\n{args.rows:,} rows, {rewards} rewards, {tokens:,} tokens, groups of {args.group_size}"
-              f"{' (scattered)' if args.scattered else ''}, {os.cpu_count()} cores, {args.runs} runs each, "
-              f"data {data.stat().st_size / 2**20:.1f} MiB\n")
+        print(
+            f"\n{args.rows:,} rows, {rewards} rewards, {tokens:,} tokens, groups of {args.group_size}"
+            f"{' (scattered)' if args.scattered else ''}, {os.cpu_count()} cores, {args.runs} runs each, "
+            f"data {data.stat().st_size / 2**20:.1f} MiB\n"
+        )
         print("| command | median s | x floor | peak RSS MiB | output MiB |")
         print("| --- | ---: | ---: | ---: | ---: |")
         timed = cases(data, out, args)
@@ -224,9 +252,18 @@ def main() -> None:
             peak = max(m for _, m in results[label])
             floor.setdefault(task, (label, median))
             print(f"| {label} | {median:.3f} | {median / floor[task][1]:.2f} | {peak / 2**20:.0f} | {sizes[label]} |", flush=True)
-            rows.append({**run_of, "setup": f"{invocation}; {rewards} rewards", "command": label, "floor": floor[task][0],
-                         "seconds": f"{median:.3f}", "ratio": f"{median / floor[task][1]:.2f}", "peak_rss_mib": f"{peak / 2**20:.0f}",
-                         "output_mib": sizes[label]})
+            rows.append(
+                {
+                    **run_of,
+                    "setup": f"{invocation}; {rewards} rewards",
+                    "command": label,
+                    "floor": floor[task][0],
+                    "seconds": f"{median:.3f}",
+                    "ratio": f"{median / floor[task][1]:.2f}",
+                    "peak_rss_mib": f"{peak / 2**20:.0f}",
+                    "output_mib": sizes[label],
+                }
+            )
         record(args.results, rows)
     if args.workdir is None:
         shutil.rmtree(workdir)

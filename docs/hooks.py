@@ -140,7 +140,7 @@ def markdown_of(doc: str | None) -> str:
             out += ["", "$$", " ".join(math), "$$", ""]
             math = None
         if line.startswith(".. math::"):
-            math = [line[len(".. math::"):].strip()]
+            math = [line[len(".. math::") :].strip()]
             continue
         out.append(line)
     if math is not None:
@@ -162,12 +162,14 @@ def estimators(_) -> str:
     parts = []
     for e in ESTIMATORS.values():
         spec = {k: getattr(e, k, None) for k in ("level", "default_scale", "needs", "params", "aliases", "scope")}
-        facts = [f"one advantage per {spec['level']}" if spec["level"] else "",
-                 f"default scale `{spec['default_scale']}`" if spec["default_scale"] else "",
-                 f"needs {names(spec['needs'])}" if spec["needs"] else "",
-                 f"options {names(spec['params'])}" if spec["params"] else "no options of its own",
-                 f"aliases {names(spec['aliases'])}" if spec["aliases"] else "",
-                 "statistics of the whole input" if spec["scope"] == "file" else ""]
+        facts = [
+            f"one advantage per {spec['level']}" if spec["level"] else "",
+            f"default scale `{spec['default_scale']}`" if spec["default_scale"] else "",
+            f"needs {names(spec['needs'])}" if spec["needs"] else "",
+            f"options {names(spec['params'])}" if spec["params"] else "no options of its own",
+            f"aliases {names(spec['aliases'])}" if spec["aliases"] else "",
+            "statistics of the whole input" if spec["scope"] == "file" else "",
+        ]
         parts.append(f"### `{e.name}`\n\n{markdown_of(e.compute.__doc__)}\n\n*" + "; ".join(f for f in facts if f) + ".*\n")
     return "\n".join(parts)
 
@@ -179,9 +181,11 @@ def losses(_) -> str:
     parts = []
     for loss in LOSSES.values():
         params, defaults, flags = (getattr(loss, k, ()) for k in ("params", "defaults", "flags"))
-        facts = [f"options {names(params)}" if params else "no options of its own",
-                 "defined with " + ", ".join(f"`{k}` {v}" for k, v in dict(defaults).items()) if defaults else "",
-                 f"flags {names(f.name for f in flags)}" if flags else ""]
+        facts = [
+            f"options {names(params)}" if params else "no options of its own",
+            "defined with " + ", ".join(f"`{k}` {v}" for k, v in dict(defaults).items()) if defaults else "",
+            f"flags {names(f.name for f in flags)}" if flags else "",
+        ]
         parts.append(f"### `{loss.name}`\n\n{markdown_of(loss.factors.__doc__)}\n\n*" + "; ".join(f for f in facts if f) + ".*\n")
     return "\n".join(parts)
 
@@ -208,8 +212,11 @@ def api(_) -> str:
 
     names = getattr(grpo_cli, "__all__", None) or [n for n in dir(grpo_cli) if not n.startswith("_")]
     objects = [getattr(grpo_cli, name) for name in names]
-    return "\n".join(f"::: {obj.__module__}.{obj.__qualname__}\n    options:\n      heading_level: 3\n"
-                     for obj in objects if inspect.isclass(obj) or inspect.isfunction(obj))
+    return "\n".join(
+        f"::: {obj.__module__}.{obj.__qualname__}\n    options:\n      heading_level: 3\n"
+        for obj in objects
+        if inspect.isclass(obj) or inspect.isfunction(obj)
+    )
 
 
 MACHINE = ("cores", "memory_gib", "cpu")
@@ -231,9 +238,13 @@ def benchmarks(_) -> str:
         parts.append(f"### {cores} cores, {memory} GiB, {cpu}\n\n{date}, commit `{run[0]['commit']}`\n")
         for setup in dict.fromkeys(r["setup"] for r in run):
             shown = [r for r in run if r["setup"] == setup]
-            parts.append(f"`{setup}`\n\n" + table(
-                ["command", "median s", "x floor", "peak RSS MiB", "output MiB"],
-                [[r["command"], r["seconds"], r["ratio"], r["peak_rss_mib"], r["output_mib"]] for r in shown]))
+            parts.append(
+                f"`{setup}`\n\n"
+                + table(
+                    ["command", "median s", "x floor", "peak RSS MiB", "output MiB"],
+                    [[r["command"], r["seconds"], r["ratio"], r["peak_rss_mib"], r["output_mib"]] for r in shown],
+                )
+            )
     return "\n".join(parts)
 
 
@@ -241,10 +252,10 @@ def tried(kind: str) -> str:
     """The ``benchmarks/tried.csv`` rows of ``kind`` (``not-kept`` for ``not kept``), oldest first."""
     with TRIED.open(newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["kind"] == kind.replace("-", " ")]
-    return table(["date", "commit", "change", "measured", "ratio", "verdict"],
-                 [[r["date"][:10], f"`{r['commit']}`", r["change"], r["figure"], r["ratio"], r["verdict"]]
-                  for r in sorted(rows, key=lambda r: r["date"])])
+    return table(
+        ["date", "commit", "change", "measured", "ratio", "verdict"],
+        [[r["date"][:10], f"`{r['commit']}`", r["change"], r["figure"], r["ratio"], r["verdict"]] for r in sorted(rows, key=lambda r: r["date"])],
+    )
 
 
-RENDER = {"options": options, "estimators": estimators, "losses": losses, "presets": presets, "api": api,
-          "benchmarks": benchmarks, "tried": tried}
+RENDER = {"options": options, "estimators": estimators, "losses": losses, "presets": presets, "api": api, "benchmarks": benchmarks, "tried": tried}

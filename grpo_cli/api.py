@@ -21,8 +21,14 @@ from .token_columns import TokenColumns, read_tokens
 TWINKLE_SCALED = {"std": "sample", "eps": 1e-8}  # Twinkle's numerics where advantages are scaled
 
 
-def advantages(rewards: Sequence[float] | np.ndarray, groups: Sequence[Any] | np.ndarray, config: AdvantageConfig | None = None,
-               *, lengths: Sequence[int] | None = None, baseline: Sequence[float] | None = None) -> np.ndarray:
+def advantages(
+    rewards: Sequence[float] | np.ndarray,
+    groups: Sequence[Any] | np.ndarray,
+    config: AdvantageConfig | None = None,
+    *,
+    lengths: Sequence[int] | None = None,
+    baseline: Sequence[float] | None = None,
+) -> np.ndarray:
     """Advantages (float64) of ``rewards`` grouped by the keys in ``groups`` (any order).
 
     ``rewards``: one per row, or rows x reward functions (2-d); NaN is a null reward.
@@ -105,9 +111,7 @@ class _GroupAdvantage:
         if values.ndim > 1:
             values = values.sum(axis=-1)
         if num_generations < 1 or values.shape[0] % num_generations:
-            raise UsageError(
-                f"{values.shape[0]} rewards do not split into groups of `num_generations` {num_generations!r}"
-            )
+            raise UsageError(f"{values.shape[0]} rewards do not split into groups of `num_generations` {num_generations!r}")
         groups = np.arange(values.shape[0]) // num_generations
         return restore(advantages(values, groups, config))
 

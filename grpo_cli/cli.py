@@ -29,6 +29,7 @@ class _Built(Mapping):
         if name not in commands.names():
             raise KeyError(name)
         from .commands.base import build
+
         return build(name)
 
     def __iter__(self):
@@ -62,6 +63,7 @@ app = typer.Typer(
 def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
+
         typer.echo(f"grpo {version('grpo-cli')}")
         raise typer.Exit()
 

@@ -108,10 +108,12 @@ def compare_figures(labels: list[str], advantages: np.ndarray, index: GroupIndex
     worst = worst[per_group_gap[worst] > 0]
     flips = {f"{labels[i]} / {labels[j]}": float((advantages[:, i] * advantages[:, j] < 0).sum() / rows) if rows else 0.0 for i, j in pairs}
     return {
-        "rows": rows, "groups": index.count,
+        "rows": rows,
+        "groups": index.count,
         "estimators": {label: describe(*described(advantages[:, n])) for n, label in enumerate(labels)},
         "rank_correlation": {f"{labels[i]} / {labels[j]}": spearman(advantages[:, i], advantages[:, j]) for i, j in pairs},
         "sign_flips": flips,
-        "most_affected_groups": [{"group": name, "rows": int(index.sizes[g]), "max_abs_difference": float(per_group_gap[g])}
-                                 for g, name in zip(worst, names(worst))],
+        "most_affected_groups": [
+            {"group": name, "rows": int(index.sizes[g]), "max_abs_difference": float(per_group_gap[g])} for g, name in zip(worst, names(worst))
+        ],
     }

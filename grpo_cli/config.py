@@ -72,8 +72,7 @@ def check_range(name: str, value: float, low: float, high: float = np.inf, *, op
     grpo_cli.errors.UsageError: `beta` must be >= 0 and finite (found inf)
     """
     if not ((value > low if open_low else value >= low) and value <= high and np.isfinite(value)):
-        bounds = (f"{'>' if open_low else '>='} {low:g} and finite" if high == np.inf
-                  else f"in {'(' if open_low else '['}{low:g}, {high:g}]")
+        bounds = f"{'>' if open_low else '>='} {low:g} and finite" if high == np.inf else f"in {'(' if open_low else '['}{low:g}, {high:g}]"
         raise UsageError(f"`{name}` must be {bounds} (found {value!r})")
 
 
@@ -166,27 +165,47 @@ class AdvantageConfig(Options):
     preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).")
     estimator: str = option("grpo", "The baseline b of A = (r - b) / s.")
     scale: str = option(None, "The divisor s: the group's reward std + eps, the std of all rewards + eps, or 1.")
-    std: str = option("population", "population = ddof 0 (the worked examples of the original GRPO notes); sample = ddof 1 (ModelScope Twinkle, verl, TRL, OpenRLHF).")
+    std: str = option(
+        "population",
+        "population = ddof 0 (the worked examples of the original GRPO notes); sample = ddof 1 (ModelScope Twinkle, verl, TRL, OpenRLHF).",
+    )
     eps: float = option(0.0, "Added to the std before dividing.")
     reward_weights: tuple = option(None, "Weights of the reward columns, in order (default: 1 each).")
-    multi_reward: str = option("sum-then-normalize", "Several reward columns: estimate their weighted sum (TRL's default), "
-                                                     "or estimate each and whiten the weighted sum of the advantages (GDPO).")
-    on_null: str = option("unscorable", "A row whose every reward is null: unscorable = left out of its group's statistics, "
-                                        "advantage 0 (TRL); error = refuse. A null among several rewards counts as 0.")
+    multi_reward: str = option(
+        "sum-then-normalize",
+        "Several reward columns: estimate their weighted sum (TRL's default), or estimate each and whiten the weighted sum of the advantages (GDPO).",
+    )
+    on_null: str = option(
+        "unscorable",
+        "A row whose every reward is null: unscorable = left out of its group's statistics, "
+        "advantage 0 (TRL); error = refuse. A null among several rewards counts as 0.",
+    )
     reward_clip: tuple = option(None, "Clip each reward to [LO, HI] before the baseline (as OpenRLHF's and TRL's RLOO reward clip).")
-    kl_in_reward: float = option(None, "r - BETA * sum of the row's KL (old vs reference log-probs) before the baseline; "
-                                       "token-level estimators subtract BETA * KL_t at each token.")
+    kl_in_reward: float = option(
+        None,
+        "r - BETA * sum of the row's KL (old vs reference log-probs) before the baseline; token-level estimators subtract BETA * KL_t at each token.",
+    )
     kl: str = option("k1", "KL estimator of --kl-in-reward, with d = old - ref.")
     gamma: float = option(1.0, "Discount of the token-level returns.")
     lam: float = option(1.0, "GAE lambda.")
-    whiten: bool = option(False, "After the estimator, A = (A - mean) / s over the whole input (rows, or valid tokens "
-                                 "for token-level estimators), as TRL's normalize_advantages.")
+    whiten: bool = option(
+        False,
+        "After the estimator, A = (A - mean) / s over the whole input (rows, or valid tokens "
+        "for token-level estimators), as TRL's normalize_advantages.",
+    )
     whiten_std: str = option("sample", "The std of --whiten.")
-    whiten_eps_at: str = option("std", "Where --whiten-eps goes: std = (A - mean) / (std + eps) (TRL); var = / sqrt(var + eps) "
-                                       "(verl); var-floor = / sqrt(max(var, eps)) (OpenRLHF).")
+    whiten_eps_at: str = option(
+        "std",
+        "Where --whiten-eps goes: std = (A - mean) / (std + eps) (TRL); var = / sqrt(var + eps) "
+        "(verl); var-floor = / sqrt(max(var, eps)) (OpenRLHF).",
+    )
     whiten_eps: float = option(1e-8, "The epsilon of --whiten.")
-    singleton: str = option("zero", "The advantage of a group of one row: " + "; ".join(
-        f"{name}: {(fn.__doc__ or '').strip().rstrip('.')}" for name, fn in estimators.SINGLETONS.items()) + ".")
+    singleton: str = option(
+        "zero",
+        "The advantage of a group of one row: "
+        + "; ".join(f"{name}: {(fn.__doc__ or '').strip().rstrip('.')}" for name, fn in estimators.SINGLETONS.items())
+        + ".",
+    )
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("advantage")
@@ -219,8 +238,10 @@ class AdvantageConfig(Options):
         else:
             check_range("kl_in_reward", self.kl_in_reward, 0)
             if self.multi_reward == "normalize-then-sum":
-                raise UsageError("`kl_in_reward` subtracts from one reward, and `multi_reward` 'normalize-then-sum' estimates each "
-                                 "column apart; pass `multi_reward` 'sum-then-normalize', or drop `kl_in_reward`")
+                raise UsageError(
+                    "`kl_in_reward` subtracts from one reward, and `multi_reward` 'normalize-then-sum' estimates each "
+                    "column apart; pass `multi_reward` 'sum-then-normalize', or drop `kl_in_reward`"
+                )
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         for name in ("gamma", "lam"):
             check_range(name, getattr(self, name), 0, 1)
@@ -233,13 +254,16 @@ class AdvantageConfig(Options):
         check_choice("whiten_eps_at", self.whiten_eps_at, WHITEN_EPS_AT_KINDS)
         check_range("whiten_eps", self.whiten_eps, 0)
         if self.singleton == "unit-std" and scale == "batch" and "singleton" in given:
-            raise UsageError("`singleton` 'unit-std' gives a group of one std 1, which `scale` 'batch' does not use; "
-                             "pass `singleton` 'zero' or 'reward', or `scale` 'group' or 'none'")
+            raise UsageError(
+                "`singleton` 'unit-std' gives a group of one std 1, which `scale` 'batch' does not use; "
+                "pass `singleton` 'zero' or 'reward', or `scale` 'group' or 'none'"
+            )
         check_range("eps", self.eps, 0)
         if scale == "none":
             for name in sorted(given & {"std", "eps"}):
-                raise UsageError(f"`{name}` applies only to scaled advantages and `scale` is 'none'; "
-                                 f"drop `{name}`, or pass `scale` 'group' or 'batch'")
+                raise UsageError(
+                    f"`{name}` applies only to scaled advantages and `scale` is 'none'; drop `{name}`, or pass `scale` 'group' or 'batch'"
+                )
         self._set(estimator=spec.name, scale=scale, _given=given)
 
     @property
@@ -251,8 +275,19 @@ class AdvantageConfig(Options):
         """The resolved options as summaries record them (``None``: an option that does not apply)."""
         spec = estimators.lookup(self.estimator)
         whiten = {k: getattr(self, k) if self.whiten else None for k in ("whiten_std", "whiten_eps_at", "whiten_eps")}
-        return {"preset": self.preset, "estimator": self.estimator, "scale": self.scale, "std": self.std, "eps": self.eps,
-                "singleton": self.singleton, "reward_weights": self.reward_weights, "multi_reward": self.multi_reward,
-                "on_null": self.on_null, "reward_clip": self.reward_clip, "kl_in_reward": self.kl_in_reward,
-                "kl": self.kl if self.kl_in_reward is not None else None,
-                **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")}, **whiten}
+        return {
+            "preset": self.preset,
+            "estimator": self.estimator,
+            "scale": self.scale,
+            "std": self.std,
+            "eps": self.eps,
+            "singleton": self.singleton,
+            "reward_weights": self.reward_weights,
+            "multi_reward": self.multi_reward,
+            "on_null": self.on_null,
+            "reward_clip": self.reward_clip,
+            "kl_in_reward": self.kl_in_reward,
+            "kl": self.kl if self.kl_in_reward is not None else None,
+            **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")},
+            **whiten,
+        }

@@ -41,8 +41,15 @@ def _with_plan(figures: dict, plan: Any) -> dict:
     return {**figures, **extra, "config": {**figures.get("config", {}), **extra.get("config", {})}}
 
 
-def run(command: str, make_plan: Callable, open_input: Callable[..., ContextManager[Source]], output: str | None, engine: Engine,
-        options: dict[str, Any], summary_json: str | None = None) -> dict:
+def run(
+    command: str,
+    make_plan: Callable,
+    open_input: Callable[..., ContextManager[Source]],
+    output: str | None,
+    engine: Engine,
+    options: dict[str, Any],
+    summary_json: str | None = None,
+) -> dict:
     """Open the input with ``open_input`` (given the paths the run writes), make the plan of
     ``command`` with ``make_plan``, run it on ``engine`` (the plan says how), and write the
     figures as JSON to ``summary_json`` (``-``: stdout) if given.
@@ -74,11 +81,29 @@ def file_function(command: Command) -> Callable[..., dict]:
     name = command.__name__.rsplit(".", 1)[-1]
     writes = "output_dir" in inspect.signature(command.plan).parameters
 
-    def run_command(input: str | list[str], output: str | None = None, *, input_format: str | None = None, hive: bool = False,
-                    batch_rows: int | None = None, threads: int | None = None, progress: Progress | None = None, engine: str = "local",
-                    ray_address: str | None = None, summary_json: str | None = None, **options: Any) -> dict:
-        return run(name, command.plan, partial(open_source, input, input_format, hive=hive), output,
-                   make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress), options, summary_json)
+    def run_command(
+        input: str | list[str],
+        output: str | None = None,
+        *,
+        input_format: str | None = None,
+        hive: bool = False,
+        batch_rows: int | None = None,
+        threads: int | None = None,
+        progress: Progress | None = None,
+        engine: str = "local",
+        ray_address: str | None = None,
+        summary_json: str | None = None,
+        **options: Any,
+    ) -> dict:
+        return run(
+            name,
+            command.plan,
+            partial(open_source, input, input_format, hive=hive),
+            output,
+            make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
+            options,
+            summary_json,
+        )
 
     own = inspect.signature(run_command).parameters  # the plan's options join how to run, in place of ``options``
     positional = [own["input"], own["output"]] if writes else [own["input"]]

@@ -18,8 +18,10 @@ from .config import Options, check_choice, check_range, option
 from .errors import UsageError
 from .estimators import Groups, in_units
 
-KEEP_IF = re.compile(r"^\s*(?:(?P<lo>[-+0-9.eE]+)\s*(?P<lo_op><=?)\s*)?(?P<stat>mean|std|min|max)\s*"
-                     r"(?:(?P<hi_op><=?)\s*(?P<hi>[-+0-9.eE]+))?\s*$")
+KEEP_IF = re.compile(
+    r"^\s*(?:(?P<lo>[-+0-9.eE]+)\s*(?P<lo_op><=?)\s*)?(?P<stat>mean|std|min|max)\s*"
+    r"(?:(?P<hi_op><=?)\s*(?P<hi>[-+0-9.eE]+))?\s*$"
+)
 TRUNCATED = ("drop", "mask")
 
 
@@ -83,15 +85,17 @@ class FilterConfig(Options):
         except ValueError:
             found = None
         if not found or (found["lo"] is None and found["hi"] is None) or not lo < hi:
-            raise UsageError(f"`keep_if` takes 'LO<STAT<HI' with STAT mean, std, min or max, LO < HI, "
-                             f"one side optional, <= for inclusive (found {self.keep_if!r})")
+            raise UsageError(
+                f"`keep_if` takes 'LO<STAT<HI' with STAT mean, std, min or max, LO < HI, one side optional, <= for inclusive (found {self.keep_if!r})"
+            )
         return found["stat"], lo, found["lo_op"] == "<=", hi, found["hi_op"] == "<="
 
     @property
     def figures(self) -> dict:
         """The resolved options as the summary records them."""
         return {k: getattr(self, k) for k in ("drop_zero_variance", "keep_if", "truncated", "overlong_buffer", "max_length")} | {
-            "overlong_factor": self.overlong_factor if self.overlong_buffer is not None else None}
+            "overlong_factor": self.overlong_factor if self.overlong_buffer is not None else None
+        }
 
 
 def statistic(groups: Groups, name: str) -> np.ndarray:
@@ -130,17 +134,22 @@ def overlong_penalty(length: np.ndarray, config) -> np.ndarray:
     return np.minimum(-exceed / config.overlong_buffer * config.overlong_factor, 0.0)
 
 
-def filter_figures(groups: Groups, rules: dict[str, np.ndarray], keep: np.ndarray, truncated: np.ndarray | None,
-                   penalty: np.ndarray | None, config) -> dict:
+def filter_figures(
+    groups: Groups, rules: dict[str, np.ndarray], keep: np.ndarray, truncated: np.ndarray | None, penalty: np.ndarray | None, config
+) -> dict:
     """What was kept and why the rest was not: per rule, the groups (and their rows) it would
     drop on its own; truncated rows; the overlong penalty."""
     rows_of = lambda group_kept: int(groups.index.sizes[~group_kept].sum())  # noqa: E731
     kept_groups = int(np.count_nonzero(np.bincount(groups.index.codes[keep], minlength=groups.index.count)))
     figures = {
-        "rows": len(keep), "groups": groups.index.count,
+        "rows": len(keep),
+        "groups": groups.index.count,
         "kept": {"rows": int(keep.sum()), "groups": kept_groups},
         "dropped": {"rows": int(len(keep) - keep.sum()), "groups": groups.index.count - kept_groups},
-        "zero_variance": None, "keep_if": None, "truncated": None, "overlong": None,
+        "zero_variance": None,
+        "keep_if": None,
+        "truncated": None,
+        "overlong": None,
         "config": config.figures,
     }
     for name, group_kept in rules.items():
@@ -149,6 +158,9 @@ def filter_figures(groups: Groups, rules: dict[str, np.ndarray], keep: np.ndarra
         figures["truncated"] = {"rows": int(truncated.sum()), "action": config.truncated}
     if penalty is not None:
         hit = penalty < 0
-        figures["overlong"] = {"rows": int(hit.sum()), "penalty_mean": float(penalty[hit].mean()) if hit.any() else 0.0,
-                               "penalty_min": float(penalty.min()) if len(penalty) else 0.0}
+        figures["overlong"] = {
+            "rows": int(hit.sum()),
+            "penalty_mean": float(penalty[hit].mean()) if hit.any() else 0.0,
+            "penalty_min": float(penalty.min()) if len(penalty) else 0.0,
+        }
     return figures

@@ -66,14 +66,17 @@ def arrow_of(frame: Any) -> tuple[Any, Callable[[pa.Table], Any]]:
             return frame.collect().to_arrow(), lambda table: cast(pl.DataFrame, pl.from_arrow(table)).lazy()  # a table gives a frame
         return frame.to_arrow(), pl.from_arrow
     if library == "pandas" and kind == "DataFrame":
+
         def back(table: pa.Table):
             out = table.to_pandas()
             out.index = frame.index
             return out
 
         return pa.Table.from_pandas(frame, preserve_index=False), back
-    raise UsageError(f"`frame` is a pyarrow Table, RecordBatch, RecordBatchReader or Dataset, a polars DataFrame or LazyFrame, "
-                     f"or a pandas DataFrame (found {type(frame).__name__}); for a datasets.Dataset pass dataset.data.table")
+    raise UsageError(
+        f"`frame` is a pyarrow Table, RecordBatch, RecordBatchReader or Dataset, a polars DataFrame or LazyFrame, "
+        f"or a pandas DataFrame (found {type(frame).__name__}); for a datasets.Dataset pass dataset.data.table"
+    )
 
 
 @overload

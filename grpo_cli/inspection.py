@@ -30,13 +30,31 @@ def token_figures(lengths: np.ndarray) -> dict:
         return {"total": 0, "min": None, "median": None, "p99": None, "max": None, "rows_at_max": 0}
     median, p99 = np.quantile(lengths, [0.5, 0.99], method="inverted_cdf")
     top = int(lengths.max())
-    return {"total": int(lengths.sum(dtype=np.int64)), "min": int(lengths.min()), "median": int(median), "p99": int(p99),
-            "max": top, "rows_at_max": int((lengths == top).sum())}
+    return {
+        "total": int(lengths.sum(dtype=np.int64)),
+        "min": int(lengths.min()),
+        "median": int(median),
+        "p99": int(p99),
+        "max": top,
+        "rows_at_max": int((lengths == top).sum()),
+    }
 
 
-def inspect_figures(*, rows: int, roles: dict, nulls: dict[str, int], lengths: np.ndarray | None, entries: tuple[int, int] | None,
-                    mask: str | None, groups: GroupSummary | None, grouped_by: str, rewards: np.ndarray | None,
-                    advantages: np.ndarray | None, truncated: np.ndarray | None, estimator) -> dict:
+def inspect_figures(
+    *,
+    rows: int,
+    roles: dict,
+    nulls: dict[str, int],
+    lengths: np.ndarray | None,
+    entries: tuple[int, int] | None,
+    mask: str | None,
+    groups: GroupSummary | None,
+    grouped_by: str,
+    rewards: np.ndarray | None,
+    advantages: np.ndarray | None,
+    truncated: np.ndarray | None,
+    estimator,
+) -> dict:
     """The figures of `grpo inspect` (``rewards``: the scored rows' rewards; ``None``: no
     reward column)."""
     figures = {"rows": rows, "columns": roles, "layout": layout(*(entries if entries is not None else (None, None)), mask), "nulls": nulls}

@@ -29,7 +29,6 @@ LOG_WEIGHT_EDGES = (-np.inf, -5.0, -2.0, -1.0, -0.5, -0.1, -0.01, 0.01, 0.1, 0.5
 ROW_SUMS = ("abs_diff_sum", "k1_sum", "k3_sum", "w_sum", "w2_sum", "seq_w", "seq_w2", "train_ppl", "rollout_ppl", "ppl_ratio")
 
 
-
 @dataclass(frozen=True)
 class MismatchConfig(Options):
     """The train/rollout mismatch report (see :mod:`grpo_cli.mismatch`).
@@ -62,8 +61,12 @@ class MismatchConfig(Options):
     @property
     def figures(self) -> dict:
         """The resolved options as the report records them."""
-        return {"is_cap": self.is_cap, "is_mask": None if self.is_mask is None else list(self.is_mask),
-                "logratio_clamp": self.logratio_clamp, "worst": self.worst}
+        return {
+            "is_cap": self.is_cap,
+            "is_mask": None if self.is_mask is None else list(self.is_mask),
+            "logratio_clamp": self.logratio_clamp,
+            "worst": self.worst,
+        }
 
 
 def bucket(x: np.ndarray) -> np.ndarray:
@@ -100,8 +103,16 @@ def batch_terms(tokens: Tokens, config) -> dict[str, np.ndarray]:
         train_ppl, rollout_ppl = (np.where(has, np.exp(-terms[k] / safe_n), 0.0) for k in ("old_sum", "rollout_sum"))
         ppl_ratio = np.where(has, np.exp((terms["rollout_sum"] - terms["old_sum"]) / safe_n), 0.0)
     with np.errstate(over="ignore"):  # squares of weights near e^709 are inf: their figures are null
-        terms.update(w_sum=row_sum(w, tokens), w2_sum=row_sum(w * w, tokens), seq_w=seq_w, seq_w2=seq_w * seq_w,
-                     train_ppl=train_ppl, rollout_ppl=rollout_ppl, ppl_ratio=ppl_ratio, seq_log_weight=seq_log_w)
+        terms.update(
+            w_sum=row_sum(w, tokens),
+            w2_sum=row_sum(w * w, tokens),
+            seq_w=seq_w,
+            seq_w2=seq_w * seq_w,
+            train_ppl=train_ppl,
+            rollout_ppl=rollout_ppl,
+            ppl_ratio=ppl_ratio,
+            seq_log_weight=seq_log_w,
+        )
     for name, bounds in (("cap", (0.0, config.is_cap)), ("mask", config.is_mask)):
         if bounds is not None:
             lo, hi = bounds
@@ -111,8 +122,12 @@ def batch_terms(tokens: Tokens, config) -> dict[str, np.ndarray]:
     counted = tokens.counted(np.ones(len(w), dtype=bool), False)
     row = np.repeat(np.arange(tokens.rows), tokens.lengths)
     position = np.arange(len(w)) - np.repeat(tokens.starts, tokens.lengths)
-    values = {"tokens": counted.astype(np.float64), "abs_diff": np.where(counted, np.abs(d), 0.0), "k1": np.where(counted, -d, 0.0),
-              "k3": np.where(counted, np.expm1(lr) - lr, 0.0)}
+    values = {
+        "tokens": counted.astype(np.float64),
+        "abs_diff": np.where(counted, np.abs(d), 0.0),
+        "k1": np.where(counted, -d, 0.0),
+        "k3": np.where(counted, np.expm1(lr) - lr, 0.0),
+    }
     terms["by_position"] = _per_bucket(row * BUCKETS + bucket(position + 1), tokens.rows, values)
     row_values = {"tokens": n.astype(np.float64), "abs_diff": terms["abs_diff_sum"], "k1": terms["k1_sum"], "k3": terms["k3_sum"]}
     terms["by_length"] = _per_bucket(np.arange(tokens.rows) * BUCKETS + bucket(np.maximum(n, 1)), tokens.rows, row_values)
@@ -138,29 +153,48 @@ class MismatchSummary:
         rows by mean k3 kept."""
         n = terms["mismatch_tokens"]
         has = n > 0
-        sums = BlockSums.of({**{k: terms[k] for k in ROW_SUMS}, "by_position": terms["by_position"],
-                             "by_length": terms["by_length"]}, start)
+        sums = BlockSums.of({**{k: terms[k] for k in ROW_SUMS}, "by_position": terms["by_position"], "by_length": terms["by_length"]}, start)
         counts = Counter(rows=len(n), tokens=int(n.sum()), scored_rows=int(has.sum()))
         for name in ("cap", "mask"):
             if f"{name}_tokens" in terms:
-                counts.update({f"{name}_tokens": int(terms[f"{name}_tokens"].sum()), f"{name}_rows": int((terms[f"{name}_tokens"] > 0).sum()),
-                               f"{name}_seq_rows": int(terms[f"{name}_seq"].sum())})
+                counts.update(
+                    {
+                        f"{name}_tokens": int(terms[f"{name}_tokens"].sum()),
+                        f"{name}_rows": int((terms[f"{name}_tokens"] > 0).sum()),
+                        f"{name}_seq_rows": int(terms[f"{name}_seq"].sum()),
+                    }
+                )
         log_w = terms["seq_log_weight"][has]
         log_weight_counts = np.bincount(np.searchsorted(LOG_WEIGHT_EDGES, log_w, side="right") - 1, minlength=len(LOG_WEIGHT_EDGES) - 1)
         k3_mean = np.where(has, terms["k3_sum"] / np.where(has, n, 1), -np.inf)
         top = np.argsort(-k3_mean, kind="stable")[:worst]
-        picked = [(-float(k3_mean[i]), start + int(i), {"tokens": int(n[i]), "kl_k3": float(k3_mean[i]),
-                   "abs_diff_mean": float(terms["abs_diff_sum"][i] / n[i]), "log_weight": float(terms["seq_log_weight"][i])})
-                  for i in top if has[i]]
+        picked = [
+            (
+                -float(k3_mean[i]),
+                start + int(i),
+                {
+                    "tokens": int(n[i]),
+                    "kl_k3": float(k3_mean[i]),
+                    "abs_diff_mean": float(terms["abs_diff_sum"][i] / n[i]),
+                    "log_weight": float(terms["seq_log_weight"][i]),
+                },
+            )
+            for i in top
+            if has[i]
+        ]
         found = terms["abs_diff_max"][has]
-        return cls(sums, counts, float(found.max()) if len(found) else -np.inf, terms["abs_diff_counts"].astype(np.int64),
-                   log_weight_counts, picked)
+        return cls(sums, counts, float(found.max()) if len(found) else -np.inf, terms["abs_diff_counts"].astype(np.int64), log_weight_counts, picked)
 
     def merge(self, later: "MismatchSummary", worst: int) -> "MismatchSummary":
         """These rows and ``later``'s, which follow them."""
-        return MismatchSummary(self.sums.merge(later.sums), self.counts + later.counts, max(self.abs_diff_max, later.abs_diff_max),
-                               self.abs_diff_counts + later.abs_diff_counts, self.log_weight_counts + later.log_weight_counts,
-                               sorted(self.worst + later.worst, key=lambda x: x[:2])[:worst])
+        return MismatchSummary(
+            self.sums.merge(later.sums),
+            self.counts + later.counts,
+            max(self.abs_diff_max, later.abs_diff_max),
+            self.abs_diff_counts + later.abs_diff_counts,
+            self.log_weight_counts + later.log_weight_counts,
+            sorted(self.worst + later.worst, key=lambda x: x[:2])[:worst],
+        )
 
     def figures(self, config) -> dict:
         """The report (``config``: the :class:`MismatchConfig`); a figure that
@@ -178,18 +212,30 @@ class MismatchSummary:
             return {"count": count, "share": count / over if count is not None else None}
 
         def touched(name: str) -> dict:
-            return {"tokens": c[f"{name}_tokens"], "token_share": c[f"{name}_tokens"] / n if n else 0.0,
-                    "rows": c[f"{name}_rows"], "row_share": c[f"{name}_rows"] / rows if rows else 0.0,
-                    "sequence_rows": c[f"{name}_seq_rows"], "sequence_row_share": c[f"{name}_seq_rows"] / rows if rows else 0.0}
+            return {
+                "tokens": c[f"{name}_tokens"],
+                "token_share": c[f"{name}_tokens"] / n if n else 0.0,
+                "rows": c[f"{name}_rows"],
+                "row_share": c[f"{name}_rows"] / rows if rows else 0.0,
+                "sequence_rows": c[f"{name}_seq_rows"],
+                "sequence_row_share": c[f"{name}_seq_rows"] / rows if rows else 0.0,
+            }
 
         chi2_token, chi2_seq = mean("w2_sum", n), mean("seq_w2", rows)
         return {
-            "rows": c["rows"], "tokens": n,
-            "abs_diff_mean": mean("abs_diff_sum", n), "abs_diff_max": self.abs_diff_max if n else None,
-            "kl_k1": mean("k1_sum", n), "kl_k3": mean("k3_sum", n),
-            "train_ppl": mean("train_ppl", rows), "rollout_ppl": mean("rollout_ppl", rows), "ppl_ratio": mean("ppl_ratio", rows),
-            "chi2_token": None if chi2_token is None else chi2_token - 1.0, "chi2_seq": None if chi2_seq is None else chi2_seq - 1.0,
-            "ess_token": ess("w_sum", "w2_sum", n), "ess_seq": ess("seq_w", "seq_w2", rows),
+            "rows": c["rows"],
+            "tokens": n,
+            "abs_diff_mean": mean("abs_diff_sum", n),
+            "abs_diff_max": self.abs_diff_max if n else None,
+            "kl_k1": mean("k1_sum", n),
+            "kl_k3": mean("k3_sum", n),
+            "train_ppl": mean("train_ppl", rows),
+            "rollout_ppl": mean("rollout_ppl", rows),
+            "ppl_ratio": mean("ppl_ratio", rows),
+            "chi2_token": None if chi2_token is None else chi2_token - 1.0,
+            "chi2_seq": None if chi2_seq is None else chi2_seq - 1.0,
+            "ess_token": ess("w_sum", "w2_sum", n),
+            "ess_seq": ess("seq_w", "seq_w2", rows),
             "cap": {"value": config.is_cap, **touched("cap")} if config.is_cap is not None else None,
             "mask": {"value": list(config.is_mask), **touched("mask")} if config.is_mask is not None else None,
             "by_position": _buckets(self.sums.total("by_position") if n else None),
@@ -215,7 +261,12 @@ def _buckets(totals: np.ndarray | None) -> list[dict]:
     out = []
     for b in np.flatnonzero(t["tokens"] > 0):
         tokens = t["tokens"][b]
-        entry = {"first": 1 << int(b), "last": (2 << int(b)) - 1 if b < BUCKETS - 1 else None, "rows": int(t["rows"][b]), "tokens": int(tokens),
-                 **{f"{k}_mean" if k == "abs_diff" else f"kl_{k}": float(t[k][b] / tokens) for k in ("abs_diff", "k1", "k3")}}
+        entry = {
+            "first": 1 << int(b),
+            "last": (2 << int(b)) - 1 if b < BUCKETS - 1 else None,
+            "rows": int(t["rows"][b]),
+            "tokens": int(tokens),
+            **{f"{k}_mean" if k == "abs_diff" else f"kl_{k}": float(t[k][b] / tokens) for k in ("abs_diff", "k1", "k3")},
+        }
         out.append(entry)
     return out

@@ -87,8 +87,7 @@ def _one_prompt(values: tuple[str, ...] | list[str] | None) -> str | None:
     """``--prompt-col`` as the library takes it: declared repeatable for a composite group key
     to come; until then one column."""
     if values and len(values) > 1:
-        raise UsageError(f"`prompt_col` takes one column for now (found {', '.join(values)}): a composite group key is not "
-                         "supported yet")
+        raise UsageError(f"`prompt_col` takes one column for now (found {', '.join(values)}): a composite group key is not supported yet")
     return values[0] if values else None
 
 
@@ -123,8 +122,17 @@ def option(name: str, type: Any, help: str, panel: str, *flags: str, default: An
     return Option(name, type, typer.Option(*flags, help=help, rich_help_panel=panel, **typer_options), default, convert)
 
 
-def config_option(cls, name: str, panel: str, type: Any = float, extra: str = "", default: str | None = None, *flags: str,
-                  convert: Callable = plain, **typer_options) -> Option:
+def config_option(
+    cls,
+    name: str,
+    panel: str,
+    type: Any = float,
+    extra: str = "",
+    default: str | None = None,
+    *flags: str,
+    convert: Callable = plain,
+    **typer_options,
+) -> Option:
     """An option for a field of config class ``cls``, its help and default from the field."""
     return option(name, type, config_help(cls, name, extra, default), panel, *flags, convert=convert, **typer_options)
 
@@ -138,8 +146,13 @@ def column_option(role: str, text: str, name: str | None = None, *, repeatable: 
 
 def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = plain) -> Option:
     """An on/off option, off by default (no type shown in the help: ``metavar`` empty)."""
-    return Option(name, bool, typer.Option(*(flags or (f"--{name.replace('_', '-')}",)), help=help, show_default=False, rich_help_panel=panel,
-                                           metavar=""), False, convert)
+    return Option(
+        name,
+        bool,
+        typer.Option(*(flags or (f"--{name.replace('_', '-')}",)), help=help, show_default=False, rich_help_panel=panel, metavar=""),
+        False,
+        convert,
+    )
 
 
 def _advantage(name: str, type: Any = float, extra: str = "", default: str | None = None, convert: Callable = plain, **typer_options) -> Option:
@@ -158,31 +171,51 @@ ProgressMode = choices("ProgressMode", ("auto", "always", "never"))
 ESTIMATOR_LIST = listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
 KL_LIST = listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()})
 
-INPUT_ARGUMENT = inspect.Parameter("input", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[list[str], typer.Argument(
-    help="Rollout files (.parquet, .jsonl, .ndjson), folders of them (with their sub-folders), or quoted globs (** for any depth), "
-         "local or URIs (s3://, gs://, hdfs://), read as one dataset; or - for stdin.", show_default=False)])
+INPUT_ARGUMENT = inspect.Parameter(
+    "input",
+    inspect.Parameter.KEYWORD_ONLY,
+    annotation=Annotated[
+        list[str],
+        typer.Argument(
+            help="Rollout files (.parquet, .jsonl, .ndjson), folders of them (with their sub-folders), or quoted globs (** for any depth), "
+            "local or URIs (s3://, gs://, hdfs://), read as one dataset; or - for stdin.",
+            show_default=False,
+        ),
+    ],
+)
 
-PROMPT_COL = Option("prompt_col", list[str], typer.Option(help=_column_help(
-    "prompt", "Prompt id column."), rich_help_panel=COLUMNS), None, _one_prompt)
-NUM_GENERATIONS = option("num_generations", int, "Group size. Without an id column, consecutive blocks of N rows form the groups; "
-                         "with one, every group must have N rows.", COLUMNS, min=1)
+PROMPT_COL = Option(
+    "prompt_col", list[str], typer.Option(help=_column_help("prompt", "Prompt id column."), rich_help_panel=COLUMNS), None, _one_prompt
+)
+NUM_GENERATIONS = option(
+    "num_generations",
+    int,
+    "Group size. Without an id column, consecutive blocks of N rows form the groups; with one, every group must have N rows.",
+    COLUMNS,
+    min=1,
+)
 REWARD_COL = column_option("reward", "Reward column (a struct field as rewards.accuracy); repeat it for several reward functions.", repeatable=True)
 BASELINE_COL = column_option("baseline", "Baseline reward per row (the greedy response's reward), read by --estimator remax.")
 MASK_COL = column_option("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token).")
 REF_COL = column_option("ref", "Reference log-probs (a list per row; optional; none: do without).", "ref_logprobs_col")
-ROLLOUT_COL = column_option("rollout", "The rollout sampler's log-probs (vLLM, SGLang; a list per row; optional; none: do without).",
-                            "rollout_logprobs_col")
+ROLLOUT_COL = column_option(
+    "rollout", "The rollout sampler's log-probs (vLLM, SGLang; a list per row; optional; none: do without).", "rollout_logprobs_col"
+)
 OLD_COL = column_option("old", "Old-policy log-probs (a list per row).", "old_logprobs_col")
 NEW_COL = column_option("new", "New-policy log-probs (a list per row).", "logprobs_col")
 
-PRESET = Option("preset", choices("Preset", PRESETS), typer.Option(help=config_help(AdvantageConfig, "preset"), show_default=False,
-                                                                    rich_help_panel=INPUT))
+PRESET = Option(
+    "preset", choices("Preset", PRESETS), typer.Option(help=config_help(AdvantageConfig, "preset"), show_default=False, rich_help_panel=INPUT)
+)
 INPUT_FORMAT = option("input_format", Format, "Input format when the name does not tell (default: suffix, then file magic).", INPUT)
 HIVE = flag("hive", "Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.", INPUT)
 
 ESTIMATOR_OPTION = _advantage("estimator", Estimator, ESTIMATOR_LIST)
-SCALE = _advantage("scale", choices("Scale", estimators.SCALES), default="the estimator's: " + ", ".join(
-    f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()))
+SCALE = _advantage(
+    "scale",
+    choices("Scale", estimators.SCALES),
+    default="the estimator's: " + ", ".join(f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()),
+)
 STD = _advantage("std", Std)
 EPS = _advantage("eps", min=0.0)
 SINGLETON = _advantage("singleton", choices("Singleton", estimators.SINGLETONS))
@@ -194,32 +227,67 @@ ON_NULL_OPTION = _advantage("on_null", choices("OnNull", ON_NULL))
 REWARD_CLIP = _advantage("reward_clip", str, metavar="LO,HI", convert=lambda text: value_range(text, "reward_clip"))
 KL_IN_REWARD = _advantage("kl_in_reward", metavar="BETA")
 KL_OPTION = _advantage("kl", KL, KL_LIST)
-WHITEN = flag("whiten", config_help(AdvantageConfig, "whiten", "Always on for reinforce, reinforce-baseline, gae and normalize-then-sum."),
-              ESTIMATOR, convert=_given_flag)
+WHITEN = flag(
+    "whiten",
+    config_help(AdvantageConfig, "whiten", "Always on for reinforce, reinforce-baseline, gae and normalize-then-sum."),
+    ESTIMATOR,
+    convert=_given_flag,
+)
 WHITEN_STD = _advantage("whiten_std", choices("WhitenStd", STD_KINDS))
 WHITEN_EPS_AT = _advantage("whiten_eps_at", choices("WhitenEpsAt", WHITEN_EPS_AT_KINDS))
 WHITEN_EPS = _advantage("whiten_eps")
 
-OUTPUT_OPTION = option("output", str, "Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the "
-                       "summary is printed.", OUTPUT, "--output", "-o")
-OUTPUT_DIR = option("output_dir", str, "Write one annotated file per input file into this folder (made if missing), at the input's path "
-                    "below its folder or glob.", OUTPUT)
+OUTPUT_OPTION = option(
+    "output",
+    str,
+    "Write the annotated rows here, as one file (- for stdout). Without it (or --output-dir), only the summary is printed.",
+    OUTPUT,
+    "--output",
+    "-o",
+)
+OUTPUT_DIR = option(
+    "output_dir",
+    str,
+    "Write one annotated file per input file into this folder (made if missing), at the input's path below its folder or glob.",
+    OUTPUT,
+)
 OUTPUT_FORMAT = option("output_format", Format, "Output format (default: suffix of -o; for stdout, the input's format).", OUTPUT)
 COMPRESSION = option("compression", Codec, "Parquet compression (default: the input's codec; snappy for JSON Lines input).", OUTPUT)
-THREADS = option("threads", int, f"Worker threads for the math (default: one per core; at most {IN_FLIGHT_PER_CORE} per core run at once, "
-                 "so memory does not grow with it). Results do not depend on it.", OUTPUT, min=1)
-ENGINE = Option("engine", EngineName, typer.Option(help=escaped("Where the work runs: here, or on a Ray cluster (pip install "
-                                                               "'grpo-cli[ray]'). Results are identical."), rich_help_panel=OUTPUT),
-                EngineName("local"))
-RAY_ADDRESS = option("ray_address", str, "The Ray cluster to use with --engine ray (default: RAY_ADDRESS if set, else a local Ray started "
-                     "for the run).", OUTPUT)
+THREADS = option(
+    "threads",
+    int,
+    f"Worker threads for the math (default: one per core; at most {IN_FLIGHT_PER_CORE} per core run at once, "
+    "so memory does not grow with it). Results do not depend on it.",
+    OUTPUT,
+    min=1,
+)
+ENGINE = Option(
+    "engine",
+    EngineName,
+    typer.Option(
+        help=escaped("Where the work runs: here, or on a Ray cluster (pip install 'grpo-cli[ray]'). Results are identical."), rich_help_panel=OUTPUT
+    ),
+    EngineName("local"),
+)
+RAY_ADDRESS = option(
+    "ray_address", str, "The Ray cluster to use with --engine ray (default: RAY_ADDRESS if set, else a local Ray started for the run).", OUTPUT
+)
 QUIET = flag("quiet", "Print no summary (and no progress unless --progress always).", OUTPUT, "--quiet", "-q")
 JSON = flag("json_out", "Print the figures as JSON on stdout instead of the tables.", OUTPUT, "--json")
-SUMMARY_JSON = option("summary_json", str, "Also write the summary figures as JSON to this path (- for stdout, when the rows do not go there).",
-                      OUTPUT)
-PROGRESS = Option("progress", ProgressMode, typer.Option(help=(
-    f"auto: a bar on a terminal, else a line every {PROGRESS_EVERY:g} s on stderr, none with --quiet; always: also with "
-    "--quiet; never: none."), rich_help_panel=OUTPUT), ProgressMode("auto"))
+SUMMARY_JSON = option(
+    "summary_json", str, "Also write the summary figures as JSON to this path (- for stdout, when the rows do not go there).", OUTPUT
+)
+PROGRESS = Option(
+    "progress",
+    ProgressMode,
+    typer.Option(
+        help=(
+            f"auto: a bar on a terminal, else a line every {PROGRESS_EVERY:g} s on stderr, none with --quiet; always: also with --quiet; never: none."
+        ),
+        rich_help_panel=OUTPUT,
+    ),
+    ProgressMode("auto"),
+)
 DEBUG = flag("debug", "Show tracebacks instead of one-line errors.", OUTPUT)
 
 # The groups that several commands take, each with the same meaning everywhere.

@@ -76,9 +76,15 @@ class Inputs:
     def roles(self) -> dict:
         """Which column plays which role (``reward``: a list when there are several)."""
         s = self.steps
-        return {"reward": self.rewards[0] if len(self.rewards) == 1 else list(self.rewards), "baseline": self.baseline,
-                "tokens": s.count if s is not None and s.count != s.mask else None, "mask": s and s.mask,
-                "kl_logprobs": s and s.policy, "ref_logprobs": s and s.ref, "values": s and s.values}
+        return {
+            "reward": self.rewards[0] if len(self.rewards) == 1 else list(self.rewards),
+            "baseline": self.baseline,
+            "tokens": s.count if s is not None and s.count != s.mask else None,
+            "mask": s and s.mask,
+            "kl_logprobs": s and s.policy,
+            "ref_logprobs": s and s.ref,
+            "values": s and s.values,
+        }
 
 
 @dataclass(frozen=True)
@@ -121,9 +127,11 @@ def objective_estimator(estimator: str | None = None, preset: str | None = None,
     if estimator is None:
         for option, value in options.items():
             if value is not None and value is not False:
-                raise UsageError(f"`{option}` applies to an estimator, and none is given: the advantages come from an "
-                                 f"advantage column if there is one, else from estimator {OBJECTIVE_ESTIMATOR!r}, which takes "
-                                 f"no `{option}`; pass `estimator` (e.g. 'grpo'), or drop `{option}`")
+                raise UsageError(
+                    f"`{option}` applies to an estimator, and none is given: the advantages come from an "
+                    f"advantage column if there is one, else from estimator {OBJECTIVE_ESTIMATOR!r}, which takes "
+                    f"no `{option}`; pass `estimator` (e.g. 'grpo'), or drop `{option}`"
+                )
         return None
     return AdvantageConfig(preset=preset, estimator=estimator, **options)
 
@@ -158,8 +166,10 @@ def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...
         field = pa.field(reward, schema.field_type(source.schema, schema.field_path(source.schema, reward)))
         schema.check_numeric(field, source.name, "reward")
     if config.reward_weights is not None and len(config.reward_weights) != len(rewards):
-        raise UsageError(f"`reward_weights` has {len(config.reward_weights)} weights for {len(rewards)} reward columns "
-                         f"({', '.join(rewards)}); give one weight per `reward_col`")
+        raise UsageError(
+            f"`reward_weights` has {len(config.reward_weights)} weights for {len(rewards)} reward columns "
+            f"({', '.join(rewards)}); give one weight per `reward_col`"
+        )
     return rewards
 
 
@@ -188,8 +198,9 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     if not reads_tokens(config):
         for option, value in columns.items():
             if value is not None:
-                raise UsageError(f"`{option}` is not read: estimator {config.estimator!r} reads no token column "
-                                 f"(without `kl_in_reward`); drop `{option}`")
+                raise UsageError(
+                    f"`{option}` is not read: estimator {config.estimator!r} reads no token column (without `kl_in_reward`); drop `{option}`"
+                )
         return None
     from .token_columns import StepColumns  # imported only by a plan that reads token columns
 
@@ -202,15 +213,19 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
         ref = schema.resolve_column(s, "ref", columns["ref_logprobs_col"], source=name)
         policy = old or new
         if policy is None:
-            raise ColumnNotFoundError(f"{name}: `kl_in_reward` needs the rollout policy's log-probs (looked for "
-                                      f"{', '.join(schema.ROLES['old'].candidates + schema.ROLES['new'].candidates)}); pass `old_logprobs_col`")
+            raise ColumnNotFoundError(
+                f"{name}: `kl_in_reward` needs the rollout policy's log-probs (looked for "
+                f"{', '.join(schema.ROLES['old'].candidates + schema.ROLES['new'].candidates)}); pass `old_logprobs_col`"
+            )
     elif columns["ref_logprobs_col"] is not None:
         raise UsageError("`ref_logprobs_col` is read only by `kl_in_reward`; pass `kl_in_reward` BETA, or drop it")
     count = mask or old or new
     if count is None:
-        raise ColumnNotFoundError(f"{name}: estimator {config.estimator!r} needs each row's tokens: no mask or log-probs column "
-                                  f"(looked for {', '.join(schema.ROLES['mask'].candidates + schema.ROLES['old'].candidates)}); "
-                                  "pass `mask_col` or `logprobs_col`")
+        raise ColumnNotFoundError(
+            f"{name}: estimator {config.estimator!r} needs each row's tokens: no mask or log-probs column "
+            f"(looked for {', '.join(schema.ROLES['mask'].candidates + schema.ROLES['old'].candidates)}); "
+            "pass `mask_col` or `logprobs_col`"
+        )
     values = None
     if "values" in lookup(config.estimator).needs:
         values = schema.resolve_column(s, "values", columns["values_col"], source=name)
@@ -261,6 +276,13 @@ def plan_advantages(
             raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
     out = resolve_output(source, output, output_dir, output_format, compression)
     grouping = resolve_grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped)
-    steps = resolve_steps(source, config, mask_col=mask_col, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col,
-                          ref_logprobs_col=ref_logprobs_col, values_col=values_col)
+    steps = resolve_steps(
+        source,
+        config,
+        mask_col=mask_col,
+        logprobs_col=logprobs_col,
+        old_logprobs_col=old_logprobs_col,
+        ref_logprobs_col=ref_logprobs_col,
+        values_col=values_col,
+    )
     return AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps), config, out, round_digits)

@@ -58,15 +58,20 @@ def estimator_options(cfg: dict) -> list[str]:
     the others where they are not at their defaults."""
     scaled = cfg["scale"] != "none"
     whiten = cfg["whiten_eps"] is not None
-    shown = {"scale": cfg["scale"], "std": cfg["std"] if scaled else None, "eps": cfg["eps"] if scaled else None,
-             "gamma": cfg["gamma"], "lambda": cfg["lam"],
-             "singleton": cfg["singleton"] if cfg["singleton"] != "zero" else None,
-             "reward weights": cfg["reward_weights"] and ",".join(f"{w:g}" for w in cfg["reward_weights"]),
-             "multi-reward": cfg["multi_reward"] if cfg["reward_weights"] or cfg["multi_reward"] != "sum-then-normalize" else None,
-             "nulls": "error" if cfg["on_null"] == "error" else None,
-             "reward clip": cfg["reward_clip"] and "[{:g}, {:g}]".format(*cfg["reward_clip"]),
-             "kl in reward": cfg["kl_in_reward"] is not None and f"{cfg['kl_in_reward']:g} ({cfg['kl']})",
-             "whitened": whiten and f"{cfg['whiten_std']} std, eps {cfg['whiten_eps']:g} at {cfg['whiten_eps_at']}"}
+    shown = {
+        "scale": cfg["scale"],
+        "std": cfg["std"] if scaled else None,
+        "eps": cfg["eps"] if scaled else None,
+        "gamma": cfg["gamma"],
+        "lambda": cfg["lam"],
+        "singleton": cfg["singleton"] if cfg["singleton"] != "zero" else None,
+        "reward weights": cfg["reward_weights"] and ",".join(f"{w:g}" for w in cfg["reward_weights"]),
+        "multi-reward": cfg["multi_reward"] if cfg["reward_weights"] or cfg["multi_reward"] != "sum-then-normalize" else None,
+        "nulls": "error" if cfg["on_null"] == "error" else None,
+        "reward clip": cfg["reward_clip"] and "[{:g}, {:g}]".format(*cfg["reward_clip"]),
+        "kl in reward": cfg["kl_in_reward"] is not None and f"{cfg['kl_in_reward']:g} ({cfg['kl']})",
+        "whitened": whiten and f"{cfg['whiten_std']} std, eps {cfg['whiten_eps']:g} at {cfg['whiten_eps_at']}",
+    }
     return [f"{k} {fmt(v)}" for k, v in shown.items() if v is not None and v is not False]
 
 
@@ -92,7 +97,4 @@ def render_histogram(hist: dict) -> str:
     peak = max(counts) or 1
     cells = [(_edge(lo, width), _edge(hi, width)) for lo, hi in zip(edges, edges[1:])]
     pad = max((len(c) for pair in cells for c in pair), default=0)
-    return "\n".join(
-        f"  {lo:>{pad}} .. {hi:>{pad}} {c:>8} {'█' * round(BAR_WIDTH * c / peak)}"
-        for (lo, hi), c in zip(cells, counts)
-    )
+    return "\n".join(f"  {lo:>{pad}} .. {hi:>{pad}} {c:>8} {'█' * round(BAR_WIDTH * c / peak)}" for (lo, hi), c in zip(cells, counts))

@@ -34,14 +34,21 @@ ROLES = {
     "advantage": Role("advantage", "advantage_col", ("advantage", "advantages")),
     "new": Role("new log-probs", "logprobs_col", ("logprobs", "log_probs", "new_logprobs", "new_log_probs", "per_token_logps")),
     "old": Role("old log-probs", "old_logprobs_col", ("old_logprobs", "old_log_probs", "old_per_token_logps", "action_log_probs")),
-    "ref": Role("reference log-probs", "ref_logprobs_col",
-                ("ref_logprobs", "ref_log_probs", "ref_log_prob", "ref_per_token_logps", "base_action_log_probs"), lookalike="ref"),
+    "ref": Role(
+        "reference log-probs",
+        "ref_logprobs_col",
+        ("ref_logprobs", "ref_log_probs", "ref_log_prob", "ref_per_token_logps", "base_action_log_probs"),
+        lookalike="ref",
+    ),
     "mask": Role("token mask", "mask_col", ("response_mask", "loss_mask", "completion_mask", "action_mask", "mask"), lookalike="mask"),
     "baseline": Role("baseline reward", "baseline_col", ("reward_baseline", "reward_baselines", "baseline_reward", "greedy_reward")),
     "values": Role("values", "values_col", ("values", "value", "critic_values")),
     "truncated": Role("truncation flag", "truncated_col", ("truncated", "is_truncated")),
-    "rollout": Role("rollout log-probs", "rollout_logprobs_col",
-                    ("rollout_logprobs", "rollout_log_probs", "rollout_log_prob", "sampling_per_token_logps", "sampling_logprobs")),
+    "rollout": Role(
+        "rollout log-probs",
+        "rollout_logprobs_col",
+        ("rollout_logprobs", "rollout_log_probs", "rollout_log_prob", "sampling_per_token_logps", "sampling_logprobs"),
+    ),
 }
 NO_COLUMN = "none"  # an optional role's option set to this: no column plays it
 
@@ -68,9 +75,7 @@ def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, requir
         raise ColumnNotFoundError(f"{source}: no column {explicit!r} for {r.label} (`{r.param}`){_suggest(explicit, known)}")
     found = [name for name in r.candidates if name in names]
     if len(found) > 1:
-        raise UsageError(
-            f"{source}: columns {', '.join(repr(c) for c in found)} could each be the {r.label}; pick one with `{r.param}`"
-        )
+        raise UsageError(f"{source}: columns {', '.join(repr(c) for c in found)} could each be the {r.label}; pick one with `{r.param}`")
     if found:
         return found[0]
     if required:
@@ -79,8 +84,10 @@ def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, requir
             f"{_suggest(r.candidates[0], known) if r.candidates else ''}"
         )
     if like := lookalikes(schema, role):
-        raise UsageError(f"{source}: column {like[0]!r} looks like the {r.label} but is not one of {', '.join(r.candidates)}; "
-                         f"pass `{r.param}` {like[0]!r} to use it, or `{r.param}` {NO_COLUMN!r} to do without")
+        raise UsageError(
+            f"{source}: column {like[0]!r} looks like the {r.label} but is not one of {', '.join(r.candidates)}; "
+            f"pass `{r.param}` {like[0]!r} to use it, or `{r.param}` {NO_COLUMN!r} to do without"
+        )
     return None
 
 
@@ -190,8 +197,10 @@ def check_numeric(field: pa.Field, source: str, role: str) -> None:
     (one per reward function) needs one picked."""
     if pa.types.is_struct(field.type):
         names = [f.name for f in field.type]
-        raise UsageError(f"{source}: column {field.name!r} holds several values ({', '.join(names)}); "
-                         f"pick one with `{ROLES[role].param}` {field.name}.{names[0] if names else 'FIELD'}")
+        raise UsageError(
+            f"{source}: column {field.name!r} holds several values ({', '.join(names)}); "
+            f"pick one with `{ROLES[role].param}` {field.name}.{names[0] if names else 'FIELD'}"
+        )
     if not is_numeric(field.type):
         raise InputError(f"{source}: column {field.name!r} must be numeric (found {field.type})")
 

@@ -216,13 +216,13 @@ def described(x: np.ndarray, histogram: bool = False, map_chunks: Callable = map
     starts = range(0, len(x), CHUNK_ROWS) or range(1)
 
     def moments_in(u: float) -> Moments:
-        return reduce(Moments.merge, map_chunks(lambda start: Moments.of(x[start:start + CHUNK_ROWS], start, u), starts))
+        return reduce(Moments.merge, map_chunks(lambda start: Moments.of(x[start : start + CHUNK_ROWS], start, u), starts))
 
     moments = moments_in(1.0)
     u = unit(np.array([moments.min, moments.max])) if moments.n else 1.0  # unit(x), from the extremes already found
     if u != 1.0:  # values beyond 2^500 or within 2^-500: the sums again, in that unit
         moments = moments_in(u)
-    spreads = map_chunks(lambda start: Spread.of(x[start:start + CHUNK_ROWS], moments, start, histogram), starts)
+    spreads = map_chunks(lambda start: Spread.of(x[start : start + CHUNK_ROWS], moments, start, histogram), starts)
     return moments, reduce(Spread.merge, spreads)
 
 
@@ -249,8 +249,9 @@ class GroupSummary:
         return GroupSummary(self.groups + other.groups, self.sizes + other.sizes, self.zero_variance + other.zero_variance)
 
 
-def advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread],
-                      advantages: tuple[Moments, Spread], config, rows: int) -> dict:
+def advantage_figures(
+    groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], advantages: tuple[Moments, Spread], config, rows: int
+) -> dict:
     """The figures of `grpo advantages` (``config``: the resolved :class:`AdvantageConfig`);
     ``rewards`` describes the scored rows of the ``rows``."""
     return {
@@ -261,8 +262,9 @@ def advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Mome
     }
 
 
-def token_advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int,
-                            moments: dict[str, np.ndarray], w, config) -> dict:
+def token_advantage_figures(
+    groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int, moments: dict[str, np.ndarray], w, config
+) -> dict:
     """The figures of `grpo advantages` with a token-level estimator: ``advantage`` describes
     the written ``w(A) = (A - mu) / s`` (a :class:`~grpo_cli.estimators.Whitening`) over every
     valid token (``tokens``), from each row's ``count``, ``mean``, ``m2`` (in its ``unit``
@@ -270,11 +272,23 @@ def token_advantage_figures(groups: GroupSummary, grouped_by: str, rewards: tupl
     ``sqrt(M2 / N) / s``, both in their units (``U / w.u`` apart), so neither overflows."""
     n, mean, m2, u = pooled(moments["count"], moments["mean"], moments["m2"], moments["unit"])
     has = moments["count"] > 0
-    figures = {"mean": w(mean), "std": float(np.sqrt(m2 / n)) * (u / w.u) / w.s,
-               "min": w(float(moments["min"][has].min())), "max": w(float(moments["max"][has].max()))} \
-        if n else {"mean": None, "std": None, "min": None, "max": None}
-    return {**reward_figures(groups, grouped_by, rewards, rows), "tokens": int(n), "advantage": figures,
-            "advantage_histogram": None, "config": config.figures}
+    figures = (
+        {
+            "mean": w(mean),
+            "std": float(np.sqrt(m2 / n)) * (u / w.u) / w.s,
+            "min": w(float(moments["min"][has].min())),
+            "max": w(float(moments["max"][has].max())),
+        }
+        if n
+        else {"mean": None, "std": None, "min": None, "max": None}
+    )
+    return {
+        **reward_figures(groups, grouped_by, rewards, rows),
+        "tokens": int(n),
+        "advantage": figures,
+        "advantage_histogram": None,
+        "config": config.figures,
+    }
 
 
 def reward_figures(groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int) -> dict:

@@ -65,8 +65,7 @@ class Tokens:
         def cut(x):
             return None if x is None else x[lo:hi]
 
-        return Tokens(self.lengths[a:b], self.new[lo:hi], self.old[lo:hi], cut(self.ref), cut(self.mask), cut(self.advantage),
-                      cut(self.rollout))
+        return Tokens(self.lengths[a:b], self.new[lo:hi], self.old[lo:hi], cut(self.ref), cut(self.mask), cut(self.advantage), cut(self.rollout))
 
     def row_blocks(self, max_tokens: int = BLOCK_TOKENS) -> list[tuple[int, int]]:
         """Consecutive row ranges ``(a, b)`` covering every row, cut before the row in which

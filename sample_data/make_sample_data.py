@@ -39,15 +39,17 @@ def main() -> None:
     old = -rng.gamma(shape=0.6, scale=0.8, size=tokens)
     new = np.minimum(old + rng.normal(0.0, 0.15, tokens), 0.0)
     ref = np.minimum(old + rng.normal(0.0, 0.05, tokens), 0.0)
-    table = pa.table({
-        "prompt_id": [f"gsm8k-{i:04d}" for i in prompt_idx],
-        "prompt": [f"Question {i}: what is {i} + {2 * i}?" for i in prompt_idx],
-        "response": [f"The answer is {3 * i + (0 if c else 1)}." for i, c in zip(prompt_idx, correct)],
-        "reward": reward,
-        "logprobs": ragged(rng, lengths, new),
-        "old_logprobs": ragged(rng, lengths, old),
-        "ref_logprobs": ragged(rng, lengths, ref),
-    })
+    table = pa.table(
+        {
+            "prompt_id": [f"gsm8k-{i:04d}" for i in prompt_idx],
+            "prompt": [f"Question {i}: what is {i} + {2 * i}?" for i in prompt_idx],
+            "response": [f"The answer is {3 * i + (0 if c else 1)}." for i, c in zip(prompt_idx, correct)],
+            "reward": reward,
+            "logprobs": ragged(rng, lengths, new),
+            "old_logprobs": ragged(rng, lengths, old),
+            "ref_logprobs": ragged(rng, lengths, ref),
+        }
+    )
     pq.write_table(table, HERE / "rollouts.parquet")
     with open(HERE / "rollouts.jsonl", "wb") as f:
         write_jsonl(table, f)  # float32 widened: the JSONL sample computes the parquet's numbers

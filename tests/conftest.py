@@ -34,6 +34,7 @@ def examples(n: int) -> int:
     """A property's ``n`` examples in the full profile; a fifth of them (at least 10) in the quick one."""
     return max(n * settings.default.max_examples // 100, min(n, 10))
 
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data"
 
@@ -111,8 +112,9 @@ def _run_app(app, args: list[str], into, out, err) -> int:
     return code
 
 
-def run_grpo_process(*args: str, stdin: bytes | None = None, check: bool = True, env: dict[str, str | None] | None = None
-                     ) -> subprocess.CompletedProcess:
+def run_grpo_process(
+    *args: str, stdin: bytes | None = None, check: bool = True, env: dict[str, str | None] | None = None
+) -> subprocess.CompletedProcess:
     """Run the installed ``grpo`` command in its own process (``env`` as :func:`run_grpo` takes it)."""
     environ = {**os.environ, **(env or {})}
     environ = {name: value for name, value in environ.items() if value is not None}

@@ -27,8 +27,7 @@ def advantage_configs(draw, estimators=REWARD_ONLY) -> AdvantageConfig:
     """Any valid configuration of any registered estimator (options only where they apply)."""
     spec = ESTIMATORS[draw(st.sampled_from(sorted(estimators)))]
     scale = draw(st.sampled_from(spec.scales))
-    scaled = {} if scale == "none" else {
-        "std": draw(st.sampled_from(["population", "sample"])), "eps": draw(st.sampled_from([0.0, 1e-8, 1e-6]))}
+    scaled = {} if scale == "none" else {"std": draw(st.sampled_from(["population", "sample"])), "eps": draw(st.sampled_from([0.0, 1e-8, 1e-6]))}
     return AdvantageConfig(estimator=spec.name, scale=scale, **scaled)
 
 
@@ -70,6 +69,9 @@ def rollout_tables(draw) -> pa.Table:
     new = [[max(min(o + draw(st.floats(-3, 3)), 0.0), -30.0) for o in row] for row in old]
     groups = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
     rewards = draw(st.lists(st.floats(-10, 10), min_size=n, max_size=n))
-    return pa.table({"prompt_id": groups, "reward": rewards, "logprobs": new, "old_logprobs": old},
-                    schema=pa.schema([("prompt_id", pa.int64()), ("reward", pa.float64()),
-                                      ("logprobs", pa.list_(pa.float64())), ("old_logprobs", pa.list_(pa.float64()))]))
+    return pa.table(
+        {"prompt_id": groups, "reward": rewards, "logprobs": new, "old_logprobs": old},
+        schema=pa.schema(
+            [("prompt_id", pa.int64()), ("reward", pa.float64()), ("logprobs", pa.list_(pa.float64())), ("old_logprobs", pa.list_(pa.float64()))]
+        ),
+    )

@@ -35,8 +35,10 @@ def leftovers(folder) -> list[str]:
 
 def strict_json(text: str):
     """JSON as the standard has it: NaN and Infinity are refused."""
+
     def refuse(token):
         raise ValueError(f"not JSON: {token}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -58,8 +60,11 @@ def k3(d: float) -> float:
 
 def test_round_is_bounded_to_what_float64_holds(tmp_path):
     src = write_jsonl_rows(tmp_path / "in.jsonl", [{"prompt_id": "a", "reward": r} for r in (1.0, 0.0)])
-    refused(run_grpo("advantages", str(src), "-o", str(tmp_path / "out.jsonl"), "--round", "309", check=False), 2,
-            "--round must be in [0, 308] (found 309)")
+    refused(
+        run_grpo("advantages", str(src), "-o", str(tmp_path / "out.jsonl"), "--round", "309", check=False),
+        2,
+        "--round must be in [0, 308] (found 309)",
+    )
     assert leftovers(tmp_path) == []
     run_grpo("advantages", str(src), "-o", str(tmp_path / "out.jsonl"), "--round", "308", "-q")
     assert [row["advantage"] for row in jsonl_rows(tmp_path / "out.jsonl")] == [1.0, -1.0]
@@ -80,11 +85,17 @@ def test_round_keeps_advantages_whose_scaled_value_overflows(tmp_path):
 @pytest.mark.parametrize("chunk_bytes", [1 << 20, 64])  # the fraction in the same chunk, or in a later one
 def test_an_integer_beyond_2_53_among_fractions_is_refused(tmp_path, monkeypatch, chunk_bytes):
     monkeypatch.setattr(jsonl, "CHUNK_BYTES", chunk_bytes)
-    lines = ['{"prompt_id": "a", "reward": 1, "seed": 3}', '{"prompt_id": "a", "reward": 0, "seed": 9007199254740993}',
-             '{"prompt_id": "b", "reward": 1, "seed": 2.5}', '{"prompt_id": "b", "reward": 0, "seed": 4}']
+    lines = [
+        '{"prompt_id": "a", "reward": 1, "seed": 3}',
+        '{"prompt_id": "a", "reward": 0, "seed": 9007199254740993}',
+        '{"prompt_id": "b", "reward": 1, "seed": 2.5}',
+        '{"prompt_id": "b", "reward": 0, "seed": 4}',
+    ]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
-    message = (f"{tmp_path / 'in.jsonl'}: line 2: column 'seed' holds the integer 9007199254740993, which float64 would round "
-               "(the column holds fractions too, or the integer is beyond int64); write such numbers as JSON strings")
+    message = (
+        f"{tmp_path / 'in.jsonl'}: line 2: column 'seed' holds the integer 9007199254740993, which float64 would round "
+        "(the column holds fractions too, or the integer is beyond int64); write such numbers as JSON strings"
+    )
     with pytest.raises(GrpoError, match=f"^{re.escape(message)}$"):
         advantages_file(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"))
     assert leftovers(tmp_path) == []
@@ -95,11 +106,13 @@ def test_an_integer_beyond_2_53_among_fractions_is_refused(tmp_path, monkeypatch
 
 
 def test_an_integer_beyond_int64_is_refused(tmp_path):
-    (tmp_path / "in.jsonl").write_text('{"prompt_id": "a", "reward": 1, "seed": 18446744073709551615}\n'
-                                       '{"prompt_id": "a", "reward": 0, "seed": 1}\n')
-    refused(run_grpo("advantages", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), check=False), 1,
-            f"{tmp_path / 'in.jsonl'}: line 1: column 'seed' holds the integer 18446744073709551615, which float64 would round "
-            "(the column holds fractions too, or the integer is beyond int64); write such numbers as JSON strings")
+    (tmp_path / "in.jsonl").write_text('{"prompt_id": "a", "reward": 1, "seed": 18446744073709551615}\n{"prompt_id": "a", "reward": 0, "seed": 1}\n')
+    refused(
+        run_grpo("advantages", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), check=False),
+        1,
+        f"{tmp_path / 'in.jsonl'}: line 1: column 'seed' holds the integer 18446744073709551615, which float64 would round "
+        "(the column holds fractions too, or the integer is beyond int64); write such numbers as JSON strings",
+    )
     assert leftovers(tmp_path) == []
 
 
@@ -107,8 +120,10 @@ def test_an_integer_beyond_int64_is_refused(tmp_path):
 
 
 def test_date_like_strings_stay_strings(tmp_path):
-    lines = [f'{{"prompt_id": "{d}", "reward": {r}, "at": {{"when": "{d} 10:00:00"}}}}'
-             for d, r in (("2024-01-01", 1.0), ("2024-01-01", 0.0), ("2024-01-02", 0.5), ("2024-01-02", 0.25))]
+    lines = [
+        f'{{"prompt_id": "{d}", "reward": {r}, "at": {{"when": "{d} 10:00:00"}}}}'
+        for d, r in (("2024-01-01", 1.0), ("2024-01-01", 0.0), ("2024-01-02", 0.5), ("2024-01-02", 0.25))
+    ]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
     run_grpo("advantages", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "-q")
     out = (tmp_path / "out.jsonl").read_text().splitlines()
@@ -143,8 +158,11 @@ NESTED_NAN = {
 def test_nan_inside_nested_columns_is_refused_in_jsonl(tmp_path, kind):
     pq.write_table(pa.table({"prompt_id": ["a", "a"], "reward": [1.0, 0.0], "nested": NESTED_NAN[kind]}), tmp_path / "in.parquet")
     out = tmp_path / "out.jsonl"
-    refused(run_grpo("advantages", str(tmp_path / "in.parquet"), "-o", str(out), check=False), 1,
-            f"{out}: row 1: column 'nested' holds NaN or infinity, which JSON Lines cannot hold; write parquet instead")
+    refused(
+        run_grpo("advantages", str(tmp_path / "in.parquet"), "-o", str(out), check=False),
+        1,
+        f"{out}: row 1: column 'nested' holds NaN or infinity, which JSON Lines cannot hold; write parquet instead",
+    )
     assert leftovers(tmp_path) == []
 
 
@@ -159,16 +177,34 @@ def huge_rows(scale: float) -> list[dict]:
     return [{"prompt_id": "a", "reward": r * scale, "old_logprobs": [-0.1] * len(v), "values": [x * scale for x in v]} for r, v in rewards]
 
 
-@pytest.mark.parametrize("args", [["--estimator", "mean", "--whiten"], ["--estimator", "reinforce"], ["--estimator", "gae"],
-                                  ["--estimator", "reinforce-baseline"], ["--estimator", "gpg", "--whiten"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--estimator", "mean", "--whiten"],
+        ["--estimator", "reinforce"],
+        ["--estimator", "gae"],
+        ["--estimator", "reinforce-baseline"],
+        ["--estimator", "gpg", "--whiten"],
+    ],
+)
 def test_huge_rewards_give_the_advantages_of_small_ones(tmp_path, args):
     """Advantages are invariant under scaling the rewards (and values), eps aside: 1e200 gives
     what 1 gives, with no numpy warning (the whitening's variance overflowed to inf)."""
     out = {}
     for name, scale in (("huge", HUGE), ("small", 1.0)):
         src = write_jsonl_rows(tmp_path / f"in.{name}.jsonl", huge_rows(scale))
-        proc = run_grpo("advantages", str(src), *args, "--whiten-eps", "0", "-o", str(tmp_path / f"{name}.jsonl"),
-                        "--summary-json", str(tmp_path / f"{name}.json"), "-q")
+        proc = run_grpo(
+            "advantages",
+            str(src),
+            *args,
+            "--whiten-eps",
+            "0",
+            "-o",
+            str(tmp_path / f"{name}.jsonl"),
+            "--summary-json",
+            str(tmp_path / f"{name}.json"),
+            "-q",
+        )
         assert proc.stderr == b""
         out[name] = pl.read_ndjson(tmp_path / f"{name}.jsonl")
         out[f"{name} figures"] = strict_json((tmp_path / f"{name}.json").read_text())["advantage"]
@@ -180,22 +216,35 @@ def test_huge_rewards_give_the_advantages_of_small_ones(tmp_path, args):
         assert out["huge figures"][stat] == pytest.approx(out["small figures"][stat], rel=1e-12, abs=1e-15)
 
 
-
 M = 1.7e308  # within a factor of 2 of float64's largest (1.798e308)
 
 
-@pytest.mark.parametrize("args, rows, expected", [
-    # A = +-M: the whitening std sqrt(2) M is beyond float64 (every A' was 0)
-    (["--estimator", "mean"], [{"prompt_id": "a", "reward": r} for r in (M, -M)], [0.7071067811865476, -0.7071067811865476]),
-    # A = r - 0: mu = -M/2, so A - mu = 1.5 M is beyond float64 (A' was -inf)
-    (["--estimator", "remax"], [{"prompt_id": "a", "reward": r, "reward_baseline": 0.0} for r in (M, -M, -M, -M)], [1.5, -0.5, -0.5, -0.5]),
-    # per token: the same over the tokens of two rows
-    (["--estimator", "reinforce"], [{"reward": r, "old_logprobs": [-0.1]} for r in (M, -M)], [[0.7071067811865476], [-0.7071067811865476]]),
-])
+@pytest.mark.parametrize(
+    "args, rows, expected",
+    [
+        # A = +-M: the whitening std sqrt(2) M is beyond float64 (every A' was 0)
+        (["--estimator", "mean"], [{"prompt_id": "a", "reward": r} for r in (M, -M)], [0.7071067811865476, -0.7071067811865476]),
+        # A = r - 0: mu = -M/2, so A - mu = 1.5 M is beyond float64 (A' was -inf)
+        (["--estimator", "remax"], [{"prompt_id": "a", "reward": r, "reward_baseline": 0.0} for r in (M, -M, -M, -M)], [1.5, -0.5, -0.5, -0.5]),
+        # per token: the same over the tokens of two rows
+        (["--estimator", "reinforce"], [{"reward": r, "old_logprobs": [-0.1]} for r in (M, -M)], [[0.7071067811865476], [-0.7071067811865476]]),
+    ],
+)
 def test_whitening_values_near_the_largest_float64_is_exact(tmp_path, args, rows, expected):
     src = write_jsonl_rows(tmp_path / "in.jsonl", rows)
-    proc = run_grpo("advantages", str(src), *args, "--whiten", "--whiten-eps", "0", "-o", str(tmp_path / "out.jsonl"),
-                    "--summary-json", str(tmp_path / "s.json"), "-q")
+    proc = run_grpo(
+        "advantages",
+        str(src),
+        *args,
+        "--whiten",
+        "--whiten-eps",
+        "0",
+        "-o",
+        str(tmp_path / "out.jsonl"),
+        "--summary-json",
+        str(tmp_path / "s.json"),
+        "-q",
+    )
     assert proc.stderr == b""
     column = "token_advantage" if "reinforce" in args else "advantage"
     flat = np.ravel(expected)
@@ -203,6 +252,7 @@ def test_whitening_values_near_the_largest_float64_is_exact(tmp_path, args, rows
     figures = strict_json((tmp_path / "s.json").read_text())["advantage"]
     assert [figures[k] for k in ("min", "max")] == pytest.approx([flat.min(), flat.max()], rel=1e-15)
     assert figures["mean"] == pytest.approx(0.0, abs=1e-15)
+
 
 def test_group_std_of_huge_rewards_filters_right(tmp_path):
     """std of {1e200, -1e200, 3e200} is 1.63e200, not inf: the group is kept by std<1e300."""
@@ -217,8 +267,10 @@ def test_group_std_of_huge_rewards_filters_right(tmp_path):
 
 def test_kl_of_a_far_log_ratio_is_taken_on_the_clamped_log_ratio(tmp_path):
     """new - old = -800: the ratio and k3 both use the log-ratio clamped to -20 (k3 = e^20 - 21)."""
-    rows = [{"prompt_id": "a", "reward": 1, "logprobs": [-800.1, -0.1], "old_logprobs": [-0.1, -0.1]},
-            {"prompt_id": "a", "reward": 0, "logprobs": [-0.2], "old_logprobs": [-0.1]}]
+    rows = [
+        {"prompt_id": "a", "reward": 1, "logprobs": [-800.1, -0.1], "old_logprobs": [-0.1, -0.1]},
+        {"prompt_id": "a", "reward": 0, "logprobs": [-0.2], "old_logprobs": [-0.1]},
+    ]
     src = write_jsonl_rows(tmp_path / "in.jsonl", rows)
     proc = run_grpo("objective", str(src), "-o", str(tmp_path / "out.jsonl"), "--summary-json", str(tmp_path / "s.json"), "-q")
     assert proc.stderr == b""
@@ -232,8 +284,10 @@ def test_kl_of_a_far_log_ratio_is_taken_on_the_clamped_log_ratio(tmp_path):
 
 def test_kl_to_a_far_reference_is_finite(tmp_path):
     """new - ref = -800 with the default beta 0: the objective was NaN (0 * inf)."""
-    rows = [{"prompt_id": "a", "reward": 1, "logprobs": [-800.1], "old_logprobs": [-800.1], "ref_logprobs": [-0.1]},
-            {"prompt_id": "a", "reward": 0, "logprobs": [-0.2], "old_logprobs": [-0.2], "ref_logprobs": [-0.2]}]
+    rows = [
+        {"prompt_id": "a", "reward": 1, "logprobs": [-800.1], "old_logprobs": [-800.1], "ref_logprobs": [-0.1]},
+        {"prompt_id": "a", "reward": 0, "logprobs": [-0.2], "old_logprobs": [-0.2], "ref_logprobs": [-0.2]},
+    ]
     src = write_jsonl_rows(tmp_path / "in.jsonl", rows)
     for beta, objective in (("0", 0.0), ("0.5", -0.5 * k3(-20.0) / 2)):
         proc = run_grpo("objective", str(src), "--beta", beta, "--summary-json", str(tmp_path / "s.json"), "-q")
@@ -246,16 +300,21 @@ def test_kl_to_a_far_reference_is_finite(tmp_path):
 def test_an_objective_beyond_float64_is_refused_naming_its_row(tmp_path):
     rows = [{"prompt_id": "a", "advantage": a, "logprobs": [-0.1, -0.1], "old_logprobs": [-0.2, -0.2]} for a in (1.0, 1e308)]
     src = write_jsonl_rows(tmp_path / "in.jsonl", rows)
-    refused(run_grpo("objective", str(src), "-o", str(tmp_path / "out.jsonl"), check=False), 1,
-            f"{src}: row 1 (prompt id 'a'): its objective sum is beyond float64; rescale the advantages, or lower --logratio-clamp")
+    refused(
+        run_grpo("objective", str(src), "-o", str(tmp_path / "out.jsonl"), check=False),
+        1,
+        f"{src}: row 1 (prompt id 'a'): its objective sum is beyond float64; rescale the advantages, or lower --logratio-clamp",
+    )
     assert leftovers(tmp_path) == []
-
 
 
 def test_the_api_objective_refuses_a_row_beyond_float64_as_the_cli_does():
     new, old = [[-0.1, -0.1], [-0.1, -0.1]], [[-0.2, -0.2], [-0.2, -0.2]]
-    with pytest.raises(InputError, match=r"^log-probs: row 1: its objective sum is beyond float64; rescale the advantages, "
-                                         r"or lower `logratio_clamp`$"):
+    with pytest.raises(
+        InputError,
+        match=r"^log-probs: row 1: its objective sum is beyond float64; rescale the advantages, "
+        r"or lower `logratio_clamp`$",
+    ):
         policy_objective(new, old, advantage_values=[1.0, 1e308])
     with pytest.raises(InputError, match=r"^log-probs: row 0: column 'advantage_values' is null or NaN$"):  # it was "beyond float64"
         policy_objective(new, old, advantage_values=[float("nan"), 1.0])
@@ -263,6 +322,7 @@ def test_the_api_objective_refuses_a_row_beyond_float64_as_the_cli_does():
         warnings.simplefilter("error")
         figures = policy_objective([[-0.1], [-0.1]], [[-0.2], [-0.2]], advantage_values=[1e308, 1e308], details=True)
     assert (figures["objective"], figures["loss"], figures["surrogate"]) == (None, None, None)
+
 
 def test_a_summary_total_beyond_float64_is_null(tmp_path):
     """Each row's objective is finite, their sum is not: the figures that need it are null."""
@@ -279,14 +339,20 @@ def test_a_summary_total_beyond_float64_is_null(tmp_path):
 def test_mismatch_figures_beyond_float64_are_null(tmp_path):
     """With the clamp at its largest, a weight e^709 squared is beyond float64: the chi-square
     and effective sample size that need it are null (they were NaN: invalid JSON)."""
-    rows = [{"prompt_id": "a", "old_logprobs": [-0.1, -0.1], "rollout_logprobs": [-800.0, -0.1]},
-            {"prompt_id": "a", "old_logprobs": [-0.2], "rollout_logprobs": [-0.1]}]
+    rows = [
+        {"prompt_id": "a", "old_logprobs": [-0.1, -0.1], "rollout_logprobs": [-800.0, -0.1]},
+        {"prompt_id": "a", "old_logprobs": [-0.2], "rollout_logprobs": [-0.1]},
+    ]
     src = write_jsonl_rows(tmp_path / "in.jsonl", rows)
     proc = run_grpo("mismatch", str(src), "--logratio-clamp", "709", "--json")
     assert proc.stderr == b""
     figures = strict_json(proc.stdout.decode())
     assert (figures["chi2_token"], figures["chi2_seq"], figures["ess_token"], figures["ess_seq"]) == (
-        None, None, {"count": None, "share": None}, {"count": None, "share": None})
+        None,
+        None,
+        {"count": None, "share": None},
+        {"count": None, "share": None},
+    )
     lr = -0.2 - -0.1
     assert figures["kl_k3"] == pytest.approx((math.expm1(709.0) - 709.0 + math.expm1(lr) - lr) / 3, rel=1e-12)
 
@@ -330,8 +396,11 @@ def nested_line(depth: int, reward: int) -> str:
 def test_deep_nesting_is_refused_before_parsing(tmp_path, depth, output):
     (tmp_path / "in.jsonl").write_text(nested_line(3, 1) + "\n" + nested_line(depth, 0) + "\n")
     args = ["-o", str(tmp_path / "out.jsonl")] if output else []
-    refused(run_grpo("advantages", str(tmp_path / "in.jsonl"), *args, check=False), 1,
-            f"{tmp_path / 'in.jsonl'}: line 2: nested deeper than 64 levels, the most JSON Lines input may nest")
+    refused(
+        run_grpo("advantages", str(tmp_path / "in.jsonl"), *args, check=False),
+        1,
+        f"{tmp_path / 'in.jsonl'}: line 2: nested deeper than 64 levels, the most JSON Lines input may nest",
+    )
     assert leftovers(tmp_path) == []
 
 
@@ -351,24 +420,42 @@ def test_nesting_up_to_the_limit_and_brackets_in_strings_are_read(tmp_path):
 
 
 def test_binary_columns_are_written_to_jsonl_as_base64(tmp_path):
-    table = pa.table({
-        "prompt_id": ["a", "a"], "reward": [1.0, 0.0],
-        "blob": pa.array([b"\x00\xff", None]),
-        "large": pa.array([b"ab", b""], pa.large_binary()),
-        "fixed": pa.array([b"ab", b"cd"], pa.binary(2)),
-        "nested": pa.array([{"x": b"\x01", "y": [b"z"]}, {"x": None, "y": []}]),
-        "by_key": pa.array([[("k", b"v")], []], pa.map_(pa.string(), pa.binary())),
-    })
+    table = pa.table(
+        {
+            "prompt_id": ["a", "a"],
+            "reward": [1.0, 0.0],
+            "blob": pa.array([b"\x00\xff", None]),
+            "large": pa.array([b"ab", b""], pa.large_binary()),
+            "fixed": pa.array([b"ab", b"cd"], pa.binary(2)),
+            "nested": pa.array([{"x": b"\x01", "y": [b"z"]}, {"x": None, "y": []}]),
+            "by_key": pa.array([[("k", b"v")], []], pa.map_(pa.string(), pa.binary())),
+        }
+    )
     pq.write_table(table, tmp_path / "in.parquet")
     proc = run_grpo("advantages", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.jsonl"), "-q")
     assert proc.stderr == b""
     assert jsonl_rows(tmp_path / "out.jsonl") == [
-        {"prompt_id": "a", "reward": 1.0, "blob": "AP8=", "large": "YWI=", "fixed": "YWI=", "nested": {"x": "AQ==", "y": ["eg=="]},
-         "by_key": {"k": "dg=="}, "advantage": 1.0},
-        {"prompt_id": "a", "reward": 0.0, "blob": None, "large": "", "fixed": "Y2Q=", "nested": {"x": None, "y": []},
-         "by_key": {}, "advantage": -1.0},
+        {
+            "prompt_id": "a",
+            "reward": 1.0,
+            "blob": "AP8=",
+            "large": "YWI=",
+            "fixed": "YWI=",
+            "nested": {"x": "AQ==", "y": ["eg=="]},
+            "by_key": {"k": "dg=="},
+            "advantage": 1.0,
+        },
+        {
+            "prompt_id": "a",
+            "reward": 0.0,
+            "blob": None,
+            "large": "",
+            "fixed": "Y2Q=",
+            "nested": {"x": None, "y": []},
+            "by_key": {},
+            "advantage": -1.0,
+        },
     ]
-
 
 
 def test_every_type_parquet_holds_is_written_to_jsonl(tmp_path):
@@ -377,25 +464,48 @@ def test_every_type_parquet_holds_is_written_to_jsonl(tmp_path):
     (JSON readers parse numbers as float64); list views are lists; an extension type is its
     storage (a UUID its 16 bytes, as base64)."""
     uuid = pa.ExtensionArray.from_storage(pa.uuid(), pa.array([bytes(range(16)), None], pa.binary(16)))
-    table = pa.table({
-        "prompt_id": ["a", "a"], "reward": [1.0, 0.0],
-        "wide": pa.array([decimal.Decimal("1234567890123456789012345678901234567890.12"), None], pa.decimal256(50, 2)),
-        "narrow": pa.array([decimal.Decimal("1.20"), decimal.Decimal("-0.05")], pa.decimal128(5, 2)),
-        "view": pa.array([[1, 2], None], pa.list_view(pa.int64())),
-        "large_view": pa.array([[0.5], []], pa.large_list_view(pa.float32())),
-        "id": uuid,
-        "nested": pa.array([{"d": decimal.Decimal("3.5"), "v": [[7]]}, {"d": None, "v": [[]]}],
-                           pa.struct([("d", pa.decimal256(40, 1)), ("v", pa.list_(pa.list_view(pa.int64())))])),
-    })
+    table = pa.table(
+        {
+            "prompt_id": ["a", "a"],
+            "reward": [1.0, 0.0],
+            "wide": pa.array([decimal.Decimal("1234567890123456789012345678901234567890.12"), None], pa.decimal256(50, 2)),
+            "narrow": pa.array([decimal.Decimal("1.20"), decimal.Decimal("-0.05")], pa.decimal128(5, 2)),
+            "view": pa.array([[1, 2], None], pa.list_view(pa.int64())),
+            "large_view": pa.array([[0.5], []], pa.large_list_view(pa.float32())),
+            "id": uuid,
+            "nested": pa.array(
+                [{"d": decimal.Decimal("3.5"), "v": [[7]]}, {"d": None, "v": [[]]}],
+                pa.struct([("d", pa.decimal256(40, 1)), ("v", pa.list_(pa.list_view(pa.int64())))]),
+            ),
+        }
+    )
     pq.write_table(table, tmp_path / "in.parquet")
     assert pq.read_schema(tmp_path / "in.parquet").equals(table.schema, check_metadata=False)
     proc = run_grpo("advantages", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.jsonl"), "-q", check=False)
     assert (proc.returncode, proc.stderr) == (0, b"")
     assert jsonl_rows(tmp_path / "out.jsonl") == [
-        {"prompt_id": "a", "reward": 1.0, "wide": "1234567890123456789012345678901234567890.12", "narrow": "1.20", "view": [1, 2],
-         "large_view": [0.5], "id": "AAECAwQFBgcICQoLDA0ODw==", "nested": {"d": "3.5", "v": [[7]]}, "advantage": 1.0},
-        {"prompt_id": "a", "reward": 0.0, "wide": None, "narrow": "-0.05", "view": None, "large_view": [], "id": None,
-         "nested": {"d": None, "v": [[]]}, "advantage": -1.0},
+        {
+            "prompt_id": "a",
+            "reward": 1.0,
+            "wide": "1234567890123456789012345678901234567890.12",
+            "narrow": "1.20",
+            "view": [1, 2],
+            "large_view": [0.5],
+            "id": "AAECAwQFBgcICQoLDA0ODw==",
+            "nested": {"d": "3.5", "v": [[7]]},
+            "advantage": 1.0,
+        },
+        {
+            "prompt_id": "a",
+            "reward": 0.0,
+            "wide": None,
+            "narrow": "-0.05",
+            "view": None,
+            "large_view": [],
+            "id": None,
+            "nested": {"d": None, "v": [[]]},
+            "advantage": -1.0,
+        },
     ]
 
 
@@ -414,25 +524,33 @@ def test_intervals_are_written_to_jsonl_as_their_three_fields(tmp_path):
         {"head": None, "tail": last, "nested": [last]},
     ]
 
+
 # 9. integer rewards and advantages beyond 2^53
 
 
 @pytest.mark.parametrize("value, kind", [(2**53 + 1, pa.int64()), (2**63 - 1, pa.int64()), (2**64 - 1, pa.uint64()), (-(2**63), pa.int64())])
 def test_integer_rewards_beyond_2_53_are_refused_naming_the_row(tmp_path, value, kind):
     pq.write_table(pa.table({"prompt_id": ["a", "b"], "reward": pa.array([0, value], kind)}), tmp_path / "in.parquet")
-    refused(run_grpo("advantages", str(tmp_path / "in.parquet"), check=False), 1,
-            f"{tmp_path / 'in.parquet'}: row 1 (prompt id 'b'): column 'reward' holds the integer {value}, "
-            "which float64 would round; rescale it to at most 2^53")
+    refused(
+        run_grpo("advantages", str(tmp_path / "in.parquet"), check=False),
+        1,
+        f"{tmp_path / 'in.parquet'}: row 1 (prompt id 'b'): column 'reward' holds the integer {value}, "
+        "which float64 would round; rescale it to at most 2^53",
+    )
 
 
 def test_integer_rewards_and_advantages_beyond_2_53_in_jsonl_are_refused(tmp_path):
-    src = write_jsonl_rows(tmp_path / "in.jsonl", [{"prompt_id": "a", "reward": 9007199254740993, "advantage": 9007199254740993,
-                                                     "logprobs": [-0.1], "old_logprobs": [-0.2]}])
+    src = write_jsonl_rows(
+        tmp_path / "in.jsonl",
+        [{"prompt_id": "a", "reward": 9007199254740993, "advantage": 9007199254740993, "logprobs": [-0.1], "old_logprobs": [-0.2]}],
+    )
     for command, column in (("advantages", "reward"), ("objective", "advantage")):
-        refused(run_grpo(command, str(src), check=False), 1,
-                f"{src}: row 0 (prompt id 'a'): column '{column}' holds the integer 9007199254740993, "
-                "which float64 would round; rescale it to at most 2^53")
-
+        refused(
+            run_grpo(command, str(src), check=False),
+            1,
+            f"{src}: row 0 (prompt id 'a'): column '{column}' holds the integer 9007199254740993, "
+            "which float64 would round; rescale it to at most 2^53",
+        )
 
 
 def test_an_integer_reward_beyond_2_53_in_one_file_among_float_files_is_refused_naming_its_row(tmp_path):
@@ -440,22 +558,31 @@ def test_an_integer_reward_beyond_2_53_in_one_file_among_float_files_is_refused_
     pq.write_table(pa.table({"prompt_id": ["a", "a"], "reward": [1.0, 0.5]}), tmp_path / "in.0.parquet")
     pq.write_table(pa.table({"prompt_id": ["b", "c", "c"], "reward": pa.array([0, 2**53 + 1, 3], pa.int64())}), tmp_path / "in.1.parquet")
     for command in (["advantages"], ["filter", "--drop-zero-variance"]):
-        refused(run_grpo(*command, str(tmp_path / "in.0.parquet"), str(tmp_path / "in.1.parquet"), check=False), 1,
-                f"{tmp_path / 'in.1.parquet'}: row 1 (prompt id 'c'): column 'reward' holds the integer {2**53 + 1}, "
-                "which float64 would round; rescale it to at most 2^53")
+        refused(
+            run_grpo(*command, str(tmp_path / "in.0.parquet"), str(tmp_path / "in.1.parquet"), check=False),
+            1,
+            f"{tmp_path / 'in.1.parquet'}: row 1 (prompt id 'c'): column 'reward' holds the integer {2**53 + 1}, "
+            "which float64 would round; rescale it to at most 2^53",
+        )
 
 
 def test_a_passed_through_integer_beyond_2_53_among_float_files_is_refused_naming_its_row(tmp_path):
     """One output holds the column as float64: the written row is named, the one `grpo filter` keeps too."""
     pq.write_table(pa.table({"prompt_id": ["a", "a"], "reward": [1.0, 0.5], "seed": [0.5, 1.0]}), tmp_path / "in.0.parquet")
-    pq.write_table(pa.table({"prompt_id": ["b", "b", "c", "c"], "reward": [1.0, 1.0, 0.0, 1.0], "seed": pa.array([1, 2, 3, 2**53 + 1])}),
-                   tmp_path / "in.1.parquet")
+    pq.write_table(
+        pa.table({"prompt_id": ["b", "b", "c", "c"], "reward": [1.0, 1.0, 0.0, 1.0], "seed": pa.array([1, 2, 3, 2**53 + 1])}),
+        tmp_path / "in.1.parquet",
+    )
     inputs = [str(tmp_path / "in.0.parquet"), str(tmp_path / "in.1.parquet")]
     for command in (["advantages"], ["filter", "--drop-zero-variance"]):
-        refused(run_grpo(*command, *inputs, "-o", str(tmp_path / "out.parquet"), check=False), 1,
-                f"{tmp_path / 'in.1.parquet'}: row 3 (prompt id 'c'): column 'seed' holds the integer {2**53 + 1}, "
-                "which float64 would round; rescale it to at most 2^53")
+        refused(
+            run_grpo(*command, *inputs, "-o", str(tmp_path / "out.parquet"), check=False),
+            1,
+            f"{tmp_path / 'in.1.parquet'}: row 3 (prompt id 'c'): column 'seed' holds the integer {2**53 + 1}, "
+            "which float64 would round; rescale it to at most 2^53",
+        )
         assert leftovers(tmp_path) == []
+
 
 # 10. in-flight work: tests/test_parallel.py, test_ordered_map_holds_at_most_its_calls_in_flight_plus_one_items[1000]
 

@@ -50,6 +50,7 @@ def leftovers(folder) -> list[str]:
 
 # 1. Every path a run writes is checked against every input and against the others first.
 
+
 @pytest.mark.parametrize("via", ["path", "symlink", "hard link"])
 def test_summary_json_that_is_an_input_is_refused(tmp_path, via):
     src = tmp_path / "r.parquet"
@@ -80,15 +81,22 @@ def test_summary_json_that_is_a_file_of_output_dir_is_refused(steps, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     proc = run_grpo("advantages", str(steps), "--output-dir", str(out), "--summary-json", str(out / "step_2.parquet"), check=False)
-    refused(proc, 2, f"output {str(out / 'step_2.parquet')!r} and --summary-json {str(out / 'step_2.parquet')!r} are one file; "
-                     "write them to different paths")
+    refused(
+        proc,
+        2,
+        f"output {str(out / 'step_2.parquet')!r} and --summary-json {str(out / 'step_2.parquet')!r} are one file; write them to different paths",
+    )
     assert list(out.iterdir()) == []
 
 
 def test_summary_json_inside_a_folder_input_is_refused(steps):
     proc = run_grpo("advantages", str(steps), "--summary-json", str(steps / "s.json"), check=False)
-    refused(proc, 2, f"--summary-json {str(steps / 's.json')!r} is inside input folder {str(steps)!r}, whose sub-folders are "
-                     "read too: a later run would read it as input; write it outside")
+    refused(
+        proc,
+        2,
+        f"--summary-json {str(steps / 's.json')!r} is inside input folder {str(steps)!r}, whose sub-folders are "
+        "read too: a later run would read it as input; write it outside",
+    )
     assert sorted(p.name for p in steps.iterdir()) == [f"step_{k}.parquet" for k in range(4)]
 
 
@@ -111,6 +119,7 @@ def test_the_file_api_writes_and_checks_the_summary_json(tmp_path):
 
 
 # 2. A device or FIFO given as -o is written through, never replaced.
+
 
 def test_output_to_a_fifo_is_written_through(tmp_path):
     fifo = tmp_path / "pipe"
@@ -147,7 +156,6 @@ def test_output_to_a_character_device_is_written_through(tmp_path):
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
 
 
-
 def test_rows_and_summary_json_may_both_go_to_one_character_device(tmp_path):
     """`-o /dev/null --summary-json /dev/null` destroys nothing: each is written through (a
     regular file named twice is still refused, above). The twin of /dev/null first."""
@@ -158,7 +166,9 @@ def test_rows_and_summary_json_may_both_go_to_one_character_device(tmp_path):
         assert stat.S_ISCHR(os.lstat(device).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
 
+
 # 3. All outputs are prepared first and committed together, each atomically.
+
 
 def test_summary_json_in_a_missing_folder_is_refused_before_anything_is_written(tmp_path):
     out = tmp_path / "o.parquet"
@@ -177,8 +187,9 @@ def test_a_summary_json_that_cannot_be_written_leaves_no_output(tmp_path):
 
 def test_an_output_that_cannot_be_written_leaves_no_summary_json(tmp_path):
     full = device_twin(tmp_path, "/dev/full")
-    proc = run_grpo("advantages", str(PARQUET), "-o", str(full), "--output-format", "parquet",
-                    "--summary-json", str(tmp_path / "s.json"), check=False)
+    proc = run_grpo(
+        "advantages", str(PARQUET), "-o", str(full), "--output-format", "parquet", "--summary-json", str(tmp_path / "s.json"), check=False
+    )
     refused(proc, 1, f"{full}: cannot write (No space left on device); nothing was written")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
     assert stat.S_ISCHR(os.lstat(full).st_mode)
@@ -196,18 +207,25 @@ def test_a_full_disk_while_writing_the_summary_json_leaves_nothing(tmp_path, mon
 
 # 4. An interrupt says what is true; none leaves a temporary file.
 
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_interrupt_while_copying_to_stdout_says_the_output_is_incomplete(tmp_path, sig, code):
     spool = tmp_path / "tmp"
     spool.mkdir()
-    proc = subprocess.Popen([grpo_executable(), "advantages", str(JSONL), "-o", "-", "-q"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(spool)})
+    proc = subprocess.Popen(
+        [grpo_executable(), "advantages", str(JSONL), "-o", "-", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(spool)},
+    )
     first = os.read(proc.stdout.fileno(), 4096)  # rows arrive only once the copy has begun
     assert first.startswith(b"{")
     proc.send_signal(sig)  # the copy is blocked on the full pipe: 700 KB do not fit in it
     rest, err = proc.communicate(timeout=60)
-    assert (proc.returncode, err.decode()) == (code, f"Error: interrupted by {signal.Signals(sig).name} while copying to stdout; "
-                                                     "the output is incomplete\n")
+    assert (proc.returncode, err.decode()) == (
+        code,
+        f"Error: interrupted by {signal.Signals(sig).name} while copying to stdout; the output is incomplete\n",
+    )
     assert 0 < len(first + rest) < JSONL.stat().st_size
     assert list(spool.iterdir()) == []
 
@@ -231,6 +249,7 @@ def test_interrupt_just_after_the_temporary_file_is_made_leaves_nothing(tmp_path
 
 
 # 5. -o through a symlink: the temporary file goes beside the file it points to.
+
 
 @pytest.fixture
 def other_filesystem(tmp_path):
@@ -256,6 +275,7 @@ def test_output_through_a_symlink_to_another_filesystem(tmp_path, other_filesyst
 
 # 6. Every file of several inputs must have rows.
 
+
 def test_an_empty_parquet_file_among_several_is_refused(steps):
     empty = steps / "step_9.parquet"
     pq.write_table(pq.read_table(steps / "step_0.parquet").slice(0, 0), empty)
@@ -272,6 +292,7 @@ def test_a_whitespace_only_json_lines_file_among_several_is_refused(tmp_path):
 
 
 # 7. Pipes and FIFOs as inputs are spooled, as stdin is.
+
 
 def test_a_named_fifo_input_is_read(tmp_path):
     fifo = tmp_path / "rollouts"
@@ -307,6 +328,7 @@ def test_an_empty_pipe_is_refused(tmp_path):
 
 # 8. A closed stdin or stdout is named as such.
 
+
 def closed(shell: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", f"'{grpo_executable()}' {shell}"], capture_output=True, timeout=120)
 
@@ -315,13 +337,15 @@ def test_closed_stdin_is_one_clear_line():
     refused(closed("advantages - <&-"), 1, "<stdin>: not open (stdin is closed); pipe the rollouts in, or name the file")
 
 
-@pytest.mark.parametrize("args", [f"advantages '{JSONL}' -o - >&-", f"advantages '{PARQUET}' --summary-json - -q >&-",
-                                  f"inspect '{PARQUET}' --json >&-"])
+@pytest.mark.parametrize(
+    "args", [f"advantages '{JSONL}' -o - >&-", f"advantages '{PARQUET}' --summary-json - -q >&-", f"inspect '{PARQUET}' --json >&-"]
+)
 def test_closed_stdout_is_one_clear_line(args):
     refused(closed(args), 1, "<stdout>: not open (stdout is closed); redirect it, or write to a file")
 
 
 # 9. Written paths are checked as soon as the inputs are listed, before any is read.
+
 
 def never_read(*args, **kwargs):
     raise AssertionError("an input was read before the written paths were checked")
@@ -348,8 +372,9 @@ def test_a_fifo_input_is_not_read_before_the_written_paths_are_checked(tmp_path)
     """Nothing ever writes into the FIFO: reading it would block until the timeout."""
     fifo = tmp_path / "rollouts"
     os.mkfifo(fifo)
-    proc = subprocess.run([grpo_executable(), "advantages", str(fifo), "--input-format", "parquet", "--summary-json", str(fifo)],
-                          capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [grpo_executable(), "advantages", str(fifo), "--input-format", "parquet", "--summary-json", str(fifo)], capture_output=True, timeout=60
+    )
     refused(proc, 2, f"--summary-json {str(fifo)!r} is an input file; choose another path")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
@@ -371,9 +396,11 @@ def test_the_file_stdin_is_read_from_is_an_input(tmp_path, flag):
 # 10. An interrupt after the outputs were committed says so.
 
 # the CLI with its table renderer replaced by one that is interrupted, as a ^C while the table is drawn
-INTERRUPTED_RENDER = ("import os, signal, sys\nfrom grpo_cli import cli\nfrom grpo_cli.commands import advantages\n"
-                      "sig = getattr(signal, sys.argv.pop(1))\n"
-                      "advantages.render = lambda figures, console: os.kill(os.getpid(), sig)\ncli.app(prog_name='grpo')")
+INTERRUPTED_RENDER = (
+    "import os, signal, sys\nfrom grpo_cli import cli\nfrom grpo_cli.commands import advantages\n"
+    "sig = getattr(signal, sys.argv.pop(1))\n"
+    "advantages.render = lambda figures, console: os.kill(os.getpid(), sig)\ncli.app(prog_name='grpo')"
+)
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -382,8 +409,9 @@ def test_interrupt_while_printing_the_summary_says_the_outputs_are_complete(tmp_
     """The signal arrives while the table is drawn on stderr, once every output was committed:
     the message claimed nothing about them."""
     outputs = ["-o", str(tmp_path / "o.parquet"), "--summary-json", str(tmp_path / "s.json")] if written else []
-    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_RENDER, signal.Signals(sig).name, "advantages", str(PARQUET), *outputs],
-                          capture_output=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_RENDER, signal.Signals(sig).name, "advantages", str(PARQUET), *outputs], capture_output=True, timeout=120
+    )
     done = "every output was written completely, only the summary is cut short" if written else "the summary is cut short"
     refused(proc, code, f"interrupted by {signal.Signals(sig).name} while printing the summary; {done}")
     if written:

@@ -80,8 +80,11 @@ def test_numpy_in_gives_float64_numpy_out():
 
 def test_unknown_keyword_is_an_error_listing_the_valid_ones():
     # Twinkle's callables swallow unknown keywords: scal='none' would silently scale by the group std
-    with pytest.raises(UnknownOptionError, match=r"GRPOAdvantage\(\) has no option `scal`; did you mean `scale`\? "
-                                                 r"\(valid: num_generations, scale, std, eps\)"):
+    with pytest.raises(
+        UnknownOptionError,
+        match=r"GRPOAdvantage\(\) has no option `scal`; did you mean `scale`\? "
+        r"\(valid: num_generations, scale, std, eps\)",
+    ):
         GRPOAdvantage()(SEED_004_REWARDS, num_generations=4, scal="none")
     with pytest.raises(TypeError, match="RLOOAdvantage"):  # a TypeError, as for any unknown keyword
         RLOOAdvantage()(SEED_004_REWARDS, num_generations=4, epsilon=1e-6)
@@ -151,8 +154,13 @@ def test_padded_2d_arrays_with_a_mask_are_the_ragged_rows(agg):
     padded = policy_objective(PADDED_NEW, PADDED_OLD, [1.0, 0.0], 0.2, agg=agg, ref_log_probs=PADDED_OLD, mask=PADDED_MASK, details=True)
     assert padded["objective"] == ragged["objective"] and padded["tokens"] == 4
     assert padded["kl_ref"] == ragged["kl_ref"] and padded["ratio"] == ragged["ratio"]
-    per_token = policy_objective(PADDED_NEW, PADDED_OLD, agg=agg, mask=PADDED_MASK.astype(bool),
-                                 advantage_values=np.array([[0.5, 0.5, np.nan, 9.0], [-0.5, -0.5, 0.0, np.inf]]))
+    per_token = policy_objective(
+        PADDED_NEW,
+        PADDED_OLD,
+        agg=agg,
+        mask=PADDED_MASK.astype(bool),
+        advantage_values=np.array([[0.5, 0.5, np.nan, 9.0], [-0.5, -0.5, 0.0, np.inf]]),
+    )
     assert per_token == pytest.approx(ragged["objective"], rel=1e-15)
 
 
@@ -164,8 +172,13 @@ def test_padded_garbage_in_a_counted_token_is_still_refused():
 def test_padded_tensors_with_a_mask():
     torch = pytest.importorskip("torch")
     expected = policy_objective(SEED_NEW, SEED_OLD, [1.0, 0.0], 0.2)
-    got = policy_objective(torch.tensor(PADDED_NEW, dtype=torch.float32), torch.tensor(PADDED_OLD),
-                           torch.tensor([1.0, 0.0]), 0.2, mask=torch.tensor(PADDED_MASK, dtype=torch.bool))
+    got = policy_objective(
+        torch.tensor(PADDED_NEW, dtype=torch.float32),
+        torch.tensor(PADDED_OLD),
+        torch.tensor([1.0, 0.0]),
+        0.2,
+        mask=torch.tensor(PADDED_MASK, dtype=torch.bool),
+    )
     assert got == pytest.approx(policy_objective(np.float32(SEED_NEW), SEED_OLD, [1.0, 0.0], 0.2), rel=1e-15)
     assert got == pytest.approx(expected, rel=1e-6)
 

@@ -12,25 +12,56 @@ import pytest
 from .conftest import ROOT, grpo_executable
 
 
-TOKENS = ["floor (pyarrow read + write, 1 column)", "pyarrow default writer, 1 column", "grpo advantages -o",
-          "naive per-sample Python loop", "floor (pyarrow read + write, 8 columns)", "grpo objective -o",
-          "read floor (pyarrow read only)", "grpo objective (summary only)"]
-ADVANTAGES = ["floor (pyarrow read + write, 1 column)", "pyarrow default writer, 1 column", "grpo advantages -o", "polars over() script",
-              *(["torch-style script"] if importlib.util.find_spec("torch") else []), "naive per-sample Python loop",
-              "read floor (pyarrow reads prompt_id, reward)", "grpo advantages (summary only)"]
+TOKENS = [
+    "floor (pyarrow read + write, 1 column)",
+    "pyarrow default writer, 1 column",
+    "grpo advantages -o",
+    "naive per-sample Python loop",
+    "floor (pyarrow read + write, 8 columns)",
+    "grpo objective -o",
+    "read floor (pyarrow read only)",
+    "grpo objective (summary only)",
+]
+ADVANTAGES = [
+    "floor (pyarrow read + write, 1 column)",
+    "pyarrow default writer, 1 column",
+    "grpo advantages -o",
+    "polars over() script",
+    *(["torch-style script"] if importlib.util.find_spec("torch") else []),
+    "naive per-sample Python loop",
+    "read floor (pyarrow reads prompt_id, reward)",
+    "grpo advantages (summary only)",
+]
 
 
 @pytest.mark.slow  # the benchmark, every command and its peers: about 10 s of CPU each
-@pytest.mark.parametrize("mean_tokens, labels, extra", [(4, TOKENS, ["--skip-peers"]), (0, ADVANTAGES, []),
-                                                        (0, ADVANTAGES, ["--scattered"])])
+@pytest.mark.parametrize("mean_tokens, labels, extra", [(4, TOKENS, ["--skip-peers"]), (0, ADVANTAGES, []), (0, ADVANTAGES, ["--scattered"])])
 def test_benchmark_smoke(tmp_path, mean_tokens, labels, extra):
     """One table per reward kind, a row per command, in order; every written file's size; the
     same rows appended to the results file, dated, with their floor."""
     env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/bench.py"), "--rows", "256", "--mean-tokens", str(mean_tokens),
-         "--runs", "1", "--workdir", str(tmp_path), "--rewards", "binary,continuous", "--results", str(tmp_path / "results.csv"), *extra],
-        capture_output=True, text=True, env=env, timeout=300,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks/bench.py"),
+            "--rows",
+            "256",
+            "--mean-tokens",
+            str(mean_tokens),
+            "--runs",
+            "1",
+            "--workdir",
+            str(tmp_path),
+            "--rewards",
+            "binary,continuous",
+            "--results",
+            str(tmp_path / "results.csv"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line]

@@ -23,16 +23,28 @@ from .conftest import grpo_executable, run_grpo, write_jsonl_rows
     "args, message",
     [
         # defects of issue 11: each used to change nothing (or switch the estimator) silently
-        (["objective", "--std", "sample"], "--std applies to an estimator, and none is given: the advantages come from an advantage "
-                                           "column if there is one, else from estimator 'mean', which takes no --std; "
-                                           "pass --estimator (e.g. 'grpo'), or drop --std"),
+        (
+            ["objective", "--std", "sample"],
+            "--std applies to an estimator, and none is given: the advantages come from an advantage "
+            "column if there is one, else from estimator 'mean', which takes no --std; "
+            "pass --estimator (e.g. 'grpo'), or drop --std",
+        ),
         (["objective", "--eps", "0.5"], "--eps applies to an estimator, and none is given"),
         (["objective", "--scale", "group"], "--scale applies to an estimator, and none is given"),
         (["objective", "--estimator", "mean", "--std", "sample"], "estimator 'mean' takes no --std; it is never scaled"),
-        (["objective", "--max-length", "512"], "--max-length applies only to --agg 'seq-mean-token-sum-norm' (found --agg 'seq-mean-token-sum'); drop it"),
-        (["objective", "--epsilon", "0.2", "--epsilon-low", "0.1", "--epsilon-high", "0.3"], "--epsilon-low and --epsilon-high both override --epsilon"),
+        (
+            ["objective", "--max-length", "512"],
+            "--max-length applies only to --agg 'seq-mean-token-sum-norm' (found --agg 'seq-mean-token-sum'); drop it",
+        ),
+        (
+            ["objective", "--epsilon", "0.2", "--epsilon-low", "0.1", "--epsilon-high", "0.3"],
+            "--epsilon-low and --epsilon-high both override --epsilon",
+        ),
         (["objective", "--scale", "none", "--estimator", "grpo", "--eps", "1e-8"], "--eps applies only to scaled advantages and --scale is 'none'"),
-        (["advantages", "--round", "3"], "--round rounds the written advantages (the summary never is); pass --output or --output-dir too, or drop it"),
+        (
+            ["advantages", "--round", "3"],
+            "--round rounds the written advantages (the summary never is); pass --output or --output-dir too, or drop it",
+        ),
         (["advantages", "--output-format", "jsonl"], "--output-format applies to written rows; pass --output or --output-dir too, or drop it"),
         (["advantages", "--estimator", "drgrpo", "--eps", "1e-8"], "estimator 'drgrpo' takes no --eps; it is never scaled"),
     ],
@@ -71,7 +83,10 @@ def test_progress_bar_goes_to_a_terminal_stderr_only(sample_parquet):
     leader, follower = pty.openpty()
     proc = subprocess.run(
         [grpo_executable(), "advantages", str(sample_parquet), "-o", "-"],
-        stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "COLUMNS": "100", "TERM": "xterm"}, timeout=120,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},
+        timeout=120,
     )
     os.close(follower)
     drawn = read_terminal(leader)
@@ -136,8 +151,9 @@ def test_a_command_imports_only_its_own_modules(sample_parquet, tmp_path):
         run = subprocess.run([sys.executable, "-c", script, "advantages", str(sample_parquet), *args], capture_output=True, text=True, check=True)
         loaded = set(json.loads(run.stdout.splitlines()[-1]))
         assert {"grpo_cli.commands.advantages", "grpo_cli.plan", "grpo_cli.engines.kernels"} <= loaded
-        unwanted = {f"grpo_cli.{m}" for m in ("objective", "mismatch", "compare", "filters", "inspection", "token_columns", "tokens",
-                                              "engines.token_kernels")}
+        unwanted = {
+            f"grpo_cli.{m}" for m in ("objective", "mismatch", "compare", "filters", "inspection", "token_columns", "tokens", "engines.token_kernels")
+        }
         unwanted |= {f"grpo_cli.{package}.{m}" for package in ("commands", "plan") for m in others}
         assert not {m for m in loaded if m in unwanted or m.startswith(("grpo_cli.objective.", "numpy.ma"))}, sorted(loaded)
 
@@ -183,7 +199,9 @@ def test_progress_modes(sample_parquet):
     prints none, see commands.progress_lines); `never` and -q print nothing."""
     for args in ([], ["--progress", "always", "-q"], ["--progress", "never"], ["-q"]):
         proc = run_grpo("advantages", str(sample_parquet), *args)
-        assert b"grpo: " not in proc.stderr and (b"grpo advantages" in proc.stderr) == ("-q" not in args and "never" not in args or args == ["--progress", "never"])
+        assert b"grpo: " not in proc.stderr and (b"grpo advantages" in proc.stderr) == (
+            "-q" not in args and "never" not in args or args == ["--progress", "never"]
+        )
 
 
 def test_summary_json_to_stdout(sample_parquet):
@@ -198,8 +216,10 @@ def test_summary_json_to_stdout(sample_parquet):
 def test_summary_fits_80_columns(tmp_path, command):
     """Rewards near float64's limit make the widest figures; at 80 columns nothing wraps (the
     table is the same as at 200 columns) and no line is wider than 80."""
-    rows = [{"prompt_id": "p", "reward": r, "logprobs": [-1e-300, -700.0], "old_logprobs": [-650.0, -1e-300],
-             "ref_logprobs": [-0.5, -3.25]} for r in (1e308, -1e308, 1.5e307, -2.5e-300)]
+    rows = [
+        {"prompt_id": "p", "reward": r, "logprobs": [-1e-300, -700.0], "old_logprobs": [-650.0, -1e-300], "ref_logprobs": [-0.5, -3.25]}
+        for r in (1e308, -1e308, 1.5e307, -2.5e-300)
+    ]
     src = write_jsonl_rows(tmp_path / "wide.jsonl", rows)
     extra = ["--estimator", "grpo", "--beta", "0.04", "--dual-clip", "3", "--epsilon-high", "0.28"] if command == "objective" else []
     shown = {}
@@ -223,8 +243,9 @@ def test_a_summary_of_integer_ids_imports_neither_pyarrow_compute_nor_polars(tmp
         "main()\n"
     )
     summary = tmp_path / "summary.json"
-    run = subprocess.run([sys.executable, "-c", script, "advantages", str(path), "-q", "--summary-json", str(summary)],
-                         capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", script, "advantages", str(path), "-q", "--summary-json", str(summary)], capture_output=True, text=True, check=True
+    )
     assert json.loads(summary.read_text())["zero_variance_groups"]["count"] == 1
     assert run.stdout == "False False\n"
 
@@ -263,8 +284,13 @@ def test_a_quiet_run_imports_no_pydantic_pandas_or_rich_and_flushes_before_its_q
         "main()\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "OPENBLAS_NUM_THREADS")}
-    run = subprocess.run([sys.executable, "-c", script, "advantages", str(sample_parquet), "-o", "-", "--output-format", "jsonl", "-q"],
-                         capture_output=True, text=True, check=True, env=env)
+    run = subprocess.run(
+        [sys.executable, "-c", script, "advantages", str(sample_parquet), "-o", "-", "--output-format", "jsonl", "-q"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
     *rows, last = run.stdout.splitlines()
     typer_imports_pydantic = TYPER_VERSION >= (0, 29)  # typer 0.29 validates every option with pydantic: its start-up cost, not ours
     assert last == f"handlers ran {typer_imports_pydantic} False False 1"

@@ -36,7 +36,10 @@ def test_unknown_names_list_the_valid_ones():
     [
         ({"estimator": "mean", "std": "sample"}, "estimator 'mean' takes no `std`; it is never scaled"),
         ({"estimator": "drgrpo", "eps": 1e-6}, "estimator 'drgrpo' takes no `eps`; it is never scaled"),
-        ({"scale": "none", "std": "sample"}, "`std` applies only to scaled advantages and `scale` is 'none'; drop `std`, or pass `scale` 'group' or 'batch'"),
+        (
+            {"scale": "none", "std": "sample"},
+            "`std` applies only to scaled advantages and `scale` is 'none'; drop `std`, or pass `scale` 'group' or 'batch'",
+        ),
         ({"estimator": "rloo", "scale": "none", "eps": 1e-8}, "`eps` applies only to scaled advantages"),
         ({"eps": -1.0}, r"`eps` must be >= 0 and finite \(found -1.0\)"),
     ],
@@ -69,7 +72,10 @@ def test_norm_aggregation_needs_max_length():
     "options, message",
     [
         ({"max_length": 512}, "`max_length` applies only to `agg` 'seq-mean-token-sum-norm' \\(found `agg` 'seq-mean-token-sum'\\); drop it"),
-        ({"epsilon": 0.2, "epsilon_low": 0.1, "epsilon_high": 0.3}, "`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three"),
+        (
+            {"epsilon": 0.2, "epsilon_low": 0.1, "epsilon_high": 0.3},
+            "`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three",
+        ),
         ({"loss": "nope"}, r"unknown `loss` 'nope' \(valid: cispo, gmpo, gpg, gspo, gspo-token, ppo, sapo\)"),
     ],
 )

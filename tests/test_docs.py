@@ -149,12 +149,18 @@ def json_keys(value, skip=("group_sizes",)) -> set[str]:
     return {k for k in value} | {sub for k, v in value.items() if k not in skip for sub in json_keys(v)}
 
 
-@pytest.mark.parametrize("command, args", [("advantages", []), ("objective", ["--beta", "0.04"]),
-                                           ("objective", ["--is", "token", "--is-cap", "2", "--reject", "k3", "--reject-threshold", "1"]),
-                                           ("mismatch", ["--is-mask", "0.5,2"]),
-                                           ("compare", ["--estimators", "grpo:std=sample,rloo"]),
-                                           ("inspect", []),
-                                           ("filter", ["--drop-zero-variance", "--keep-if", "0<mean", "--overlong-buffer", "8", "--max-length", "64"])])
+@pytest.mark.parametrize(
+    "command, args",
+    [
+        ("advantages", []),
+        ("objective", ["--beta", "0.04"]),
+        ("objective", ["--is", "token", "--is-cap", "2", "--reject", "k3", "--reject-threshold", "1"]),
+        ("mismatch", ["--is-mask", "0.5,2"]),
+        ("compare", ["--estimators", "grpo:std=sample,rloo"]),
+        ("inspect", []),
+        ("filter", ["--drop-zero-variance", "--keep-if", "0<mean", "--overlong-buffer", "8", "--max-length", "64"]),
+    ],
+)
 def test_every_summary_json_key_is_documented(tmp_path, command, args):
     out = tmp_path / "s.json"
     run_grpo(command, str(ROOT / "sample_data/rollouts_vllm.parquet"), *args, "-q", "--summary-json", str(out))
@@ -170,6 +176,7 @@ def test_every_summary_json_key_is_documented(tmp_path, command, args):
 @pytest.mark.parametrize("page", [p for p, text in PAGES.items() if "```pycon" in text])
 def test_python_examples_print_what_the_api_prints(page):
     import doctest
+
     blocks = re.findall(r"```pycon\n(.*?)```", PAGES[page], flags=re.S)
     parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     for k, block in enumerate(blocks):
@@ -179,8 +186,11 @@ def test_python_examples_print_what_the_api_prints(page):
 
 def test_example_outputs_are_git_ignored():
     """What the README's, the docs' and the help's examples write in the checkout is ignored by git."""
-    written = {w for command in console_commands() + [e for c in COMMANDS for e in help_examples(c)]
-               for w in re.findall(r"(?:-o|--summary-json|>)\s+(\S+\.(?:parquet|jsonl|json))", command)}
+    written = {
+        w
+        for command in console_commands() + [e for c in COMMANDS for e in help_examples(c)]
+        for w in re.findall(r"(?:-o|--summary-json|>)\s+(\S+\.(?:parquet|jsonl|json))", command)
+    }
     ignored = set((ROOT / ".gitignore").read_text().split())
     assert written and written <= ignored, written - ignored
 
@@ -194,8 +204,9 @@ def test_readme_conventions_table_is_current():
     frameworks = {"verl": "verl", "TRL": "trl", "OpenRLHF": "openrlhf", "Twinkle": "twinkle"}
     for row in rows:
         option = row[1].strip("`")
-        param = next(p for p in COMMANDS["objective" if option in ("--agg", "--dual-clip", "--logratio-clamp") else "advantages"].params
-                     if option in p.opts)
+        param = next(
+            p for p in COMMANDS["objective" if option in ("--agg", "--dual-clip", "--logratio-clamp") else "advantages"].params if option in p.opts
+        )
         default = re.search(r"\[default: (.*)\]$", param.help.replace("\\[", "["))
         assert row[2] == (default.group(1) if default else str(getattr(param.default, "value", param.default))), option
         for name, cell in zip(header[3:], row[3:]):
@@ -208,8 +219,14 @@ def test_readme_conventions_table_is_current():
 @pytest.mark.skipif(shutil.which("mkdocs", path=os.path.dirname(sys.executable)) is None, reason="mkdocs is not installed (pip install -e '.[docs]')")
 def test_docs_build_strictly(tmp_path):
     """`mkdocs build --strict`: every page, link and generated table resolves (8-15 s)."""
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "mkdocs"), "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "mkdocs"), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -222,14 +239,29 @@ def test_performance_page_shows_each_machines_latest_run(tmp_path, monkeypatch):
         recorded = list(csv.DictReader(f))
     assert recorded and all(r["date"] and r["commit"] and r["setup"] and r["command"] and float(r["seconds"]) > 0 for r in recorded)
     columns = list(recorded[0])
-    rows = [("2026-01-01T00:00:00+00:00", "2", "old", "0.500"), ("2026-02-01T00:00:00+00:00", "2", "new", "0.400"),
-            ("2026-01-15T00:00:00+00:00", "64", "big", "0.100")]
+    rows = [
+        ("2026-01-01T00:00:00+00:00", "2", "old", "0.500"),
+        ("2026-02-01T00:00:00+00:00", "2", "new", "0.400"),
+        ("2026-01-15T00:00:00+00:00", "64", "big", "0.100"),
+    ]
     results = tmp_path / "results.csv"
     with results.open("w", newline="") as f:
         writer = csv.DictWriter(f, columns)
         writer.writeheader()
-        writer.writerows({**dict.fromkeys(columns, ""), "date": d, "cores": c, "memory_gib": "24", "cpu": "x", "commit": "abc",
-                          "setup": "python benchmarks/bench.py", "command": label, "seconds": s} for d, c, label, s in rows)
+        writer.writerows(
+            {
+                **dict.fromkeys(columns, ""),
+                "date": d,
+                "cores": c,
+                "memory_gib": "24",
+                "cpu": "x",
+                "commit": "abc",
+                "setup": "python benchmarks/bench.py",
+                "command": label,
+                "seconds": s,
+            }
+            for d, c, label, s in rows
+        )
     monkeypatch.setattr(hooks, "RESULTS", results)
     page = hooks.benchmarks(None)
     assert "| new | 0.400 |" in page and "| big | 0.100 |" in page and "| old |" not in page
@@ -246,16 +278,25 @@ def test_performance_page_shows_the_changes_measured(tmp_path, monkeypatch):
         recorded = list(csv.DictReader(f))
     kinds = set(re.findall(r"<!-- tried: ([\w-]+) -->", DOCS["docs/performance.md"]))
     assert {r["kind"].replace(" ", "-") for r in recorded} == kinds == {"kept", "not-kept", "observed"}
-    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]+\+00:00", r["date"]) and re.fullmatch(r"[0-9a-f]{10}", r["commit"])
-               and r["change"] and (r["figure"] or r["ratio"]) for r in recorded)
+    assert all(
+        re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]+\+00:00", r["date"])
+        and re.fullmatch(r"[0-9a-f]{10}", r["commit"])
+        and r["change"]
+        and (r["figure"] or r["ratio"])
+        for r in recorded
+    )
     tried = tmp_path / "tried.csv"
     with tried.open("w", newline="") as f:
         writer = csv.DictWriter(f, list(recorded[0]))
         writer.writeheader()
-        writer.writerows({**dict.fromkeys(recorded[0], ""), "date": d, "commit": "abc", "kind": k, "change": c, "ratio": r, "verdict": v}
-                         for d, k, c, r, v in [("2026-02-01T00:00:00+00:00", "not kept", "later", "1.05", "slower"),
-                                               ("2026-01-01T00:00:00+00:00", "not kept", "earlier", "1.01", "no gain"),
-                                               ("2026-01-15T00:00:00+00:00", "kept", "a | b", "0.90", "")])
+        writer.writerows(
+            {**dict.fromkeys(recorded[0], ""), "date": d, "commit": "abc", "kind": k, "change": c, "ratio": r, "verdict": v}
+            for d, k, c, r, v in [
+                ("2026-02-01T00:00:00+00:00", "not kept", "later", "1.05", "slower"),
+                ("2026-01-01T00:00:00+00:00", "not kept", "earlier", "1.01", "no gain"),
+                ("2026-01-15T00:00:00+00:00", "kept", "a | b", "0.90", ""),
+            ]
+        )
     monkeypatch.setattr(hooks, "TRIED", tried)
     not_kept = hooks.tried("not-kept")
     assert "| 2026-01-01 | `abc` | earlier |  | 1.01 | no gain |" in not_kept and "a \\| b" not in not_kept

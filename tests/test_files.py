@@ -70,8 +70,10 @@ def test_objective_is_unchanged_when_rows_are_split_across_files_and_batches(tmp
 
 def narrowed(schema: pa.Schema) -> pa.Schema:
     """``schema`` with float64 (and lists of it) as float32."""
+
     def narrow(t: pa.DataType) -> pa.DataType:
         return pa.float32() if t == pa.float64() else pa.list_(narrow(t.value_type)) if pa.types.is_list(t) else t
+
     return pa.schema([f.with_type(narrow(f.type)) for f in schema])
 
 
@@ -81,7 +83,7 @@ def test_results_are_unchanged_when_files_differ_in_float_widths_and_unused_colu
     """Each file float32 or float64, with an unused column or without: the numbers of one
     consistent file (its values float32-exact, so a float32 file holds the same values)."""
     whole = table.cast(narrowed(table.schema)).cast(table.schema)
-    files = files[:whole.num_rows]  # every file has rows (an empty one is refused)
+    files = files[: whole.num_rows]  # every file has rows (an empty one is refused)
     pq.write_table(whole, tmp_path / "whole.parquet")
     folder = tmp_path / "split"
     shutil.rmtree(folder, ignore_errors=True)

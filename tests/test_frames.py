@@ -19,8 +19,7 @@ FRAMES = {
     "pyarrow": (lambda t: t, lambda out: out),
     "pyarrow-chunked": (lambda t: pa.Table.from_batches(t.to_batches(max_chunksize=7)), lambda out: out),
     "record-batch": (lambda t: t.combine_chunks().to_batches()[0], lambda out: pa.Table.from_batches([out])),
-    "record-batch-reader": (lambda t: pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=50)),
-                            lambda out: out.read_all()),
+    "record-batch-reader": (lambda t: pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=50)), lambda out: out.read_all()),
     "dataset": (lambda t: ds.dataset(t), lambda out: out.to_table()),
     "polars": (pl.from_arrow, lambda out: out.to_arrow()),
     "polars-lazy": (lambda t: pl.from_arrow(t).lazy(), lambda out: out.collect().to_arrow()),
@@ -48,10 +47,12 @@ def test_advantages_come_back_as_the_same_type_with_the_clis_numbers(kind, tmp_p
 @pytest.mark.parametrize("kind", FRAMES)
 def test_objective_comes_back_with_every_per_row_column(kind, tmp_path):
     make, to_arrow = FRAMES[kind]
-    out, figures = annotate_objective(make(TABLE), loss="sapo", is_level="token", is_cap=2.0, estimator="grpo", kl_in_reward=0.01, kl="k1",
-                                      figures=True)
-    expected, expected_figures = cli(tmp_path, "objective", "--loss", "sapo", "--is", "token", "--is-cap", "2", "--estimator", "grpo",
-                                     "--kl-in-reward", "0.01", "--kl", "k1")
+    out, figures = annotate_objective(
+        make(TABLE), loss="sapo", is_level="token", is_cap=2.0, estimator="grpo", kl_in_reward=0.01, kl="k1", figures=True
+    )
+    expected, expected_figures = cli(
+        tmp_path, "objective", "--loss", "sapo", "--is", "token", "--is-cap", "2", "--estimator", "grpo", "--kl-in-reward", "0.01", "--kl", "k1"
+    )
     got = to_arrow(out)
     for name in ("advantage", "objective_sum", "rollout_kl_k3", "is_weight_mean"):
         np.testing.assert_array_equal(np.array(got[name].to_pylist(), dtype=float), np.array(expected[name].to_pylist(), dtype=float))

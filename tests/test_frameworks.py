@@ -69,20 +69,30 @@ def hand_terms(lengths, logp, adv_of):
 
 def hand_k3(lengths, logp):
     """Per row: the sum of k3 = exp(ref - new) - (ref - new) - 1 over counted tokens."""
-    return [sum(math.exp(logp["ref"][i, t] - logp["new"][i, t]) - (logp["ref"][i, t] - logp["new"][i, t]) - 1 for t in range(n))
-            for i, n in enumerate(lengths)]
+    return [
+        sum(math.exp(logp["ref"][i, t] - logp["new"][i, t]) - (logp["ref"][i, t] - logp["new"][i, t]) - 1 for t in range(n))
+        for i, n in enumerate(lengths)
+    ]
 
 
 def test_verl_padded_with_response_mask_and_per_token_advantages(tmp_path):
     lengths, mask, logp, padded, rewards = padded_rollouts()
     adv = np.repeat(hand_grpo(rewards, ddof=1, eps=1e-6), WIDTH).reshape(ROWS, WIDTH)  # verl broadcasts A over tokens
     src = tmp_path / "verl.parquet"
-    pq.write_table(pa.table({
-        "uid": np.repeat([f"u{k}" for k in range(GROUPS)], G),
-        "log_probs": rows_of(padded["new"]), "old_log_probs": rows_of(padded["old"]), "ref_log_prob": rows_of(padded["ref"]),
-        "response_mask": rows_of(mask), "advantages": rows_of(np.where(mask == 1, adv, np.nan)),
-        "attention_mask": rows_of(np.ones((ROWS, WIDTH + 5), dtype=np.int64)),
-    }), src)
+    pq.write_table(
+        pa.table(
+            {
+                "uid": np.repeat([f"u{k}" for k in range(GROUPS)], G),
+                "log_probs": rows_of(padded["new"]),
+                "old_log_probs": rows_of(padded["old"]),
+                "ref_log_prob": rows_of(padded["ref"]),
+                "response_mask": rows_of(mask),
+                "advantages": rows_of(np.where(mask == 1, adv, np.nan)),
+                "attention_mask": rows_of(np.ones((ROWS, WIDTH + 5), dtype=np.int64)),
+            }
+        ),
+        src,
+    )
     run_grpo("objective", str(src), "--agg", "token-mean", "-q", "--summary-json", str(tmp_path / "s.json"))
     figures = read_json(tmp_path / "s.json")
 
@@ -90,8 +100,17 @@ def test_verl_padded_with_response_mask_and_per_token_advantages(tmp_path):
     assert figures["tokens"] == int(mask.sum()) == sum(len(r) for r in terms)  # padding not counted
     assert figures["objective"] == pytest.approx(sum(map(sum, terms)) / mask.sum(), rel=1e-12)
     assert figures["kl_ref"] == pytest.approx(sum(hand_k3(lengths, logp)) / mask.sum(), rel=1e-12)
-    assert figures["columns"] == {"prompt": "uid", "reward": None, "advantage": "advantages", "logprobs": "log_probs",
-                                  "old_logprobs": "old_log_probs", "ref_logprobs": "ref_log_prob", "mask": "response_mask", "baseline": None, "rollout_logprobs": None}
+    assert figures["columns"] == {
+        "prompt": "uid",
+        "reward": None,
+        "advantage": "advantages",
+        "logprobs": "log_probs",
+        "old_logprobs": "old_log_probs",
+        "ref_logprobs": "ref_log_prob",
+        "mask": "response_mask",
+        "baseline": None,
+        "rollout_logprobs": None,
+    }
     assert figures["unused_columns"] == ["attention_mask"]
     assert figures["config"]["advantages"] == {"column": "advantages", "per_token": True}
 
@@ -99,17 +118,36 @@ def test_verl_padded_with_response_mask_and_per_token_advantages(tmp_path):
 def test_verl_padded_with_rewards_and_grpo_estimator(tmp_path):
     lengths, mask, logp, padded, rewards = padded_rollouts(seed=1)
     src = tmp_path / "verl.jsonl"
-    pa_table = pa.table({
-        "uid": np.repeat(np.arange(GROUPS), G), "score": rewards,
-        "log_probs": rows_of(padded["new"]), "old_log_probs": rows_of(padded["old"]), "response_mask": rows_of(mask),
-    })
+    pa_table = pa.table(
+        {
+            "uid": np.repeat(np.arange(GROUPS), G),
+            "score": rewards,
+            "log_probs": rows_of(padded["new"]),
+            "old_log_probs": rows_of(padded["old"]),
+            "response_mask": rows_of(mask),
+        }
+    )
     import polars as pl
 
     pl.from_arrow(pa_table).with_columns(  # JSON has no NaN: padding is null there
-        pl.col("log_probs").list.eval(pl.element().fill_nan(None))).write_ndjson(src)
+        pl.col("log_probs").list.eval(pl.element().fill_nan(None))
+    ).write_ndjson(src)
     out = tmp_path / "out.parquet"
-    run_grpo("objective", str(src), "--estimator", "grpo", "--std", "sample", "--eps", "1e-6", "-o", str(out),
-             "-q", "--summary-json", str(tmp_path / "s.json"))
+    run_grpo(
+        "objective",
+        str(src),
+        "--estimator",
+        "grpo",
+        "--std",
+        "sample",
+        "--eps",
+        "1e-6",
+        "-o",
+        str(out),
+        "-q",
+        "--summary-json",
+        str(tmp_path / "s.json"),
+    )
     figures = read_json(tmp_path / "s.json")
 
     adv = hand_grpo(rewards, ddof=1, eps=1e-6)
@@ -117,9 +155,23 @@ def test_verl_padded_with_rewards_and_grpo_estimator(tmp_path):
     assert figures["objective"] == pytest.approx(np.mean([sum(r) for r in terms]), rel=1e-12)  # seq-mean-token-sum
     assert figures["tokens"] == int(mask.sum())
     assert figures["config"]["advantages"] == {
-        "estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-6, "singleton": "zero", "reward_weights": None,
-        "multi_reward": "sum-then-normalize", "on_null": "unscorable", "reward_clip": None, "kl_in_reward": None, "kl": None,
-        "gamma": None, "lam": None, "whiten_std": None, "whiten_eps_at": None, "whiten_eps": None}
+        "estimator": "grpo",
+        "scale": "group",
+        "std": "sample",
+        "eps": 1e-6,
+        "singleton": "zero",
+        "reward_weights": None,
+        "multi_reward": "sum-then-normalize",
+        "on_null": "unscorable",
+        "reward_clip": None,
+        "kl_in_reward": None,
+        "kl": None,
+        "gamma": None,
+        "lam": None,
+        "whiten_std": None,
+        "whiten_eps_at": None,
+        "whiten_eps": None,
+    }
     assert figures["columns"]["reward"] == "score" and figures["unused_columns"] == []
     written = pq.read_table(out)
     np.testing.assert_allclose(written["advantage"].to_numpy(), adv, rtol=1e-12)
@@ -131,21 +183,44 @@ def test_trl_consecutive_blocks_with_struct_rewards(tmp_path):
     lengths, mask, logp, padded, rewards = padded_rollouts(seed=2)
     fmt = np.round(np.linspace(0, 1, ROWS), 3)
     src = tmp_path / "trl.parquet"
-    pq.write_table(pa.table({
-        "prompt": np.repeat(["What is 2+2?", "Name a prime.", "What is 2+2?"], G),  # a prompt may repeat: blocks, not text
-        "completion": ["..."] * ROWS,
-        "rewards": [{"accuracy": a, "format": f} for a, f in zip(rewards, fmt)],
-        "per_token_logps": rows_of(padded["new"]), "old_per_token_logps": rows_of(padded["old"]),
-        "completion_mask": rows_of(mask),
-    }), src)
+    pq.write_table(
+        pa.table(
+            {
+                "prompt": np.repeat(["What is 2+2?", "Name a prime.", "What is 2+2?"], G),  # a prompt may repeat: blocks, not text
+                "completion": ["..."] * ROWS,
+                "rewards": [{"accuracy": a, "format": f} for a, f in zip(rewards, fmt)],
+                "per_token_logps": rows_of(padded["new"]),
+                "old_per_token_logps": rows_of(padded["old"]),
+                "completion_mask": rows_of(mask),
+            }
+        ),
+        src,
+    )
     missing = run_grpo("objective", str(src), "--num-generations", str(G), "--estimator", "grpo", check=False)
     assert missing.returncode == 1 and "did you mean 'rewards', 'rewards.format', 'rewards.accuracy'?" in missing.stderr.decode()
     refused = run_grpo("objective", str(src), "--num-generations", str(G), "--reward-col", "rewards", check=False)
     assert refused.returncode == 2
     assert "column 'rewards' holds several values (accuracy, format); pick one with --reward-col rewards.accuracy" in refused.stderr.decode()
 
-    run_grpo("objective", str(src), "--num-generations", str(G), "--reward-col", "rewards.accuracy", "--estimator", "grpo",
-             "--std", "sample", "--eps", "1e-4", "--agg", "seq-mean-token-mean", "-q", "--summary-json", str(tmp_path / "s.json"))
+    run_grpo(
+        "objective",
+        str(src),
+        "--num-generations",
+        str(G),
+        "--reward-col",
+        "rewards.accuracy",
+        "--estimator",
+        "grpo",
+        "--std",
+        "sample",
+        "--eps",
+        "1e-4",
+        "--agg",
+        "seq-mean-token-mean",
+        "-q",
+        "--summary-json",
+        str(tmp_path / "s.json"),
+    )
     figures = read_json(tmp_path / "s.json")
     adv = hand_grpo(rewards, ddof=1, eps=1e-4)
     terms = hand_terms(lengths, logp, lambda i, t: adv[i])
@@ -161,15 +236,37 @@ def test_trl_consecutive_blocks_with_struct_rewards(tmp_path):
 def test_openrlhf_action_tensors_and_info_reward(tmp_path):
     lengths, mask, logp, padded, rewards = padded_rollouts(seed=3)
     src = tmp_path / "openrlhf.parquet"
-    pq.write_table(pa.table({
-        "index": np.repeat(np.arange(GROUPS), G),
-        "info": [{"reward": r, "response_length": int(n)} for r, n in zip(rewards, lengths)],
-        "log_probs": rows_of(padded["new"]), "action_log_probs": rows_of(padded["old"]),
-        "base_action_log_probs": rows_of(padded["ref"]), "action_mask": rows_of(mask),
-        "attention_mask": rows_of(np.ones((ROWS, WIDTH + 3), dtype=np.int64)),
-    }), src)
-    run_grpo("objective", str(src), "--reward-col", "info.reward", "--estimator", "rloo", "--scale", "none",
-             "--beta", "0.05", "--agg", "token-mean", "-q", "--summary-json", str(tmp_path / "s.json"))
+    pq.write_table(
+        pa.table(
+            {
+                "index": np.repeat(np.arange(GROUPS), G),
+                "info": [{"reward": r, "response_length": int(n)} for r, n in zip(rewards, lengths)],
+                "log_probs": rows_of(padded["new"]),
+                "action_log_probs": rows_of(padded["old"]),
+                "base_action_log_probs": rows_of(padded["ref"]),
+                "action_mask": rows_of(mask),
+                "attention_mask": rows_of(np.ones((ROWS, WIDTH + 3), dtype=np.int64)),
+            }
+        ),
+        src,
+    )
+    run_grpo(
+        "objective",
+        str(src),
+        "--reward-col",
+        "info.reward",
+        "--estimator",
+        "rloo",
+        "--scale",
+        "none",
+        "--beta",
+        "0.05",
+        "--agg",
+        "token-mean",
+        "-q",
+        "--summary-json",
+        str(tmp_path / "s.json"),
+    )
     figures = read_json(tmp_path / "s.json")
 
     # OpenRLHF's RLOO: r minus the mean of the other rewards of the prompt
@@ -179,21 +276,41 @@ def test_openrlhf_action_tensors_and_info_reward(tmp_path):
     n = mask.sum()
     assert figures["objective"] == pytest.approx((sum(map(sum, terms)) - 0.05 * sum(kl)) / n, rel=1e-12)
     assert figures["kl_ref"] == pytest.approx(sum(kl) / n, rel=1e-12)
-    assert figures["columns"] == {"prompt": "index", "reward": "info.reward", "advantage": None, "logprobs": "log_probs",
-                                  "old_logprobs": "action_log_probs", "ref_logprobs": "base_action_log_probs", "mask": "action_mask", "baseline": None, "rollout_logprobs": None}
+    assert figures["columns"] == {
+        "prompt": "index",
+        "reward": "info.reward",
+        "advantage": None,
+        "logprobs": "log_probs",
+        "old_logprobs": "action_log_probs",
+        "ref_logprobs": "base_action_log_probs",
+        "mask": "action_mask",
+        "baseline": None,
+        "rollout_logprobs": None,
+    }
     assert figures["unused_columns"] == ["attention_mask"]
 
 
 def test_a_mask_like_column_is_never_silently_ignored(tmp_path):
     lengths, mask, logp, padded, rewards = padded_rollouts(seed=4)
     src = tmp_path / "attention_only.parquet"
-    pq.write_table(pa.table({"uid": np.repeat(np.arange(GROUPS), G), "reward": rewards, "logprobs": rows_of(logp["new"]),
-                             "old_logprobs": rows_of(logp["old"]), "attention_mask": rows_of(mask)}), src)
+    pq.write_table(
+        pa.table(
+            {
+                "uid": np.repeat(np.arange(GROUPS), G),
+                "reward": rewards,
+                "logprobs": rows_of(logp["new"]),
+                "old_logprobs": rows_of(logp["old"]),
+                "attention_mask": rows_of(mask),
+            }
+        ),
+        src,
+    )
     refused = run_grpo("objective", str(src), check=False)
     assert refused.returncode == 2
     assert refused.stderr.decode().strip() == (
         f"Error: {src}: column 'attention_mask' looks like the token mask but is not one of response_mask, loss_mask, "
-        "completion_mask, action_mask, mask; pass --mask-col 'attention_mask' to use it, or --mask-col 'none' to do without")
+        "completion_mask, action_mask, mask; pass --mask-col 'attention_mask' to use it, or --mask-col 'none' to do without"
+    )
     used = run_grpo("objective", str(src), "--mask-col", "attention_mask", "-q", "--summary-json", str(tmp_path / "a.json"))
     without = run_grpo("objective", str(src), "--mask-col", "none", "-q", "--summary-json", str(tmp_path / "b.json"))
     assert used.returncode == without.returncode == 0

@@ -82,8 +82,9 @@ def test_a_flag_given_twice_and_several_prompt_columns_are_refused():
     result = grpo("advantages", str(SAMPLE / "rollouts.parquet"), "--whiten", "--whiten")
     assert result.exit_code == 2 and result.stderr == "Error: --whiten given twice; it takes one value\n"
     proc = run_grpo("advantages", str(SAMPLE / "rollouts.parquet"), "--prompt-col", "prompt_id", "--prompt-col", "uid", check=False)
-    assert proc.returncode == 2 and proc.stderr.decode() == ("Error: --prompt-col takes one column for now (found prompt_id, uid): "
-                                                             "a composite group key is not supported yet\n")
+    assert proc.returncode == 2 and proc.stderr.decode() == (
+        "Error: --prompt-col takes one column for now (found prompt_id, uid): a composite group key is not supported yet\n"
+    )
 
 
 @pytest.mark.parametrize("option", ["--reward-col", "--reward-weights", "--preset", "--estimator"])
@@ -110,8 +111,7 @@ def test_mismatch_checks_the_group_size_as_every_command_does():
     vllm = str(SAMPLE / "rollouts_vllm.parquet")
     assert grpo("mismatch", vllm, "--num-generations", "8", "-q").exit_code == 0
     proc = run_grpo("mismatch", vllm, "--num-generations", "7", "-q", check=False)
-    assert proc.returncode == 1 and proc.stderr.decode() == (f"Error: {vllm}: prompt id 'gsm8k-0000' has 8 rows, "
-                                                             "expected --num-generations 7\n")
+    assert proc.returncode == 1 and proc.stderr.decode() == (f"Error: {vllm}: prompt id 'gsm8k-0000' has 8 rows, expected --num-generations 7\n")
 
 
 def test_the_file_functions_have_typed_keyword_only_signatures():
@@ -138,7 +138,8 @@ def test_errors_of_the_shared_options_name_their_flags_in_every_command():
         extra = {"compare": ["--estimators", "grpo,rloo"], "filter": ["--drop-zero-variance"]}.get(command, [])
         proc = run_grpo(command, str(SAMPLE / "rollouts.parquet"), "--reward-weights", "1,2", *extra, check=False)
         assert proc.returncode == 2 and proc.stderr.decode().startswith(
-            "Error: --reward-weights has 2 weights for 1 reward columns (reward); give one weight per --reward-col"), command
+            "Error: --reward-weights has 2 weights for 1 reward columns (reward); give one weight per --reward-col"
+        ), command
 
 
 def test_compare_a_preset_for_every_estimator_and_a_preset_named_for_its_own():

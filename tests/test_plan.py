@@ -51,8 +51,11 @@ def test_objective_plan_advantage_sources(tmp_path):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"scale": "group"}, "`scale` applies to an estimator, and none is given: the advantages come from an advantage column "
-                             "if there is one, else from estimator 'mean', which takes no `scale`; pass `estimator` \\(e.g. 'grpo'\\), or drop `scale`"),
+        (
+            {"scale": "group"},
+            "`scale` applies to an estimator, and none is given: the advantages come from an advantage column "
+            "if there is one, else from estimator 'mean', which takes no `scale`; pass `estimator` \\(e.g. 'grpo'\\), or drop `scale`",
+        ),
         ({"std": "sample"}, "`std` applies to an estimator, and none is given"),
         ({"eps": 0.5}, "`eps` applies to an estimator, and none is given"),
     ],
@@ -67,10 +70,18 @@ def test_estimator_options_need_an_estimator(options, message):
 @pytest.mark.parametrize(
     "columns, options, error, message",
     [
-        ({"advantage": [0.5, -0.5]}, {"reward_col": "reward"}, UsageError,
-         "`reward_col` is not read: the advantages come from column 'advantage'; drop `reward_col`, or pass `estimator`"),
-        ({}, {"advantage_col": "x", "advantage_config": AdvantageConfig()}, UsageError,
-         "pass either `advantage_col` or `advantage_config` \\(an estimator\\), not both"),
+        (
+            {"advantage": [0.5, -0.5]},
+            {"reward_col": "reward"},
+            UsageError,
+            "`reward_col` is not read: the advantages come from column 'advantage'; drop `reward_col`, or pass `estimator`",
+        ),
+        (
+            {},
+            {"advantage_col": "x", "advantage_config": AdvantageConfig()},
+            UsageError,
+            "pass either `advantage_col` or `advantage_config` \\(an estimator\\), not both",
+        ),
         ({}, {"config": ObjectiveConfig(kl="k2")}, UsageError, "`kl` needs reference log-probs: pass `ref_logprobs_col`"),
         ({}, {"config": ObjectiveConfig(beta=0.1)}, UsageError, "`beta` > 0 needs reference log-probs: pass `ref_logprobs_col` \\(looked for"),
         ({}, {"output_format": "jsonl"}, UsageError, "`output_format` applies to written rows; pass `output` or `output_dir` too"),
@@ -84,7 +95,9 @@ def test_objective_options_that_do_not_apply(tmp_path, columns, options, error, 
 
 def test_advantages_options_that_do_not_apply(tmp_path):
     with source_of(tmp_path) as source:
-        with pytest.raises(UsageError, match="`round_digits` rounds the written advantages \\(the summary never is\\); pass `output` or `output_dir`"):
+        with pytest.raises(
+            UsageError, match="`round_digits` rounds the written advantages \\(the summary never is\\); pass `output` or `output_dir`"
+        ):
             plan_advantages(source, round_digits=2)
         with pytest.raises(UsageError, match="`num_generations` must be >= 1"):
             plan_advantages(source, num_generations=0)

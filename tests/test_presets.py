@@ -27,16 +27,19 @@ def framework_grpo(eps: float, singleton) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("preset, eps, singleton", [
-    # verl compute_grpo_outcome_advantage: epsilon 1e-6; a group of one has mean 0, std 1
-    ("verl", 1e-6, lambda r: r / (1 + 1e-6)),
-    # TRL: (r - mean) / (nanstd + 1e-4); nanstd of one value is NaN, and nan_to_num makes it 0
-    ("trl", 1e-4, lambda r: 0.0 * r),
-    # OpenRLHF group_norm: / (std + 1e-9); it asserts groups of more than one (0 here)
-    ("openrlhf", 1e-9, lambda r: 0.0 * r),
-    # Twinkle GRPOAdvantage 'group': / (std + 1e-8); num_generations 1 returns the rewards
-    ("twinkle", 1e-8, lambda r: r),
-])
+@pytest.mark.parametrize(
+    "preset, eps, singleton",
+    [
+        # verl compute_grpo_outcome_advantage: epsilon 1e-6; a group of one has mean 0, std 1
+        ("verl", 1e-6, lambda r: r / (1 + 1e-6)),
+        # TRL: (r - mean) / (nanstd + 1e-4); nanstd of one value is NaN, and nan_to_num makes it 0
+        ("trl", 1e-4, lambda r: 0.0 * r),
+        # OpenRLHF group_norm: / (std + 1e-9); it asserts groups of more than one (0 here)
+        ("openrlhf", 1e-9, lambda r: 0.0 * r),
+        # Twinkle GRPOAdvantage 'group': / (std + 1e-8); num_generations 1 returns the rewards
+        ("twinkle", 1e-8, lambda r: r),
+    ],
+)
 def test_preset_advantages(preset, eps, singleton):
     got = advantages(REWARDS, GROUPS, AdvantageConfig(preset=preset))
     np.testing.assert_allclose(got, framework_grpo(eps, singleton), rtol=1e-14, atol=0)
@@ -83,6 +86,7 @@ def test_verl_objective_from_rewards(tmp_path):
     src = write_jsonl_rows(tmp_path / "verl.jsonl", rows)
     figures = run_grpo("objective", str(src), "--preset", "verl", "-q", "--summary-json", "-").stdout
     import json
+
     got = json.loads(figures)
     assert abs(got["objective"] - expected) < 1e-12 and got["config"]["preset"] == "verl"
     assert got["config"]["advantages"]["estimator"] == "grpo"

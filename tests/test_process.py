@@ -121,8 +121,11 @@ def test_grpo_tuning_0_turns_every_tweak_off_and_changes_no_result(tmp_path):
     outputs = []
     for tuning in ("0", "1"):
         out = tmp_path / f"tuning{tuning}.parquet"
-        done = subprocess.run([sys.executable, "-m", "grpo_cli", "advantages", str(SAMPLE), "-q", "-o", str(out)],
-                              env={**env, "GRPO_TUNING": tuning}, capture_output=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "grpo_cli", "advantages", str(SAMPLE), "-q", "-o", str(out)],
+            env={**env, "GRPO_TUNING": tuning},
+            capture_output=True,
+        )
         assert done.returncode == 0, done.stderr
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]

@@ -56,6 +56,7 @@ def same(run, tmp_path, **options):
 
 def test_advantages_and_objective_one_file_and_per_input(parts, tmp_path):
     for single in (True, False):
+
         def advantages(out, engine, single=single):
             target = {"output": str(out / "a.parquet")} if single else {"output_dir": str(out)}
             return advantages_file(str(parts), engine=engine, batch_rows=25, **target)
@@ -72,8 +73,10 @@ def test_advantages_and_objective_one_file_and_per_input(parts, tmp_path):
 
 def test_the_other_commands(parts, tmp_path):
     same(lambda out, engine: mismatch_file(str(parts), str(out / "m.parquet"), engine=engine, batch_rows=25), tmp_path / "m")
-    same(lambda out, engine: filter_file(str(parts), str(out / "f.parquet"), engine=engine, config=FilterConfig(drop_zero_variance=True)),
-         tmp_path / "f")
+    same(
+        lambda out, engine: filter_file(str(parts), str(out / "f.parquet"), engine=engine, config=FilterConfig(drop_zero_variance=True)),
+        tmp_path / "f",
+    )
     same(lambda out, engine: compare_file(str(parts), str(out / "c.parquet"), engine=engine, estimators="grpo,rloo"), tmp_path / "c")
     same(lambda out, engine: inspect_file(str(parts), engine=engine, batch_rows=25), tmp_path / "i")
 
@@ -82,8 +85,10 @@ def test_an_error_in_the_third_file_is_the_local_one_line_and_leaves_nothing(par
     bad = pq.read_table(parts / "part-2.parquet")
     logprobs = bad["logprobs"].to_pylist()
     logprobs[5][0] = 0.5  # a positive log-prob
-    pq.write_table(bad.set_column(bad.schema.get_field_index("logprobs"), "logprobs", pa.array(logprobs, bad.schema.field("logprobs").type)),
-                   parts / "part-2.parquet")
+    pq.write_table(
+        bad.set_column(bad.schema.get_field_index("logprobs"), "logprobs", pa.array(logprobs, bad.schema.field("logprobs").type)),
+        parts / "part-2.parquet",
+    )
     messages = {}
     for engine in ("local", "ray"):
         out = tmp_path / engine / "out"

@@ -21,7 +21,9 @@ def test_explicit_then_candidates():
 
 
 def test_missing_columns_suggest_names_and_name_the_parameter():
-    with pytest.raises(ColumnNotFoundError, match=r"^r.parquet: no reward column \(looked for reward, score; pass `reward_col`\); did you mean 'rewards'\?$"):
+    with pytest.raises(
+        ColumnNotFoundError, match=r"^r.parquet: no reward column \(looked for reward, score; pass `reward_col`\); did you mean 'rewards'\?$"
+    ):
         resolve_column(SCHEMA, "reward", None, source="r.parquet")
     with pytest.raises(ColumnNotFoundError, match=r"no column 'score' for reward \(`reward_col`\)"):
         resolve_column(SCHEMA, "reward", "score")
@@ -45,9 +47,13 @@ def test_data_checks():
     assert caught.value.row == 2
 
 
-@given(st.sampled_from([np.float64, np.float32, np.int64, np.int32, np.bool_]).flatmap(
-           lambda dtype: st.tuples(hnp.arrays(dtype, st.integers(0, 70)), st.data())),
-       st.booleans(), st.integers(0, 3))
+@given(
+    st.sampled_from([np.float64, np.float32, np.int64, np.int32, np.bool_]).flatmap(
+        lambda dtype: st.tuples(hnp.arrays(dtype, st.integers(0, 70)), st.data())
+    ),
+    st.booleans(),
+    st.integers(0, 3),
+)
 def test_arrow_array_is_pa_array(drawn, masked, step):
     """The same array as ``pa.array(values, mask=mask)``: type, values (NaN kept as a value),
     nulls; from a strided view too."""

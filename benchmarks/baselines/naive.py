@@ -25,7 +25,7 @@ for i, r in zip(ids, rewards):
 source = pq.ParquetFile(src, pre_buffer=False)
 writer, start = None, 0
 for batch in source.iter_batches():
-    batch = batch.append_column("advantage", pa.array(adv[start:start + batch.num_rows], pa.float64()))
+    batch = batch.append_column("advantage", pa.array(adv[start : start + batch.num_rows], pa.float64()))
     start += batch.num_rows
     writer = writer or pq.ParquetWriter(dst, batch.schema)
     writer.write_batch(batch)

@@ -22,7 +22,7 @@ frame["advantage"] = advantages.numpy()
 if mode == "objective":
     objective, clipped = [], []
     for start in range(0, len(frame), 512):
-        chunk = frame.iloc[start:start + 512]
+        chunk = frame.iloc[start : start + 512]
         new = pad_sequence([torch.from_numpy(x.astype("float64")) for x in chunk["logprobs"]], batch_first=True)
         old = pad_sequence([torch.from_numpy(x.astype("float64")) for x in chunk["old_logprobs"]], batch_first=True)
         mask = pad_sequence([torch.ones(len(x), dtype=torch.float64) for x in chunk["logprobs"]], batch_first=True)

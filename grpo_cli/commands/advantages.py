@@ -14,13 +14,36 @@ from ..plan import plan_advantages as plan
 __all__ = ["EXAMPLES", "OPTIONS", "advantages_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
 OPTIONS = (
-    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.BASELINE_COL, o.MASK_COL, o.NEW_COL, o.OLD_COL, o.REF_COL,
+    o.PRESET,
+    *o.INPUTS,
+    *o.GROUPING,
+    o.REWARD_COL,
+    o.BASELINE_COL,
+    o.MASK_COL,
+    o.NEW_COL,
+    o.OLD_COL,
+    o.REF_COL,
     o.column_option("values", "Per-token critic values (a list per row), read by --estimator gae."),
-    o.ESTIMATOR_OPTION, *o.ESTIMATOR_OPTIONS, o.GAMMA, o.LAM, *o.REWARD_OPTIONS, o.KL_IN_REWARD, o.KL_OPTION, *o.WHITENING,
-    o.OUTPUT_OPTION, o.OUTPUT_DIR,
-    o.option("round_digits", int, f"Round the written advantages to N decimals, 0 to {ROUND_DIGITS_MAX} (the summary is never rounded).",
-             o.OUTPUT, "--round"),
-    o.OUTPUT_FORMAT, o.COMPRESSION, *o.RUN,
+    o.ESTIMATOR_OPTION,
+    *o.ESTIMATOR_OPTIONS,
+    o.GAMMA,
+    o.LAM,
+    *o.REWARD_OPTIONS,
+    o.KL_IN_REWARD,
+    o.KL_OPTION,
+    *o.WHITENING,
+    o.OUTPUT_OPTION,
+    o.OUTPUT_DIR,
+    o.option(
+        "round_digits",
+        int,
+        f"Round the written advantages to N decimals, 0 to {ROUND_DIGITS_MAX} (the summary is never rounded).",
+        o.OUTPUT,
+        "--round",
+    ),
+    o.OUTPUT_FORMAT,
+    o.COMPRESSION,
+    *o.RUN,
 )
 EXAMPLES = """\
 Examples:

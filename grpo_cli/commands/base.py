@@ -60,8 +60,9 @@ def build(name: str) -> typer.core.TyperCommand:
     callback = getattr(module, "main", None) or _runner(module)
     app = typer.Typer(pretty_exceptions_enable=False)
     app.command(name, help=doc, epilog=module.EXAMPLES, cls=o.OneValueEach)(callback)
-    command = typer.main.get_command_from_info(app.registered_commands[0], pretty_exceptions_short=app.pretty_exceptions_short,
-                                               rich_markup_mode="rich")
+    command = typer.main.get_command_from_info(
+        app.registered_commands[0], pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode="rich"
+    )
     return cast(typer.core.TyperCommand, command)  # an o.OneValueEach
 
 
@@ -80,8 +81,11 @@ def _runner(command: Command) -> Callable[..., None]:
             written = (keywords.get("output"), keywords.get("output_dir"), keywords.get("summary_json"))
             emit(figures, command.render, quiet, json_out, written=written)
 
-    parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context), o.INPUT_ARGUMENT,
-                  *(option.parameter for option in command.OPTIONS)]
+    parameters = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
+        o.INPUT_ARGUMENT,
+        *(option.parameter for option in command.OPTIONS),
+    ]
     run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in parameters}
     return run
@@ -90,6 +94,7 @@ def _runner(command: Command) -> Callable[..., None]:
 def _stderr():
     """rich's console on stderr; rich is imported only by a run that shows something."""
     from rich.console import Console
+
     return Console(stderr=True)
 
 
@@ -163,6 +168,7 @@ def progress_lines(write: Callable[[str], None], every: float = o.PROGRESS_EVERY
             last = now
             share = f" ({done / total:.0%})" if total else ""
             write(f"grpo: {done:,}/{total:,} rows{share}, {pieces}, {now - start:.0f} s")
+
     return report
 
 
@@ -197,9 +203,14 @@ def _progress_display() -> Iterator[Callable[[int, int, str], None]]:
         yield progress_lines(lambda line: print(line, file=sys.stderr, flush=True))
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
     columns = (
-        TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[pieces]}"),
-        TimeElapsedColumn(), TimeRemainingColumn(),
+        TextColumn("rows"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[pieces]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("rows", total=None, pieces="")
@@ -214,8 +225,7 @@ def check_json(json_out: bool, output: Optional[str], summary_json: Optional[str
         stdout()  # refused if closed
 
 
-def emit(figures: dict, render: Callable[[dict, Any], None], quiet: bool, json_out: bool = False, *,
-         written: tuple[Optional[str], ...]) -> None:
+def emit(figures: dict, render: Callable[[dict, Any], None], quiet: bool, json_out: bool = False, *, written: tuple[Optional[str], ...]) -> None:
     """The figures as JSON on stdout with ``json_out``, else as tables on stderr (``render``)
     unless ``quiet``; the outputs (``written``: the paths given, or None) were committed
     before. Only the tables import the report and rich."""

@@ -25,11 +25,24 @@ from ..plan import Grouping, Inputs, Output, reads_tokens, resolve_grouping, res
 __all__ = ["EXAMPLES", "OPTIONS", "compare_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
 OPTIONS = (
-    o.option("estimators", str, "Two or more, comma-separated: an estimator or a preset's name, each with options as "
-             "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl).", o.ESTIMATOR, default=...),
-    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.BASELINE_COL, o.MASK_COL, *o.REWARD_OPTIONS,
+    o.option(
+        "estimators",
+        str,
+        "Two or more, comma-separated: an estimator or a preset's name, each with options as "
+        "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl).",
+        o.ESTIMATOR,
+        default=...,
+    ),
+    o.PRESET,
+    *o.INPUTS,
+    *o.GROUPING,
+    o.REWARD_COL,
+    o.BASELINE_COL,
+    o.MASK_COL,
+    *o.REWARD_OPTIONS,
     o.option("top", int, "List this many of the groups where the estimators differ most.", o.OUTPUT, default=5, min=0, show_default=True),
-    *o.WRITES, *o.RUN_AND_JSON,
+    *o.WRITES,
+    *o.RUN_AND_JSON,
 )
 EXAMPLES = """\
 Examples:
@@ -99,8 +112,16 @@ class ComparePlan:
 
         figures = compare_figures([label for label, _, _ in self.estimators], np.column_stack(list(columns.values())), index, names, self.top)
         if self.output.targets:
-            engine.write_pass(source, self.output, [pa.field(name, pa.float64()) for name in columns], kernels.row_columns, columns,
-                              columns=[], prompt=prompt, held=held)
+            engine.write_pass(
+                source,
+                self.output,
+                [pa.field(name, pa.float64()) for name in columns],
+                kernels.row_columns,
+                columns,
+                columns=[],
+                prompt=prompt,
+                held=held,
+            )
         return figures
 
     @property
@@ -132,16 +153,24 @@ def plan_compare(
     column options apply to the estimators that read those columns; ``preset`` and the reward
     options to every estimator, for the options it is not given (a preset's name in
     ``estimators`` stands for its own)."""
-    specs = parse_estimators(estimators, preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null,
-                             reward_clip=reward_clip)
+    specs = parse_estimators(
+        estimators, preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip
+    )
     if top < 0:
         raise UsageError(f"`top` must be >= 0 (found {top!r})")
     grouping = resolve_grouping(source, prompt_col, num_generations, required=any(lookup(c.estimator).grouped for _, c in specs))
     resolved = []
     for label, config in specs:
         needs = lookup(config.estimator).needs
-        steps = resolve_steps(source, config, mask_col=mask_col if reads_tokens(config) else None, logprobs_col=None, old_logprobs_col=None,
-                              ref_logprobs_col=None, values_col=None)
+        steps = resolve_steps(
+            source,
+            config,
+            mask_col=mask_col if reads_tokens(config) else None,
+            logprobs_col=None,
+            old_logprobs_col=None,
+            ref_logprobs_col=None,
+            values_col=None,
+        )
         resolved.append((label, resolve_inputs(source, config, reward_col, baseline_col if "baseline" in needs else None, steps), config))
     return ComparePlan(grouping, tuple(resolved), resolve_output(source, output, output_dir, output_format, compression), top)
 

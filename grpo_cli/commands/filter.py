@@ -36,16 +36,21 @@ def _rule(name: str, type=float, **typer_options) -> o.Option:
 
 
 OPTIONS = (
-    *o.INPUTS, *o.GROUPING, o.REWARD_COL,
+    *o.INPUTS,
+    *o.GROUPING,
+    o.REWARD_COL,
     o.column_option("truncated", "Truncation flag: booleans or 0/1, read by --truncated."),
-    o.MASK_COL, o.NEW_COL, *o.REWARD_OPTIONS,
+    o.MASK_COL,
+    o.NEW_COL,
+    *o.REWARD_OPTIONS,
     o.flag("drop_zero_variance", o.config_help(FilterConfig, "drop_zero_variance"), RULES, convert=lambda given: given or None),
     _rule("keep_if", str, metavar="RULE"),
     _rule("truncated", o.choices("Truncated", TRUNCATED)),
     _rule("overlong_buffer", int, metavar="B"),
     _rule("max_length", int),
     _rule("overlong_factor"),
-    *o.WRITES, *o.RUN,
+    *o.WRITES,
+    *o.RUN,
 )
 EXAMPLES = """\
 Examples:
@@ -98,8 +103,13 @@ class FilterPlan:
 
     @property
     def roles(self) -> dict[str, str | list[str] | None]:
-        return {"prompt": self.grouping.prompt, "reward": self.reward if len(self.rewards) == 1 else list(self.rewards),
-                "truncated": self.truncated, "tokens": self.steps.count if self.steps else None, "mask": self.mask}
+        return {
+            "prompt": self.grouping.prompt,
+            "reward": self.reward if len(self.rewards) == 1 else list(self.rewards),
+            "truncated": self.truncated,
+            "tokens": self.steps.count if self.steps else None,
+            "mask": self.mask,
+        }
 
     @property
     def reward(self) -> str:
@@ -113,8 +123,12 @@ class FilterPlan:
         config, grouping = self.config, self.grouping
         paths = [schema.field_path(source.schema, name) for name in self.rewards]
         label = row_labeller(source, grouping.prompt)
-        table = labelled(label, engine.read_columns, source, list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), self.truncated)
-                                                                             if c is not None)))
+        table = labelled(
+            label,
+            engine.read_columns,
+            source,
+            list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), self.truncated) if c is not None)),
+        )
         read = labelled(label, kernels.rows_read, table, 0, grouping.prompt, paths, self.rewards, None)
         index = labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
         found = labelled(label, row_inputs, read.rewards, list(self.rewards), self.reward_config)
@@ -142,8 +156,19 @@ class FilterPlan:
             masked = truncated if config.truncated == "mask" else None
             fields = [pa.field(self.reward, pa.float64())] if reward is not None else []
             fields += [source.output_schema.field(self.mask)] if masked is not None else []
-            engine.write_pass(source, self.output, fields, filter_columns, self, keep, reward, masked,
-                              columns=[self.mask] if masked is not None else [], prompt=grouping.prompt, held=table)
+            engine.write_pass(
+                source,
+                self.output,
+                fields,
+                filter_columns,
+                self,
+                keep,
+                reward,
+                masked,
+                columns=[self.mask] if masked is not None else [],
+                prompt=grouping.prompt,
+                held=table,
+            )
         return figures
 
     @property
@@ -179,8 +204,7 @@ def plan_filter(
     reward_config = AdvantageConfig(reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip)
     reward = resolve_rewards(source, reward_col, reward_config)
     if config.overlong_buffer is not None and len(reward) > 1:
-        raise UsageError(f"the overlong penalty rewrites the reward column, and there are {len(reward)} ({', '.join(reward)}); "
-                         "pass one `reward_col`")
+        raise UsageError(f"the overlong penalty rewrites the reward column, and there are {len(reward)} ({', '.join(reward)}); pass one `reward_col`")
     if config.overlong_buffer is not None and "." in reward[0] and reward[0] not in s.names:
         raise UsageError(f"the overlong penalty rewrites the reward, and {reward[0]!r} is a struct field; pass a top-level `reward_col`")
     truncated = schema.resolve_column(s, "truncated", truncated_col, required=config.truncated is not None, source=name)
@@ -189,22 +213,38 @@ def plan_filter(
         if not (pa.types.is_boolean(field.type) or pa.types.is_integer(field.type)):
             raise UsageError(f"{name}: column {truncated!r} (truncation flag) must hold booleans or 0/1 (found {field.type})")
     counting = config.overlong_buffer is not None
-    mask = schema.resolve_column(s, "mask", mask_col, required=config.truncated == "mask", source=name) \
-        if counting or config.truncated == "mask" else None
+    mask = (
+        schema.resolve_column(s, "mask", mask_col, required=config.truncated == "mask", source=name)
+        if counting or config.truncated == "mask"
+        else None
+    )
     steps = None
     if config.overlong_buffer is not None:
-        count = mask or schema.resolve_column(s, "new", logprobs_col, required=False, source=name) \
+        count = (
+            mask
+            or schema.resolve_column(s, "new", logprobs_col, required=False, source=name)
             or schema.resolve_column(s, "old", None, required=False, source=name)
+        )
         if count is None:
             raise ColumnNotFoundError(f"{name}: the overlong penalty needs each row's length: no mask or log-probs column; pass `mask_col`")
         steps = StepColumns(count, mask)
     unused = (truncated,) if truncated is not None and config.truncated is None else ()
-    return FilterPlan(config, grouping, reward, reward_config, truncated if config.truncated else None, steps, mask,
-                      resolve_output(source, output, output_dir, output_format, compression), unused)
+    return FilterPlan(
+        config,
+        grouping,
+        reward,
+        reward_config,
+        truncated if config.truncated else None,
+        steps,
+        mask,
+        resolve_output(source, output, output_dir, output_format, compression),
+        unused,
+    )
 
 
-def filter_columns(batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep: np.ndarray, reward: np.ndarray | None,
-                   masked: np.ndarray | None) -> Written:
+def filter_columns(
+    batch: pa.RecordBatch, first_row: int, plan: FilterPlan, keep: np.ndarray, reward: np.ndarray | None, masked: np.ndarray | None
+) -> Written:
     """Which rows of a batch `grpo filter` keeps, and its changed columns (all rows): the
     penalised ``reward``; the mask, 0 on every token of a ``masked`` row."""
     import pyarrow.compute as pc

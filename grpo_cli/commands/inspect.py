@@ -27,10 +27,19 @@ from ..token_columns import StepColumns, read_steps
 __all__ = ["EXAMPLES", "OPTIONS", "inspect_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
 OPTIONS = (
-    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.MASK_COL, o.NEW_COL, o.OLD_COL, o.REF_COL, o.ROLLOUT_COL,
+    o.PRESET,
+    *o.INPUTS,
+    *o.GROUPING,
+    o.REWARD_COL,
+    o.MASK_COL,
+    o.NEW_COL,
+    o.OLD_COL,
+    o.REF_COL,
+    o.ROLLOUT_COL,
     o.column_option("advantage", "Advantage column."),
     o.column_option("truncated", "Truncation flag: booleans or 0/1."),
-    *o.REWARD_OPTIONS, *o.RUN_AND_JSON,
+    *o.REWARD_OPTIONS,
+    *o.RUN_AND_JSON,
 )
 EXAMPLES = """\
 Examples:
@@ -111,16 +120,28 @@ class InspectPlan:
         truncated = None
         if self.truncated is not None:
             label = row_labeller(source, self.grouping.prompt)
-            truncated = labelled(label, kernels.truncation_flags, engine.read_columns(source, [self.truncated]).column(self.truncated),
-                                 self.truncated)
+            truncated = labelled(
+                label, kernels.truncation_flags, engine.read_columns(source, [self.truncated]).column(self.truncated), self.truncated
+            )
         estimator, groups, rewards, adv = self.estimator, None, None, None
         if self.inputs is not None:
             index, inputs, _, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, estimator)
             adv, _ = passes.advantages(engine, source, self.grouping, index, inputs, estimator, ahead)
             groups, rewards = GroupSummary.of(Groups(inputs.r, index).subset(inputs.scored)), passes.scored(inputs)
-        return inspect_figures(rows=int(source.row_counts.sum()), roles=self.roles, nulls=nulls, lengths=lengths, entries=entries,
-                               mask=self.steps.mask if self.steps else None, groups=groups, grouped_by=self.grouping.described,
-                               rewards=rewards, advantages=adv, truncated=truncated, estimator=estimator)
+        return inspect_figures(
+            rows=int(source.row_counts.sum()),
+            roles=self.roles,
+            nulls=nulls,
+            lengths=lengths,
+            entries=entries,
+            mask=self.steps.mask if self.steps else None,
+            groups=groups,
+            grouped_by=self.grouping.described,
+            rewards=rewards,
+            advantages=adv,
+            truncated=truncated,
+            estimator=estimator,
+        )
 
     @property
     def figures(self) -> dict:
@@ -157,8 +178,17 @@ def plan_inspect(
     s, name = source.schema, source.name
     config = AdvantageConfig(preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip)
     several = reward_col is not None and not isinstance(reward_col, str)
-    given: dict[str, str | None] = {"prompt": prompt_col, "reward": None if several or reward_col is None else str(reward_col), "new": logprobs_col, "old": old_logprobs_col, "ref": ref_logprobs_col,
-             "rollout": rollout_logprobs_col, "mask": mask_col, "advantage": advantage_col, "truncated": truncated_col}
+    given: dict[str, str | None] = {
+        "prompt": prompt_col,
+        "reward": None if several or reward_col is None else str(reward_col),
+        "new": logprobs_col,
+        "old": old_logprobs_col,
+        "ref": ref_logprobs_col,
+        "rollout": rollout_logprobs_col,
+        "mask": mask_col,
+        "advantage": advantage_col,
+        "truncated": truncated_col,
+    }
     roles = {role: schema.explain_role(s, role, given[role], name) for role in given}
     schema.positive_int(num_generations, "num_generations")
     grouping = Grouping(roles["prompt"]["column"], num_generations)
@@ -170,8 +200,7 @@ def plan_inspect(
         roles["reward"]["column"] = ", ".join(rewards)
     count = roles["mask"]["column"] or roles["new"]["column"] or roles["old"]["column"]
     steps = StepColumns(count, roles["mask"]["column"]) if count is not None else None
-    return InspectPlan(roles, grouping, Inputs(rewards) if rewards is not None else None, steps, roles["truncated"]["column"],
-                       tuple(s.names), config)
+    return InspectPlan(roles, grouping, Inputs(rewards) if rewards is not None else None, steps, roles["truncated"]["column"], tuple(s.names), config)
 
 
 def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> dict:

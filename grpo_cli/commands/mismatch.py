@@ -28,12 +28,17 @@ from ..token_columns import TokenColumns, read_tokens
 __all__ = ["EXAMPLES", "OPTIONS", "mismatch_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
 OPTIONS = (
-    *o.INPUTS, *o.GROUPING, o.OLD_COL, o.ROLLOUT_COL, o.MASK_COL,
+    *o.INPUTS,
+    *o.GROUPING,
+    o.OLD_COL,
+    o.ROLLOUT_COL,
+    o.MASK_COL,
     o.config_option(MismatchConfig, "is_cap", o.ROLLOUT, float, metavar="C"),
     o.config_option(MismatchConfig, "is_mask", o.ROLLOUT, str, metavar="LO,HI", convert=lambda text: value_range(text, "is_mask")),
     o.config_option(MismatchConfig, "logratio_clamp", o.ROLLOUT),
     o.config_option(MismatchConfig, "worst", o.OUTPUT, int, metavar="N"),
-    *o.WRITES, *o.RUN_AND_JSON,
+    *o.WRITES,
+    *o.RUN_AND_JSON,
 )
 EXAMPLES = """\
 Examples:
@@ -63,17 +68,27 @@ def render(figures: dict, console) -> None:
     if f["tokens"]:
         t.add_row("|old - rollout|", f"mean {fmt(f['abs_diff_mean'])}  max {fmt(f['abs_diff_max'])}")
         t.add_row("KL(rollout || old)", f"k1 {fmt(f['kl_k1'])}  k3 {fmt(f['kl_k3'])}")
-        t.add_row("perplexity", lines(f"{k} {fmt(f[key])}" for k, key in (("train", "train_ppl"), ("rollout", "rollout_ppl"),
-                                                                              ("ratio", "ppl_ratio"))))
+        t.add_row(
+            "perplexity", lines(f"{k} {fmt(f[key])}" for k, key in (("train", "train_ppl"), ("rollout", "rollout_ppl"), ("ratio", "ppl_ratio")))
+        )
         t.add_row("chi-square", f"token {fmt(f['chi2_token'])}  sequence {fmt(f['chi2_seq'])}")
-        t.add_row("ESS (share)", lines(f"{k} {fmt(f[key]['count'])} ({fmt(f[key]['share'])})" for k, key in (("token", "ess_token"),
-                                                                                                              ("sequence", "ess_seq"))))
+        t.add_row(
+            "ESS (share)",
+            lines(f"{k} {fmt(f[key]['count'])} ({fmt(f[key]['share'])})" for k, key in (("token", "ess_token"), ("sequence", "ess_seq"))),
+        )
         for name, label in (("cap", "cap {value:g} touches"), ("mask", "mask {value} touches")):
             if f[name] is not None:
                 m = f[name]
-                t.add_row(label.format(value=m["value"]), lines([f"tokens {_share(m['tokens'], m['token_share'])}",
-                                                                 f"rows {_share(m['rows'], m['row_share'])}",
-                                                                 f"sequence weights {_share(m['sequence_rows'], m['sequence_row_share'])}"]))
+                t.add_row(
+                    label.format(value=m["value"]),
+                    lines(
+                        [
+                            f"tokens {_share(m['tokens'], m['token_share'])}",
+                            f"rows {_share(m['rows'], m['row_share'])}",
+                            f"sequence weights {_share(m['sequence_rows'], m['sequence_row_share'])}",
+                        ]
+                    ),
+                )
     t.add_row("columns", roles(f["columns"]))
     console.print(t)
     for key, title in (("by_position", "by token position"), ("by_length", "by response length (tokens)")):
@@ -82,10 +97,20 @@ def render(figures: dict, console) -> None:
             for column in ("from", "to", "rows", "tokens", "|old - rollout|", "k1", "k3"):
                 b.add_column(column, justify="right")
             for e in f[key]:
-                b.add_row(str(e["first"]), "-" if e["last"] is None else str(e["last"]), str(e["rows"]), str(e["tokens"]),
-                          f"{e['abs_diff_mean']:.4g}", f"{e['kl_k1']:.4g}", f"{e['kl_k3']:.4g}")
+                b.add_row(
+                    str(e["first"]),
+                    "-" if e["last"] is None else str(e["last"]),
+                    str(e["rows"]),
+                    str(e["tokens"]),
+                    f"{e['abs_diff_mean']:.4g}",
+                    f"{e['kl_k1']:.4g}",
+                    f"{e['kl_k3']:.4g}",
+                )
             console.print(b)
-    for key, title in (("abs_diff_histogram", "|old - rollout| per token"), ("log_weight_histogram", "sequence log-weight sum(old - rollout) per row")):
+    for key, title in (
+        ("abs_diff_histogram", "|old - rollout| per token"),
+        ("log_weight_histogram", "sequence log-weight sum(old - rollout) per row"),
+    ):
         console.print(title)
         console.print(render_histogram(f[key]), markup=False, highlight=False)
     if f["worst_rows"]:
@@ -122,8 +147,7 @@ class MismatchPlan:
         :meth:`grpo_cli.mismatch.MismatchSummary.figures`, the worst rows named."""
         if self.grouping.num_generations is not None:
             passes.first_pass(engine, source, self.grouping, None, None)  # every group has num_generations rows
-        partials = passes.partials(engine, source, self.output, mismatch_fields(), mismatch_batch, self,
-                                   columns=self.columns, prompt=self.prompt)
+        partials = passes.partials(engine, source, self.output, mismatch_fields(), mismatch_batch, self, columns=self.columns, prompt=self.prompt)
         summary = reduce(lambda done, partial: done.merge(partial, self.config.worst), partials, MismatchSummary())
         figures = summary.figures(self.config)
         named = row_names(source, self.prompt, [entry["row"] for entry in figures["worst_rows"]])

@@ -26,8 +26,18 @@ from ..objective import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS, row_terms
 from ..objective.config import ObjectiveConfig
 from ..objective.rollout import REJECT_LEVELS
 from ..objective.summary import ObjectiveSummary
-from ..plan import (OBJECTIVE_ESTIMATOR, Grouping, Inputs, Output, default_estimator, objective_estimator, reads_tokens, resolve_grouping,
-                    resolve_inputs, resolve_output)
+from ..plan import (
+    OBJECTIVE_ESTIMATOR,
+    Grouping,
+    Inputs,
+    Output,
+    default_estimator,
+    objective_estimator,
+    reads_tokens,
+    resolve_grouping,
+    resolve_inputs,
+    resolve_output,
+)
 from ..schema import arrow_array
 from ..token_columns import StepColumns, TokenColumns, read_tokens
 
@@ -39,11 +49,27 @@ def _objective(name: str, panel: str, type=float, extra: str = "", default: str 
 
 
 OPTIONS = (
-    o.PRESET, *o.INPUTS, *o.GROUPING, o.REWARD_COL, o.BASELINE_COL, o.NEW_COL, o.OLD_COL, o.REF_COL, o.ROLLOUT_COL, o.MASK_COL,
+    o.PRESET,
+    *o.INPUTS,
+    *o.GROUPING,
+    o.REWARD_COL,
+    o.BASELINE_COL,
+    o.NEW_COL,
+    o.OLD_COL,
+    o.REF_COL,
+    o.ROLLOUT_COL,
+    o.MASK_COL,
     o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token)."),
-    o.config_option(AdvantageConfig, "estimator", o.ESTIMATOR, o.Estimator, f"Computes the advantages from the rewards: {o.ESTIMATOR_LIST}",
-                    f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}"),
-    *o.ESTIMATOR_OPTIONS, *o.REWARD_OPTIONS,
+    o.config_option(
+        AdvantageConfig,
+        "estimator",
+        o.ESTIMATOR,
+        o.Estimator,
+        f"Computes the advantages from the rewards: {o.ESTIMATOR_LIST}",
+        f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}",
+    ),
+    *o.ESTIMATOR_OPTIONS,
+    *o.REWARD_OPTIONS,
     o.config_option(AdvantageConfig, "kl_in_reward", o.ESTIMATOR, float, "Its KL estimator is --kl.", metavar="BETA"),
     *o.WHITENING,
     _objective("loss", o.CLIP, o.choices("Loss", LOSSES), o.listing({n: loss.help for n, loss in LOSSES.items()})),
@@ -66,7 +92,8 @@ OPTIONS = (
     _objective("reject_threshold", o.ROLLOUT, str, metavar="BOUNDS"),
     _objective("beta", o.KL_PANEL),
     _objective("kl", o.KL_PANEL, o.KL, o.KL_LIST),
-    *o.WRITES, *o.RUN,
+    *o.WRITES,
+    *o.RUN,
 )
 EXAMPLES = """\
 Examples:
@@ -88,8 +115,7 @@ def keywords(given: dict) -> dict:
     if estimator["kl_in_reward"] is None:
         estimator["kl"] = None
     advantage_config = objective_estimator(estimator.pop("estimator"), given["preset"], **estimator)
-    return {"config": config, "advantage_config": advantage_config,
-            **{k: v for k, v in given.items() if k not in OBJECTIVE | ESTIMATOR}}
+    return {"config": config, "advantage_config": advantage_config, **{k: v for k, v in given.items() if k not in OBJECTIVE | ESTIMATOR}}
 
 
 def _rollout_lines(r: dict) -> list[str]:
@@ -98,11 +124,14 @@ def _rollout_lines(r: dict) -> list[str]:
 
     if not r["tokens"]:
         return ["no counted tokens"]
-    lines = [f"|old - rollout| mean {fmt(r['abs_diff_mean'])}  max {fmt(r['abs_diff_max'])}",
-             f"KL(rollout || old) k1 {fmt(r['kl_k1'])}  k3 {fmt(r['kl_k3'])}"]
+    lines = [
+        f"|old - rollout| mean {fmt(r['abs_diff_mean'])}  max {fmt(r['abs_diff_max'])}",
+        f"KL(rollout || old) k1 {fmt(r['kl_k1'])}  k3 {fmt(r['kl_k3'])}",
+    ]
     if r["is"] is not None:
-        lines.append(f"IS weight mean {fmt(r['is']['weight_mean'])}  masked {r['is']['masked_tokens']} tokens  "
-                     f"truncated {r['is']['truncated_tokens']} tokens")
+        lines.append(
+            f"IS weight mean {fmt(r['is']['weight_mean'])}  masked {r['is']['masked_tokens']} tokens  truncated {r['is']['truncated_tokens']} tokens"
+        )
     if r["rejected"] is not None:
         lines.append(f"rejected {r['rejected']['tokens']} tokens ({r['rejected']['token_share']:.4%}) in {r['rejected']['rows']} rows")
     return lines
@@ -126,8 +155,15 @@ def render(figures: dict, console) -> None:
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
     t.add_row("loss", f"{fmt(figures['loss'], '.8g')}  ({cfg['loss']})")
-    options = {"eps_low": cfg["epsilon_low"], "eps_high": cfg["epsilon_high"], "dual": cfg["dual_clip"], "delta": cfg["delta"],
-               "tau_pos": cfg["tau_pos"], "tau_neg": cfg["tau_neg"], "ratio": cfg["ratio_level"]}
+    options = {
+        "eps_low": cfg["epsilon_low"],
+        "eps_high": cfg["epsilon_high"],
+        "dual": cfg["dual_clip"],
+        "delta": cfg["delta"],
+        "tau_pos": cfg["tau_pos"],
+        "tau_neg": cfg["tau_neg"],
+        "ratio": cfg["ratio_level"],
+    }
     t.add_row("loss options", lines(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items() if v is not None))
     if figures["clip_frac"]:
         t.add_row("clip fraction", lines(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
@@ -173,9 +209,17 @@ class ObjectivePlan:
         """Which column plays which role (``None``: no column does)."""
         t = self.tokens
         i = self.inputs.roles if self.inputs else {}
-        return {"prompt": self.grouping.prompt, "reward": i.get("reward"), "baseline": i.get("baseline"),
-                "advantage": self.advantage or t.advantage, "logprobs": t.new, "old_logprobs": t.old, "ref_logprobs": t.ref,
-                "rollout_logprobs": t.rollout, "mask": t.mask}
+        return {
+            "prompt": self.grouping.prompt,
+            "reward": i.get("reward"),
+            "baseline": i.get("baseline"),
+            "advantage": self.advantage or t.advantage,
+            "logprobs": t.new,
+            "old_logprobs": t.old,
+            "ref_logprobs": t.ref,
+            "rollout_logprobs": t.rollout,
+            "mask": t.mask,
+        }
 
     @property
     def advantages_from(self) -> dict:
@@ -193,12 +237,21 @@ class ObjectivePlan:
         :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`."""
         computed = held = None
         if self.first_pass:
-            index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator,
-                                                           hold=bool(self.output.targets))
+            index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator, hold=bool(self.output.targets))
             if self.estimator is not None:
                 computed = passes.advantages(engine, source, self.grouping, index, inputs, self.estimator, ahead)[0]
-        partials = passes.partials(engine, source, self.output, objective_fields(self), objective_batch, self,
-                                   computed, columns=self.columns, prompt=self.grouping.prompt, held=held)
+        partials = passes.partials(
+            engine,
+            source,
+            self.output,
+            objective_fields(self),
+            objective_batch,
+            self,
+            computed,
+            columns=self.columns,
+            prompt=self.grouping.prompt,
+            held=held,
+        )
         return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(self.config)
 
     @property
@@ -259,8 +312,10 @@ def plan_objective(
     rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, required=False, source=name)
     correcting = [option for option in ("is_level", "reject") if getattr(config, option) is not None]
     if rollout is None and correcting:
-        raise ColumnNotFoundError(f"{name}: `{correcting[0]}` needs the rollout sampler's log-probs: pass `rollout_logprobs_col` "
-                                  f"(looked for {', '.join(schema.ROLES['rollout'].candidates)})")
+        raise ColumnNotFoundError(
+            f"{name}: `{correcting[0]}` needs the rollout sampler's log-probs: pass `rollout_logprobs_col` "
+            f"(looked for {', '.join(schema.ROLES['rollout'].candidates)})"
+        )
     if advantage_config is not None and advantage_col is not None:
         raise UsageError("pass either `advantage_col` or `advantage_config` (an estimator), not both")
     column = None
@@ -268,8 +323,10 @@ def plan_objective(
         column = schema.resolve_column(s, "advantage", advantage_col, required=advantage_col is not None, source=name)
     for option, value in (("reward_col", reward_col), ("baseline_col", baseline_col)):
         if column is not None and value is not None:
-            raise UsageError(f"`{option}` is not read: the advantages come from column {column!r}; "
-                             f"drop `{option}`, or pass `estimator` to compute them from the rewards")
+            raise UsageError(
+                f"`{option}` is not read: the advantages come from column {column!r}; "
+                f"drop `{option}`, or pass `estimator` to compute them from the rewards"
+            )
     per_token = column is not None and schema.is_list(s.field(column).type)
     if column is not None and not per_token:
         schema.check_numeric(s.field(column), name, "advantage")
@@ -286,10 +343,14 @@ def plan_objective(
     inputs = None
     if estimator is not None:
         if lookup(estimator.estimator).level == "token":
-            raise UsageError(f"estimator {estimator.estimator!r} gives per-token advantages: write them with "
-                             f"`grpo advantages --estimator {estimator.estimator} -o FILE`, then pass that file here")
+            raise UsageError(
+                f"estimator {estimator.estimator!r} gives per-token advantages: write them with "
+                f"`grpo advantages --estimator {estimator.estimator} -o FILE`, then pass that file here"
+            )
         if estimator.kl_in_reward is not None and tokens.ref is None:
-            raise UsageError(f"`kl_in_reward` needs reference log-probs: pass `ref_logprobs_col` (looked for {', '.join(schema.ROLES['ref'].candidates)})")
+            raise UsageError(
+                f"`kl_in_reward` needs reference log-probs: pass `ref_logprobs_col` (looked for {', '.join(schema.ROLES['ref'].candidates)})"
+            )
         steps = StepColumns(tokens.mask or tokens.new, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
         inputs = resolve_inputs(source, estimator, reward_col, baseline_col, steps)
     plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, inputs, estimator, out)
@@ -336,15 +397,17 @@ def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan:
 
     flagged = sum(terms[f"flag_{flag.name}"] for flag in LOSSES[plan.config.loss].flags if flag.per_row)
     columns = {} if adv is None else {"advantage": arrow_array(adv)}
-    columns.update({
-        "objective_sum": arrow_array(terms["objective_sum"]),
-        "objective_mean": per_token(terms["objective_sum"]),
-        "n_tokens": arrow_array(n),
-        "clip_frac": per_token(np.asarray(flagged, dtype=np.float64)),
-        "ratio_mean": per_token(terms["ratio_sum"]),
-        "ratio_max": arrow_array(terms["ratio_max"], mask=empty),
-        "kl_old": per_token(terms["kl_old_sum"]),
-    })
+    columns.update(
+        {
+            "objective_sum": arrow_array(terms["objective_sum"]),
+            "objective_mean": per_token(terms["objective_sum"]),
+            "n_tokens": arrow_array(n),
+            "clip_frac": per_token(np.asarray(flagged, dtype=np.float64)),
+            "ratio_mean": per_token(terms["ratio_sum"]),
+            "ratio_max": arrow_array(terms["ratio_max"], mask=empty),
+            "kl_old": per_token(terms["kl_old_sum"]),
+        }
+    )
     if "kl_ref_sum" in terms:
         columns["kl_ref"] = per_token(terms["kl_ref_sum"])
     if "mismatch_tokens" in terms:

@@ -32,10 +32,10 @@ def _render(presets: dict, console) -> None:
             t.add_row(f"--{option.replace('_', '-')}", *("off" if v is None else fmt(v) for v in values))
     console.print(t)
     for p in presets.values():
-        console.print(f"{p.name}: read from {p.source}." + (f" Not modelled: {p.differs}." if p.differs else ""),
-                      markup=False, highlight=False)
+        console.print(f"{p.name}: read from {p.source}." + (f" Not modelled: {p.differs}." if p.differs else ""), markup=False, highlight=False)
 
 
 def main() -> None:
     from rich.console import Console
+
     _render(PRESETS, Console())

@@ -68,8 +68,16 @@ class Engine(ABC):
         """The named columns of every row, in their unified types and in row order."""
 
     @abstractmethod
-    def map_batches(self, source: Source, kernel: Callable, *args: Any, columns: list[str], prompt: str | None = None,
-                    carry: bool = False, held: pa.Table | None = None) -> Iterator[Mapped]:
+    def map_batches(
+        self,
+        source: Source,
+        kernel: Callable,
+        *args: Any,
+        columns: list[str],
+        prompt: str | None = None,
+        carry: bool = False,
+        held: pa.Table | None = None,
+    ) -> Iterator[Mapped]:
         """``kernel(batch, first_row, *args)`` on every record batch, as :class:`Mapped`, in
         row order (several batches may be in flight meanwhile). The kernel gets the
         ``columns`` it reads; :attr:`Mapped.batch` holds them as stored, and with ``carry``
@@ -78,8 +86,17 @@ class Engine(ABC):
         (see :meth:`Source.iter_batches`). Progress is reported as batches are yielded."""
 
     @abstractmethod
-    def write_pass(self, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
-                   prompt: str | None = None, held: pa.Table | None = None) -> list:
+    def write_pass(
+        self,
+        source: Source,
+        output: Output,
+        new_fields: list[pa.Field],
+        kernel: Callable,
+        *args: Any,
+        columns: list[str],
+        prompt: str | None = None,
+        held: pa.Table | None = None,
+    ) -> list:
         """Run ``kernel`` (which returns a :class:`~.kernels.Written`) on every batch as
         :meth:`map_batches` does, write the rows each result keeps with its columns set
         (``new_fields``: their types; a column of the input with the same name is replaced in

@@ -91,11 +91,15 @@ class RowsRead:
     baseline: np.ndarray | None
 
 
-def rows_read(batch: pa.RecordBatch | pa.Table, first_row: int, prompt: str | None, paths: list[tuple[str, ...]], names: tuple[str, ...],
-              baseline: str | None) -> RowsRead:
+def rows_read(
+    batch: pa.RecordBatch | pa.Table, first_row: int, prompt: str | None, paths: list[tuple[str, ...]], names: tuple[str, ...], baseline: str | None
+) -> RowsRead:
     """Pass 1's kernel: a batch's :class:`RowsRead` (or a table's, read whole)."""
-    return RowsRead(prompt_runs(batch.column(prompt), prompt) if prompt is not None else None, reward_values(batch, paths, names),
-                    scalars(batch.column(baseline), baseline) if baseline is not None else None)
+    return RowsRead(
+        prompt_runs(batch.column(prompt), prompt) if prompt is not None else None,
+        reward_values(batch, paths, names),
+        scalars(batch.column(baseline), baseline) if baseline is not None else None,
+    )
 
 
 def prompt_runs(keys: pa.Array | pa.ChunkedArray, name: str) -> Runs:

@@ -33,8 +33,16 @@ class LocalEngine(Engine):
     def read_columns(self, source: Source, columns: list[str]) -> pa.Table:
         return source.read_columns(columns)
 
-    def map_batches(self, source: Source, kernel: Callable, *args: Any, columns: list[str], prompt: str | None = None,
-                    carry: bool = False, held: pa.Table | None = None) -> Iterator[Mapped]:
+    def map_batches(
+        self,
+        source: Source,
+        kernel: Callable,
+        *args: Any,
+        columns: list[str],
+        prompt: str | None = None,
+        carry: bool = False,
+        held: pa.Table | None = None,
+    ) -> Iterator[Mapped]:
         label = row_labeller(source, prompt)
         read = source.read_schema(columns)
 
@@ -50,8 +58,17 @@ class LocalEngine(Engine):
 
         return self._reported(source, ordered_map(work, numbered(), self.workers))
 
-    def write_pass(self, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
-                   prompt: str | None = None, held: pa.Table | None = None) -> list:
+    def write_pass(
+        self,
+        source: Source,
+        output: Output,
+        new_fields: list[pa.Field],
+        kernel: Callable,
+        *args: Any,
+        columns: list[str],
+        prompt: str | None = None,
+        held: pa.Table | None = None,
+    ) -> list:
         partials = []
 
         def written() -> Iterator[Mapped]:
@@ -83,8 +100,7 @@ class LocalEngine(Engine):
             while len(sinks) <= index:
                 if sinks:
                     sinks[-1].close()
-                sinks.append(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout, self.outputs,
-                                  self.workers))
+                sinks.append(Sink(targets[len(sinks)], output.format, schemas[len(sinks)], output.layout, self.outputs, self.workers))
             return sinks[index]
 
         def write(part: int, first_row: int, batch: pa.RecordBatch, result: kernels.Written) -> None:
@@ -102,16 +118,17 @@ class LocalEngine(Engine):
                 written.result()
 
 
-
-def run_kernel(source: Source, label: Callable[[int], str], kernel: Callable, args: tuple, read: pa.Schema, part: int, first_row: int,
-               batch: pa.RecordBatch):
+def run_kernel(
+    source: Source, label: Callable[[int], str], kernel: Callable, args: tuple, read: pa.Schema, part: int, first_row: int, batch: pa.RecordBatch
+):
     """``kernel`` on one batch of part ``part`` whose first row is ``first_row``: its ``read``
     columns in their unified types; a bad row named by ``label``."""
     return labelled(lambda row: label(first_row + row), lambda: kernel(conform(batch, read, source.parts[part].name), first_row, *args))
 
 
-def output_batch(source: Source, label: Callable[[int], str], part: int, first_row: int, batch: pa.RecordBatch,
-                 result: kernels.Written, schema: pa.Schema) -> pa.RecordBatch:
+def output_batch(
+    source: Source, label: Callable[[int], str], part: int, first_row: int, batch: pa.RecordBatch, result: kernels.Written, schema: pa.Schema
+) -> pa.RecordBatch:
     """The rows of ``batch`` (of part ``part``, its first row the dataset's ``first_row``) that
     the kernel's ``result`` keeps, with its columns set, in the output ``schema``; a value that
     the schema cannot hold is named by ``label`` at its row."""

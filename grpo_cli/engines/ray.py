@@ -40,8 +40,9 @@ def _ray():
     return ray
 
 
-def _part_results(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
-                  carry: bool, batch_rows: int) -> Iterator[tuple[pa.RecordBatch, Any]]:
+def _part_results(
+    source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str], carry: bool, batch_rows: int
+) -> Iterator[tuple[pa.RecordBatch, Any]]:
     """Part ``k``'s batches and the kernel's result on each (when the columns are not carried,
     only the batch's row count travels: :func:`_rows_only`)."""
     label = row_labeller(source, prompt)
@@ -57,8 +58,20 @@ def _rows_only(rows: int) -> pa.RecordBatch:
     return pa.record_batch([pa.nulls(rows)], names=["rows"]).select([])
 
 
-def _write_part(source: Source, k: int, first_row: int, prompt: str | None, kernel: Callable, args: tuple, columns: list[str],
-                batch_rows: int, target: str, fmt: str, schema: pa.Schema, layout: Layout) -> tuple[Sink, list, int]:
+def _write_part(
+    source: Source,
+    k: int,
+    first_row: int,
+    prompt: str | None,
+    kernel: Callable,
+    args: tuple,
+    columns: list[str],
+    batch_rows: int,
+    target: str,
+    fmt: str,
+    schema: pa.Schema,
+    layout: Layout,
+) -> tuple[Sink, list, int]:
     """Part ``k``'s output, written by this task to a temporary file beside ``target`` (the
     driver stages it with the run's other outputs); its partial summaries and rows."""
     sink = Sink(target, fmt, schema, layout)
@@ -104,13 +117,22 @@ class RayEngine(LocalEngine):
         starts = np.cumsum(source.row_counts) - source.row_counts
         return self.ray.put(source), self.ray.put(args), starts.tolist(), self.batch_rows or source.batch_rows
 
-    def map_batches(self, source: Source, kernel: Callable, *args: Any, columns: list[str], prompt: str | None = None,
-                    carry: bool = False, held: pa.Table | None = None) -> Iterator[Mapped]:
+    def map_batches(
+        self,
+        source: Source,
+        kernel: Callable,
+        *args: Any,
+        columns: list[str],
+        prompt: str | None = None,
+        carry: bool = False,
+        held: pa.Table | None = None,
+    ) -> Iterator[Mapped]:
         """Each part's batches from its own task, which reads every column it needs (``held``,
         the driver's copy of some, would cost more to ship than to read)."""
         source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
-        streams = [self._stream.remote(source_ref, k, first_row, prompt, kernel, args_ref, columns, carry, batch_rows)
-                   for k, first_row in enumerate(starts)]
+        streams = [
+            self._stream.remote(source_ref, k, first_row, prompt, kernel, args_ref, columns, carry, batch_rows) for k, first_row in enumerate(starts)
+        ]
 
         def results() -> Iterator[tuple[int, pa.RecordBatch, Any]]:
             for k, stream in enumerate(streams):
@@ -120,17 +142,40 @@ class RayEngine(LocalEngine):
 
         return self._reported(source, results())
 
-    def write_pass(self, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
-                   prompt: str | None = None, held: pa.Table | None = None) -> list:
+    def write_pass(
+        self,
+        source: Source,
+        output: Output,
+        new_fields: list[pa.Field],
+        kernel: Callable,
+        *args: Any,
+        columns: list[str],
+        prompt: str | None = None,
+        held: pa.Table | None = None,
+    ) -> list:
         """With one output per input file, each file's task writes it; the driver stages them
         all in :attr:`outputs` once every task has finished (if one failed, the run fails and
         leaving :attr:`outputs` removes them)."""
         if not output.per_input:
             return super().write_pass(source, output, new_fields, kernel, *args, columns=columns, prompt=prompt, held=held)
         source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
-        tasks = [self._write_task.remote(source_ref, k, starts[k], prompt, kernel, args_ref, columns, batch_rows,
-                                         output.targets[k], output.format, _annotated_schema(schema, new_fields), output.layout)
-                 for k, schema in enumerate(source.stored_schemas)]
+        tasks = [
+            self._write_task.remote(
+                source_ref,
+                k,
+                starts[k],
+                prompt,
+                kernel,
+                args_ref,
+                columns,
+                batch_rows,
+                output.targets[k],
+                output.format,
+                _annotated_schema(schema, new_fields),
+                output.layout,
+            )
+            for k, schema in enumerate(source.stored_schemas)
+        ]
         partials, failure, done = [], None, 0
         for k, task in enumerate(tasks):
             try:

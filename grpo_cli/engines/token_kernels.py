@@ -71,7 +71,7 @@ def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
     power of two of the row's largest magnitude, :func:`~grpo_cli.numerics.units`: 1 for
     ordinary values), ``min``, ``max`` (NaN for rows without steps). A token advantage
     beyond float64 is refused."""
-    _, s, _, a, _ = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
+    _, s, _, a, _ = token_estimates(batch, plan, r[first_row : first_row + batch.num_rows])
     n = s.lengths
     lo, hi = reduce_rows(a, n, np.minimum, np.nan), reduce_rows(a, n, np.maximum, np.nan)
     beyond = np.flatnonzero((n > 0) & ~(np.isfinite(lo) & np.isfinite(hi)))
@@ -87,7 +87,7 @@ def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
 def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, w: Whitening) -> Written:
     """The ``token_advantage`` (whitened, ``(A - mu) / s``) and ``token_return`` list columns
     of a batch: one entry per list entry, 0 where masked or unscorable."""
-    data, _, valid, a, returns = token_estimates(batch, plan, r[first_row: first_row + batch.num_rows])
+    data, _, valid, a, returns = token_estimates(batch, plan, r[first_row : first_row + batch.num_rows])
     offsets = arrow_array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
     out = {}
     for name, values in (("token_advantage", w(a)), ("token_return", returns)):
@@ -98,10 +98,15 @@ def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
 
 
 # per-row mismatch columns: (per-row sum or value, divided by the row's tokens as given, sign)
-MISMATCH_COLUMNS = {"rollout_abs_diff_mean": ("abs_diff_sum", True, 1.0), "rollout_abs_diff_max": ("abs_diff_max", False, 1.0),
-                    "rollout_kl_k1": ("k1_sum", True, 1.0), "rollout_kl_k3": ("k3_sum", True, 1.0),
-                    "train_log_ppl": ("old_sum", True, -1.0), "rollout_log_ppl": ("rollout_sum", True, -1.0),
-                    "rollout_log_weight": ("k1_sum", False, -1.0)}
+MISMATCH_COLUMNS = {
+    "rollout_abs_diff_mean": ("abs_diff_sum", True, 1.0),
+    "rollout_abs_diff_max": ("abs_diff_max", False, 1.0),
+    "rollout_kl_k1": ("k1_sum", True, 1.0),
+    "rollout_kl_k3": ("k3_sum", True, 1.0),
+    "train_log_ppl": ("old_sum", True, -1.0),
+    "rollout_log_ppl": ("rollout_sum", True, -1.0),
+    "rollout_log_weight": ("k1_sum", False, -1.0),
+}
 
 
 def mismatch_columns(terms: dict[str, np.ndarray]) -> dict[str, pa.Array]:
@@ -111,5 +116,7 @@ def mismatch_columns(terms: dict[str, np.ndarray]) -> dict[str, pa.Array]:
     n = terms["mismatch_tokens"]
     empty = n == 0
     safe_n = np.where(empty, 1, n)
-    return {name: arrow_array(sign * (terms[key] / safe_n if per_token else terms[key]), mask=empty)
-            for name, (key, per_token, sign) in MISMATCH_COLUMNS.items()}
+    return {
+        name: arrow_array(sign * (terms[key] / safe_n if per_token else terms[key]), mask=empty)
+        for name, (key, per_token, sign) in MISMATCH_COLUMNS.items()
+    }

@@ -22,9 +22,29 @@ from .whiten import Whitening, pooled, whitened, whitening
 
 import_registering(__name__, __path__[0], "@estimator(", ESTIMATORS)
 
-__all__ = ["ESTIMATORS", "SCALES", "SINGLETONS", "Estimator", "GroupIndex", "Groups", "RowInputs", "Runs", "Steps", "advantage",
-           "group_index", "in_units", "lookup", "names", "pooled", "row_advantages", "row_inputs",
-           "Whitening", "whitened", "whitened_rows", "whitening"]
+__all__ = [
+    "ESTIMATORS",
+    "SCALES",
+    "SINGLETONS",
+    "Estimator",
+    "GroupIndex",
+    "Groups",
+    "RowInputs",
+    "Runs",
+    "Steps",
+    "advantage",
+    "group_index",
+    "in_units",
+    "lookup",
+    "names",
+    "pooled",
+    "row_advantages",
+    "row_inputs",
+    "Whitening",
+    "whitened",
+    "whitened_rows",
+    "whitening",
+]
 
 
 def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.ndarray, Groups]:

@@ -7,8 +7,7 @@ from .groups import Groups
 from .registry import estimator
 
 
-@estimator("reinforce-baseline", needs=("length",), params=(), scales=("none",), default_scale="none",
-           scope="file", whitens="tokens")
+@estimator("reinforce-baseline", needs=("length",), params=(), scales=("none",), default_scale="none", scope="file", whitens="tokens")
 def reinforce_baseline(groups: Groups) -> np.ndarray:
     """r - group mean, whitened over all valid tokens of the input (REINFORCE++-baseline).
 

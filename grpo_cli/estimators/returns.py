@@ -55,8 +55,7 @@ def discounted_sums(x: np.ndarray, ends: np.ndarray, factor: float) -> np.ndarra
     return g
 
 
-@estimator("reinforce", level="token", params=("gamma",), scales=("none",), default_scale="none", scope="file",
-           grouped=False, whitens="tokens")
+@estimator("reinforce", level="token", params=("gamma",), scales=("none",), default_scale="none", scope="file", grouped=False, whitens="tokens")
 def reinforce(steps: Steps, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-token discounted returns, whitened over all valid tokens (REINFORCE++).
 
@@ -69,8 +68,17 @@ def reinforce(steps: Steps, gamma: float, lam: float) -> tuple[np.ndarray, np.nd
     return g, g
 
 
-@estimator("gae", level="token", needs=("values",), params=("gamma", "lam"), scales=("none",), default_scale="none",
-           scope="file", grouped=False, whitens="tokens")
+@estimator(
+    "gae",
+    level="token",
+    needs=("values",),
+    params=("gamma", "lam"),
+    scales=("none",),
+    default_scale="none",
+    scope="file",
+    grouped=False,
+    whitens="tokens",
+)
 def gae(steps: Steps, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """Generalized advantage estimation from per-token values, whitened (PPO's GAE).
 

@@ -55,11 +55,13 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
     null = np.isnan(values)
     if config.on_null == "error" and null.any():
         row, k = np.argwhere(null)[0]
-        raise RowError(int(row), f"column {names[k]!r} is null or NaN (`on_null` 'error'; without it, a row whose every reward "
-                                 "is null is left unscored)")
+        raise RowError(
+            int(row), f"column {names[k]!r} is null or NaN (`on_null` 'error'; without it, a row whose every reward is null is left unscored)"
+        )
     w = weights(config, values.shape[1])
     unscorable = null[:, 0] if values.shape[1] == 1 else null.all(axis=1)
     clip = (lambda x: np.clip(x, *config.reward_clip)) if config.reward_clip is not None else (lambda x: x)
+
     def summed(x: np.ndarray) -> np.ndarray:  # a null counts 0; unscorable rows become NaN below
         if x.shape[1] == 1 and w[0] == 1:  # one reward column: itself (a view: no copy of every row)
             return x[:, 0]

@@ -17,6 +17,28 @@ from .source import Source, open_source
 from .unify import conform
 from .writes import Writes, resolve_output_format
 
-__all__ = ["CODECS", "FORMATS", "LOCAL", "STDIO", "Format", "Layout", "Outputs", "Part", "Reader", "Scan", "Sink", "Source",
-           "Staged", "Writes", "conform", "expand_inputs", "format_from_name", "is_uri", "open_arrow", "open_source",
-           "resolve_output_format", "stdin", "stdout"]
+__all__ = [
+    "CODECS",
+    "FORMATS",
+    "LOCAL",
+    "STDIO",
+    "Format",
+    "Layout",
+    "Outputs",
+    "Part",
+    "Reader",
+    "Scan",
+    "Sink",
+    "Source",
+    "Staged",
+    "Writes",
+    "conform",
+    "expand_inputs",
+    "format_from_name",
+    "is_uri",
+    "open_arrow",
+    "open_source",
+    "resolve_output_format",
+    "stdin",
+    "stdout",
+]

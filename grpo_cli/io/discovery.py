@@ -137,8 +137,11 @@ def _walk(filesystem: pafs.FileSystem, folder: str) -> dict[PurePath, pafs.FileI
     starts with . or _ (hidden files, Spark's _SUCCESS and _temporary/) is skipped, and so is
     everything below it."""
     found = _listing(filesystem, folder, recursive=True)
-    return {q: found[q] for q in sorted(found) if found[q].type == pafs.FileType.File and format_from_name(q.name)
-            and not any(name.startswith(SKIPPED_PREFIXES) for name in q.parts)}
+    return {
+        q: found[q]
+        for q in sorted(found)
+        if found[q].type == pafs.FileType.File and format_from_name(q.name) and not any(name.startswith(SKIPPED_PREFIXES) for name in q.parts)
+    }
 
 
 def _glob(filesystem: pafs.FileSystem, folder: str, pattern: list[str]) -> dict[PurePath, pafs.FileInfo]:
@@ -152,11 +155,18 @@ def _glob(filesystem: pafs.FileSystem, folder: str, pattern: list[str]) -> dict[
         folders = [q for q, info in found.items() if info.type == pafs.FileType.Directory]
         if name == "**":
             found = {q: found[q] for q in folders} | {
-                q / r: info for q in folders for r, info in _listing(filesystem, found[q].path, recursive=True).items()
-                if not any(part.startswith(".") for part in r.parts)}
+                q / r: info
+                for q in folders
+                for r, info in _listing(filesystem, found[q].path, recursive=True).items()
+                if not any(part.startswith(".") for part in r.parts)
+            }
         else:
-            found = {q / r: info for q in folders for r, info in _listing(filesystem, found[q].path).items()
-                     if fnmatch.fnmatchcase(r.name, name) and (name.startswith(".") or not r.name.startswith("."))}
+            found = {
+                q / r: info
+                for q in folders
+                for r, info in _listing(filesystem, found[q].path).items()
+                if fnmatch.fnmatchcase(r.name, name) and (name.startswith(".") or not r.name.startswith("."))
+            }
     return {q: found[q] for q in sorted(found) if found[q].type == pafs.FileType.File}
 
 

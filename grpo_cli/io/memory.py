@@ -64,8 +64,7 @@ def is_dataset(data: Any) -> bool:
 
 
 @contextlib.contextmanager
-def open_arrow(data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Any, name: str = "<frame>", *,
-               writes: Writes = Writes()) -> Iterator[Source]:
+def open_arrow(data: pa.Table | pa.RecordBatch | pa.RecordBatchReader | Any, name: str = "<frame>", *, writes: Writes = Writes()) -> Iterator[Source]:
     """Arrow data as a :class:`Source` named ``name``: a ``pyarrow.Table`` or ``RecordBatch``
     (read in memory), a ``pyarrow.dataset.Dataset`` (scanned on each pass) or a
     ``RecordBatchReader`` (spooled, see the module). ``writes`` are checked as

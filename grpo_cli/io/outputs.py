@@ -141,8 +141,7 @@ class Sink(Staged):
     parquet as ``layout`` says (:mod:`grpo_cli.io.parquet_writer`), encoded on up to
     ``threads`` threads."""
 
-    def __init__(self, target: str, fmt: str, schema: pa.Schema, layout: Layout = Layout(), outputs: Outputs | None = None,
-                 threads: int = 1):
+    def __init__(self, target: str, fmt: str, schema: pa.Schema, layout: Layout = Layout(), outputs: Outputs | None = None, threads: int = 1):
         self.format = fmt
         self.threads = threads
         self.schema = schema

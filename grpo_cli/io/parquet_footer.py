@@ -59,11 +59,11 @@ class _Reader:
             return self.byte()
         if kind == DOUBLE:  # kept as its 8 bytes
             self.pos += 8
-            return self.data[self.pos - 8:self.pos]
+            return self.data[self.pos - 8 : self.pos]
         if kind == BINARY:
             n = self.varint()
             self.pos += n
-            return self.data[self.pos - n:self.pos]
+            return self.data[self.pos - n : self.pos]
         if kind in (LIST, SET):
             header = self.byte()
             n = header >> 4 if header >> 4 != 15 else self.varint()
@@ -187,7 +187,7 @@ class JoinedFile:
         by = self.position - len(MAGIC)  # the part's byte 4 lands at self.position
         self.groups += [_moved(g, by, len(self.groups) + k) for k, g in enumerate(_field(meta, FILE_ROW_GROUPS)[2][1])]
         self.meta = self.meta or meta
-        self.out.write(view[len(MAGIC):start])
+        self.out.write(view[len(MAGIC) : start])
         self.position += start - len(MAGIC)
 
     def close(self) -> None:

@@ -183,8 +183,15 @@ def _encoding(values: pa.Array) -> str:
     import pyarrow.compute as pc
 
     t = values.type
-    if pa.types.is_dictionary(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
-            or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+    if (
+        pa.types.is_dictionary(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_string_view(t)
+        or pa.types.is_binary_view(t)
+    ):
         return "dictionary"
     if pa.types.is_boolean(t) or pa.types.is_null(t) or len(values) == 0:
         return "plain"

@@ -75,8 +75,7 @@ class Source:
         found = [part.partition_values for part in self.parts]
         keys = list(dict.fromkeys(key for values in found for key in values))
         if not keys:
-            raise UsageError("`hive` reads the key=value folders below a folder or glob input as columns, "
-                             "and no input file is in one; drop `hive`")
+            raise UsageError("`hive` reads the key=value folders below a folder or glob input as columns, and no input file is in one; drop `hive`")
         typed_values = {key: typed(pa.array([values.get(key) for values in found], pa.string())) for key in keys}
         return [{key: typed_values[key][k] for key in values} for k, values in enumerate(found)]
 
@@ -176,8 +175,9 @@ class Source:
         except RowError as exc:
             raise RowError(int(self.row_counts[:k].sum()) + exc.row, exc.detail) from None
 
-    def iter_batches(self, batch_rows: int, columns: list[str] | None = None, only: int | None = None,
-                     held: pa.Table | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
+    def iter_batches(
+        self, batch_rows: int, columns: list[str] | None = None, only: int | None = None, held: pa.Table | None = None
+    ) -> Iterator[tuple[int, pa.RecordBatch]]:
         """``(part index, batch)``: ``columns`` (default: all), at most ``batch_rows`` rows per
         batch, in file order (``only``: of that part alone); a batch never spans two files. A
         batch holds its part's columns as stored, partition columns last (:func:`conform` gives
@@ -222,8 +222,10 @@ def _with_held(read: Iterator[pa.RecordBatch] | None, held: pa.Table, schema: pa
     for batch in read if read is not None else [None] * -(-held.num_rows // batch_rows):
         size = batch.num_rows if batch is not None else min(batch_rows, held.num_rows - start)
         rows, start = held.slice(start, size), start + size
-        yield pa.RecordBatch.from_arrays([batch.column(f.name) if batch is not None and f.name in batch.schema.names
-                                          else contiguous(rows.column(f.name)) for f in schema], schema=schema)
+        yield pa.RecordBatch.from_arrays(
+            [batch.column(f.name) if batch is not None and f.name in batch.schema.names else contiguous(rows.column(f.name)) for f in schema],
+            schema=schema,
+        )
 
 
 def contiguous(column: pa.ChunkedArray) -> pa.Array:
@@ -232,8 +234,7 @@ def contiguous(column: pa.ChunkedArray) -> pa.Array:
 
 
 @contextlib.contextmanager
-def open_source(inputs: str | list[str], input_format: str | None = None, *, hive: bool = False,
-                writes: Writes = Writes()) -> Iterator[Source]:
+def open_source(inputs: str | list[str], input_format: str | None = None, *, hive: bool = False, writes: Writes = Writes()) -> Iterator[Source]:
     """Open files, folders or globs (or ``-`` for stdin) as one :class:`Source`; the format
     comes from ``input_format``, else the suffix, else the file's first bytes. With ``hive``,
     the ``key=value`` folders below a folder or glob input are columns too. Every path the run

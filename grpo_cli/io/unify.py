@@ -43,7 +43,9 @@ def _cast(column, field: pa.Field, name: str):
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         if pa.types.is_integer(column.type) and pa.types.is_float64(field.type):
             raise inexact_integer(column, field.name) from None
-        raise InputError(f"{name}: column {field.name!r} ({column.type}) does not fit {field.type}, its type in other files ({first_line(exc)})") from None
+        raise InputError(
+            f"{name}: column {field.name!r} ({column.type}) does not fit {field.type}, its type in other files ({first_line(exc)})"
+        ) from None
 
 
 def unified_columns(parts: list[Part], schemas: list[pa.Schema], last: set[str]) -> dict[str, tuple[pa.Field, str | None]]:

@@ -112,8 +112,10 @@ def _check_target(what: str, path: str, folders: tuple[Path, ...]) -> None:
         raise UsageError(f"{what} {path!r} is a directory{hint}")
     folder = next((f for f in folders if t.resolve().is_relative_to(f.resolve())), None)
     if folder is not None:
-        raise UsageError(f"{what} {path!r} is inside input folder {str(folder)!r}, whose sub-folders are read too: "
-                         "a later run would read it as input; write it outside")
+        raise UsageError(
+            f"{what} {path!r} is inside input folder {str(folder)!r}, whose sub-folders are read too: "
+            "a later run would read it as input; write it outside"
+        )
 
 
 def _identity(path: str) -> object:
@@ -140,8 +142,9 @@ def _check_distinct(parts: list[Part], targets: list[str]) -> None:
     for part, target in zip(parts, targets):
         first = writer.setdefault(target, part)
         if first is not part:
-            raise UsageError(f"`output_dir` would write both {first.name} and {part.name} to {target}; "
-                             "run them separately, or pass the folder that holds both")
+            raise UsageError(
+                f"`output_dir` would write both {first.name} and {part.name} to {target}; run them separately, or pass the folder that holds both"
+            )
 
 
 def _renamed(path: PurePath, fmt: str | None) -> PurePath:

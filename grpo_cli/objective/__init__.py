@@ -18,6 +18,16 @@ from .terms import block_terms, row_terms
 import_registering(__name__, __path__[0], "@loss(", LOSSES)
 
 __all__ = [
-    "AGGREGATIONS", "ALIASES", "LOSSES", "RATIO_LEVELS", "Flag", "Loss", "LossInputs", "SignedFactors",
-    "Totals", "aggregate", "block_terms", "row_terms",
+    "AGGREGATIONS",
+    "ALIASES",
+    "LOSSES",
+    "RATIO_LEVELS",
+    "Flag",
+    "Loss",
+    "LossInputs",
+    "SignedFactors",
+    "Totals",
+    "aggregate",
+    "block_terms",
+    "row_terms",
 ]

@@ -72,18 +72,25 @@ class ObjectiveConfig(Options):
     tau_pos: float = option(1.0, "SAPO's gate temperature where A > 0.")
     tau_neg: float = option(1.05, "SAPO's gate temperature where A < 0.")
     ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).")
-    agg: str = option("seq-mean-token-sum", "How token terms become one number (or TRL's loss_type: "
-                      + ", ".join(f"{k} = {v}" for k, v in ALIASES.items()) + ").")
+    agg: str = option(
+        "seq-mean-token-sum", "How token terms become one number (or TRL's loss_type: " + ", ".join(f"{k} = {v}" for k, v in ALIASES.items()) + ")."
+    )
     max_length: int = option(None, "The constant of seq-mean-token-sum-norm (required by it).")
     beta: float = option(0.0, "KL penalty weight against reference log-probs: L - beta*KL.")
     kl: str = option("k3", "KL estimator with d = new - ref.")
     logratio_clamp: float = option(20.0, "Clamp new - old (and old - rollout) to [-c, c] before exp (counted in the summary).")
-    is_level: str = option(None, "Weight each token's loss term by pi_old / pi_rollout: token = exp(old - rollout), sequence = exp of "
-                                 "the row's sum on every token (or TRL's " + ", ".join(IS_ALIASES) + ").")
+    is_level: str = option(
+        None,
+        "Weight each token's loss term by pi_old / pi_rollout: token = exp(old - rollout), sequence = exp of "
+        "the row's sum on every token (or TRL's " + ", ".join(IS_ALIASES) + ").",
+    )
     is_cap: float = option(None, "Truncate the weights at C (TIS).")
     is_mask: tuple = option(None, "Set weights outside [LO, HI] to 0 (IcePop; the token stays counted).")
-    reject: str = option(None, "Reject tokens or rows whose KL(rollout || old) estimate is out of bounds: k1, k2, k3 (or verl's "
-                               "token_k1, seq_sum_k1, seq_mean_k3, ...); rejected tokens leave the mask.")
+    reject: str = option(
+        None,
+        "Reject tokens or rows whose KL(rollout || old) estimate is out of bounds: k1, k2, k3 (or verl's "
+        "token_k1, seq_sum_k1, seq_mean_k3, ...); rejected tokens leave the mask.",
+    )
     reject_level: str = option("token", "Where --reject's estimate is taken: per token, or a row's sum or mean (rejects the row).")
     reject_threshold: str = option(None, "--reject's bounds: k1 'LO,HI' as ratios (or 'X': 1/X to X); k2, k3 'X' (upper).")
 
@@ -98,8 +105,10 @@ class ObjectiveConfig(Options):
             why = f" (it is defined with `{name}` {fixed[name]!r})" if name in fixed else ""
             raise UsageError(f"loss {self.loss!r} takes no `{name}`{why}; of the loss options it takes {taken}")
         base = defaults(ObjectiveConfig)
-        self._set(**{name: base[name] for name in loss_params() - set(loss.params)}  # a preset's, for another loss
-                  | {name: value for name, value in loss.defaults if name not in given})
+        self._set(
+            **{name: base[name] for name in loss_params() - set(loss.params)}  # a preset's, for another loss
+            | {name: value for name, value in loss.defaults if name not in given}
+        )
         if self.delta is not None:
             if "dual_clip" in given:
                 raise UsageError("`dual_clip` and `delta` both cap the ratio where A < 0 (verl's and TRL's name); pass one")
@@ -117,8 +126,7 @@ class ObjectiveConfig(Options):
         for name in ("epsilon", "epsilon_low", "epsilon_high"):
             check_range(name, getattr(self, name), 0, open_low=True)
         if not self.epsilon_low <= 1:
-            raise UsageError(f"`epsilon_low` must be <= 1 (1 - epsilon_low is the lower bound of the ratio; 1: none) "
-                             f"(found {self.epsilon_low!r})")
+            raise UsageError(f"`epsilon_low` must be <= 1 (1 - epsilon_low is the lower bound of the ratio; 1: none) (found {self.epsilon_low!r})")
         if self.dual_clip is not None:
             check_range("dual_clip", self.dual_clip, 1, open_low=True)
         check_choice("ratio_level", self.ratio_level, tuple(RATIO_LEVELS))
@@ -134,8 +142,9 @@ class ObjectiveConfig(Options):
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)
         if self.is_level is not None and self.loss == "gmpo":
-            raise UsageError("loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, "
-                             "or pass another `loss`")
+            raise UsageError(
+                "loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, or pass another `loss`"
+            )
 
     def _rollout_correction(self, given: frozenset[str]) -> None:
         """Resolve and check the rollout-correction options (TRL's and verl's names included)."""
@@ -148,8 +157,7 @@ class ObjectiveConfig(Options):
                 level, bound = IS_ALIASES[self.is_level]
                 other = ({"is_cap", "is_mask"} - {bound}).pop()
                 if getattr(self, bound) is None or getattr(self, other) is not None:
-                    raise UsageError(f"`is_level` {self.is_level!r} takes `{bound}` (and not `{other}`); pass `is_level` "
-                                     f"{level!r} to combine both")
+                    raise UsageError(f"`is_level` {self.is_level!r} takes `{bound}` (and not `{other}`); pass `is_level` {level!r} to combine both")
                 self._set(is_level=level)
         if self.is_cap is not None:
             check_range("is_cap", self.is_cap, 0, open_low=True)
@@ -200,13 +208,25 @@ class ObjectiveConfig(Options):
     def figures(self) -> dict:
         """The resolved options as summaries record them (``None``: an option the loss does not take)."""
         taken = LOSSES[self.loss].params
-        loss_options = {k: getattr(self, k) if k in taken else None
-                        for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")}
-        return {"preset": self.preset, "loss": self.loss, "agg": self.agg, **loss_options, "ratio_level": self.ratio_level,
-                "beta": self.beta, "kl": self.kl, "max_length": self.max_length,
-                "logratio_clamp": self.logratio_clamp, "is_level": self.is_level, "is_cap": self.is_cap, "is_mask": self.is_mask,
-                "reject": self.reject,
-                **{k: getattr(self, k) if self.reject else None for k in ("reject_level", "reject_threshold")}}
+        loss_options = {
+            k: getattr(self, k) if k in taken else None for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")
+        }
+        return {
+            "preset": self.preset,
+            "loss": self.loss,
+            "agg": self.agg,
+            **loss_options,
+            "ratio_level": self.ratio_level,
+            "beta": self.beta,
+            "kl": self.kl,
+            "max_length": self.max_length,
+            "logratio_clamp": self.logratio_clamp,
+            "is_level": self.is_level,
+            "is_cap": self.is_cap,
+            "is_mask": self.is_mask,
+            "reject": self.reject,
+            **{k: getattr(self, k) if self.reject else None for k in ("reject_level", "reject_threshold")},
+        }
 
 
 def loss_params() -> set[str]:

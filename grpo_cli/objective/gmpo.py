@@ -6,8 +6,7 @@ from .losses import Flag, LossInputs, SignedFactors, loss
 from ..tokens import row_sum
 
 
-@loss("gmpo", params=("epsilon", "epsilon_low", "epsilon_high"), flags=(Flag("low", -1), Flag("high", +1)),
-      agg="seq-mean-token-mean")
+@loss("gmpo", params=("epsilon", "epsilon_low", "epsilon_high"), flags=(Flag("low", -1), Flag("high", +1)), agg="seq-mean-token-mean")
 def gmpo(inputs: LossInputs, config) -> SignedFactors:
     """exp(mean_t clip(log rho_t)) A per sequence; the clip is in log space and one-sided by sign.
 
@@ -25,5 +24,8 @@ def gmpo(inputs: LossInputs, config) -> SignedFactors:
     def geometric(clipped: np.ndarray) -> np.ndarray:
         return np.repeat(np.exp(row_sum(clipped, tokens) / n), tokens.lengths)
 
-    return SignedFactors(geometric(np.minimum(d, config.epsilon_high)), geometric(np.maximum(d, -config.epsilon_low)),
-                         flags={"low": d < -config.epsilon_low, "high": d > config.epsilon_high})
+    return SignedFactors(
+        geometric(np.minimum(d, config.epsilon_high)),
+        geometric(np.maximum(d, -config.epsilon_low)),
+        flags={"low": d < -config.epsilon_low, "high": d > config.epsilon_high},
+    )

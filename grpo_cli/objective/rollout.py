@@ -25,11 +25,18 @@ from ..tokens import Tokens, row_count, row_reduce, row_sum
 
 REJECT_LEVELS = ("token", "sequence-sum", "sequence-mean")
 # TRL's vllm_importance_sampling_mode names: (level, the bound they need)
-IS_ALIASES = {"token_truncate": ("token", "is_cap"), "token_mask": ("token", "is_mask"),
-              "sequence_truncate": ("sequence", "is_cap"), "sequence_mask": ("sequence", "is_mask")}
+IS_ALIASES = {
+    "token_truncate": ("token", "is_cap"),
+    "token_mask": ("token", "is_mask"),
+    "sequence_truncate": ("sequence", "is_cap"),
+    "sequence_mask": ("sequence", "is_mask"),
+}
 # verl's rollout_rs names: (estimator, level)
-REJECT_ALIASES = {f"{prefix}_{k}": (k, level) for k in ("k1", "k2", "k3")
-                  for prefix, level in (("token", "token"), ("seq_sum", "sequence-sum"), ("seq_mean", "sequence-mean"))}
+REJECT_ALIASES = {
+    f"{prefix}_{k}": (k, level)
+    for k in ("k1", "k2", "k3")
+    for prefix, level in (("token", "token"), ("seq_sum", "sequence-sum"), ("seq_mean", "sequence-mean"))
+}
 
 
 def log_ratios(tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray]:
@@ -84,8 +91,7 @@ def corrected(tokens: Tokens, lr: np.ndarray, config) -> tuple[Tokens, np.ndarra
         out["rejected_tokens"] = row_count(out_of_mask, tokens)
         tokens = replace(tokens, mask=~out_of_mask if tokens.mask is None else tokens.mask & ~out_of_mask)
     if weights is not None:
-        out.update(is_masked=row_count(masked, tokens), is_truncated=row_count(truncated, tokens),
-                   is_weight_sum=row_sum(weights, tokens))
+        out.update(is_masked=row_count(masked, tokens), is_truncated=row_count(truncated, tokens), is_weight_sum=row_sum(weights, tokens))
     return tokens, weights, out
 
 

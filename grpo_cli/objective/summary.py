@@ -42,14 +42,16 @@ class ObjectiveSummary:
         counted = n > 0
         safe_n = np.where(counted, n, 1)
         summed = [key for key in SUMMED_TERMS if key in terms]
-        sums = BlockSums.of({
-            **{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms},
-            # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens)
-            **{f"{key}/n": np.where(counted, terms[key] / safe_n, 0.0) for key in summed},
-        }, start)
+        sums = BlockSums.of(
+            {
+                **{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms},
+                # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens)
+                **{f"{key}/n": np.where(counted, terms[key] / safe_n, 0.0) for key in summed},
+            },
+            start,
+        )
         counts = Counter({key: int(terms[key].sum()) for key in terms if key.startswith("flag_") or key in COUNTED})
-        counts.update(rows=len(n), counted_rows=int(counted.sum()), tokens=int(n.sum()),
-                      zero_advantage_rows=int(terms["zero_advantage"].sum()))
+        counts.update(rows=len(n), counted_rows=int(counted.sum()), tokens=int(n.sum()), zero_advantage_rows=int(terms["zero_advantage"].sum()))
         if "rejected_tokens" in terms:
             counts.update(rejected_rows=int((terms["rejected_tokens"] > 0).sum()))
         extremes = (float(terms["ratio_min"][counted].min()), float(terms["ratio_max"][counted].max())) if counted.any() else (np.inf, -np.inf)
@@ -62,9 +64,14 @@ class ObjectiveSummary:
     def merge(self, later: "ObjectiveSummary") -> "ObjectiveSummary":
         """These rows and ``later``'s, which follow them."""
         maxima = [m for m in (self.abs_diff_max, later.abs_diff_max) if m is not None]
-        return ObjectiveSummary(self.sums.merge(later.sums), self.counts + later.counts, min(self.ratio_min, later.ratio_min),
-                                max(self.ratio_max, later.ratio_max), self.has_kl_ref or later.has_kl_ref,
-                                max(maxima) if maxima else None)
+        return ObjectiveSummary(
+            self.sums.merge(later.sums),
+            self.counts + later.counts,
+            min(self.ratio_min, later.ratio_min),
+            max(self.ratio_max, later.ratio_max),
+            self.has_kl_ref or later.has_kl_ref,
+            max(maxima) if maxima else None,
+        )
 
     def figures(self, config) -> dict:
         """The figures, the objective aggregated as ``config.agg`` says (``config``: the
@@ -112,12 +119,21 @@ class ObjectiveSummary:
         def mean(key: str) -> float | None:
             return finite_or_null(self.sums.total(key) / n) if n else None
 
-        figures: dict[str, Any] = {"tokens": n, "abs_diff_mean": mean("abs_diff_sum"), "abs_diff_max": self.abs_diff_max if n else None,
-                   "kl_k1": mean("k1_sum"), "kl_k3": mean("k3_sum"), "is": None, "rejected": None}
+        figures: dict[str, Any] = {
+            "tokens": n,
+            "abs_diff_mean": mean("abs_diff_sum"),
+            "abs_diff_max": self.abs_diff_max if n else None,
+            "kl_k1": mean("k1_sum"),
+            "kl_k3": mean("k3_sum"),
+            "is": None,
+            "rejected": None,
+        }
         if config.is_level is not None:
-            figures["is"] = {"weight_mean": share(self.sums.total("is_weight_sum")), "masked_tokens": c["is_masked"],
-                             "truncated_tokens": c["is_truncated"]}
+            figures["is"] = {
+                "weight_mean": share(self.sums.total("is_weight_sum")),
+                "masked_tokens": c["is_masked"],
+                "truncated_tokens": c["is_truncated"],
+            }
         if config.reject is not None:
-            figures["rejected"] = {"tokens": c["rejected_tokens"], "rows": c["rejected_rows"],
-                                   "token_share": c["rejected_tokens"] / n if n else 0.0}
+            figures["rejected"] = {"tokens": c["rejected_tokens"], "rows": c["rejected_rows"], "token_share": c["rejected_tokens"] / n if n else 0.0}
         return figures

@@ -32,15 +32,24 @@ def row_terms(tokens: Tokens, advantages: np.ndarray | None, config, block_token
     return terms
 
 
-ROW_SUMS = {"objective_sum": "objective sum", "surrogate_sum": "surrogate sum", "kl_ref_sum": "KL sum against the reference",
-            "kl_old_sum": "KL sum against the old policy", "ratio_sum": "ratio sum", "is_weight_sum": "importance weight sum"}
+ROW_SUMS = {
+    "objective_sum": "objective sum",
+    "surrogate_sum": "surrogate sum",
+    "kl_ref_sum": "KL sum against the reference",
+    "kl_old_sum": "KL sum against the old policy",
+    "ratio_sum": "ratio sum",
+    "is_weight_sum": "importance weight sum",
+}
 
 
 def check_row_sums(terms: dict[str, np.ndarray]) -> None:
     """Each row's sums must be float64 numbers (an advantage near 1.8e308 times a ratio, or many
     ratios near e^709, are not): the first row with one that is not is refused."""
-    found = [(int(np.flatnonzero(~finite)[0]), k, label) for k, (key, label) in enumerate(ROW_SUMS.items())
-             if key in terms and not (finite := np.isfinite(terms[key])).all()]
+    found = [
+        (int(np.flatnonzero(~finite)[0]), k, label)
+        for k, (key, label) in enumerate(ROW_SUMS.items())
+        if key in terms and not (finite := np.isfinite(terms[key])).all()
+    ]
     if found:
         row, _, label = min(found)
         raise RowError(row, f"its {label} is beyond float64; rescale the advantages, or lower `logratio_clamp`")

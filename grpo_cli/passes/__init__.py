@@ -42,8 +42,17 @@ def results(engine: Engine, source: Source, kernel: Callable, *args: Any, column
     return [mapped.result for mapped in engine.map_batches(source, kernel, *args, columns=columns, prompt=prompt)]
 
 
-def partials(engine: Engine, source: Source, output: Output, new_fields: list[pa.Field], kernel: Callable, *args: Any, columns: list[str],
-             prompt: str | None = None, held: pa.Table | None = None) -> list:
+def partials(
+    engine: Engine,
+    source: Source,
+    output: Output,
+    new_fields: list[pa.Field],
+    kernel: Callable,
+    *args: Any,
+    columns: list[str],
+    prompt: str | None = None,
+    held: pa.Table | None = None,
+) -> list:
     """The kernel's partial summaries of every batch, in row order; with output targets, the
     batches are written too (:meth:`~grpo_cli.engines.Engine.write_pass`, which takes the
     ``held`` columns from memory)."""
@@ -67,8 +76,9 @@ def described(engine: Engine, x: np.ndarray, histogram: bool = False) -> tuple:
     return described_chunks(x, histogram, lambda fn, chunks: ordered_map(fn, chunks, engine.workers))
 
 
-def first_pass(engine: Engine, source: Source, grouping: Grouping, inputs: Inputs | None, config: AdvantageConfig | None,
-               hold: bool = False) -> tuple[GroupIndex, RowInputs | None, pa.Table | None, Ahead | None]:
+def first_pass(
+    engine: Engine, source: Source, grouping: Grouping, inputs: Inputs | None, config: AdvantageConfig | None, hold: bool = False
+) -> tuple[GroupIndex, RowInputs | None, pa.Table | None, Ahead | None]:
     """Each row's group and (if ``inputs``) what the estimator reads of it, in input order:
     the ids and rewards (:func:`~grpo_cli.engines.kernels.rows_read`: the runs of the ids and
     the float64 rewards), and a pass over the token columns the estimator needs.
@@ -89,8 +99,11 @@ def first_pass(engine: Engine, source: Source, grouping: Grouping, inputs: Input
         read = labelled(label, kernels.rows_read, held, 0, *args)
     else:
         held, read = None, kernels.RowsRead(None, np.empty((rows, len(paths))), np.empty(rows) if baseline else None)
-    ahead = WindowsAhead(read.rewards, read.baseline, list(inputs.rewards), config, engine.workers) \
-        if not hold and inputs is not None and _ahead(grouping, inputs, config) else None
+    ahead = (
+        WindowsAhead(read.rewards, read.baseline, list(inputs.rewards), config, engine.workers)
+        if not hold and inputs is not None and _ahead(grouping, inputs, config)
+        else None
+    )
     with ahead or nullcontext():
         if not hold:
             read = _rows_read(engine, source, args, columns, read, ahead)
@@ -105,17 +118,18 @@ def first_pass(engine: Engine, source: Source, grouping: Grouping, inputs: Input
         return index, found, held, ahead.finish(index) if ahead else None
 
 
-def _rows_read(engine: Engine, source: Source, args: tuple, columns: list[str], into: kernels.RowsRead,
-               ahead: WindowsAhead | None) -> kernels.RowsRead:
+def _rows_read(
+    engine: Engine, source: Source, args: tuple, columns: list[str], into: kernels.RowsRead, ahead: WindowsAhead | None
+) -> kernels.RowsRead:
     """:func:`~grpo_cli.engines.kernels.rows_read` of every row, a batch at a time: the runs
     joined, the rewards laid in the arrays of ``into`` as the batches finish (each batch then
     told to ``ahead``)."""
     prompt, runs = args[0], []
     for _, first_row, batch, found in engine.map_batches(source, kernels.rows_read, *args, columns=columns, prompt=prompt):
         runs.append(found.runs)
-        into.rewards[first_row:first_row + batch.num_rows] = found.rewards
+        into.rewards[first_row : first_row + batch.num_rows] = found.rewards
         if into.baseline is not None:
-            into.baseline[first_row:first_row + batch.num_rows] = found.baseline
+            into.baseline[first_row : first_row + batch.num_rows] = found.baseline
         if ahead:
             ahead.read(first_row, found.runs)
     return kernels.RowsRead(Runs.joined(runs) if prompt is not None else None, into.rewards, into.baseline)
@@ -129,8 +143,9 @@ def _row_steps(engine: Engine, source: Source, grouping: Grouping, inputs: Input
     return joined(parts, ("length", "kl") if config.kl_in_reward is not None else ("length",))
 
 
-def advantages(engine: Engine, source: Source, grouping: Grouping, g: GroupIndex, inputs: RowInputs, config: AdvantageConfig,
-               ahead: Ahead | None = None) -> tuple[np.ndarray, GroupSummary]:
+def advantages(
+    engine: Engine, source: Source, grouping: Grouping, g: GroupIndex, inputs: RowInputs, config: AdvantageConfig, ahead: Ahead | None = None
+) -> tuple[np.ndarray, GroupSummary]:
     """Each row's advantage (float64) and the group figures; an error names its row.
     ``ahead``: the unwhitened advantages and figures pass 1 computed (:func:`first_pass`).
 
@@ -166,12 +181,23 @@ def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict
     with ThreadPoolExecutor(2) as pool:
         rewards = pool.submit(described, engine, scored(inputs))
         adv, group_summary = advantages(engine, source, plan.grouping, index, inputs, plan.estimator, ahead)
-        figures = pool.submit(lambda: advantage_figures(group_summary, plan.grouping.described, rewards.result(),
-                                                        described(engine, adv, histogram=True), plan.estimator, len(adv)))
+        figures = pool.submit(
+            lambda: advantage_figures(
+                group_summary, plan.grouping.described, rewards.result(), described(engine, adv, histogram=True), plan.estimator, len(adv)
+            )
+        )
         if plan.output.targets:
             written = adv if plan.round_digits is None else round_decimals(adv, plan.round_digits)
-            engine.write_pass(source, plan.output, [pa.field("advantage", pa.float64())], kernels.row_columns, {"advantage": written},
-                              columns=[], prompt=plan.grouping.prompt, held=held)
+            engine.write_pass(
+                source,
+                plan.output,
+                [pa.field("advantage", pa.float64())],
+                kernels.row_columns,
+                {"advantage": written},
+                columns=[],
+                prompt=plan.grouping.prompt,
+                held=held,
+            )
         return figures.result()
 
 
@@ -185,11 +211,21 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
     moments = joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
     w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
     groups = Groups(inputs.r, index)
-    figures = token_advantage_figures(GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described,
-                                      described(engine, scored(inputs)), len(inputs.r), moments, w, config)
+    figures = token_advantage_figures(
+        GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(engine, scored(inputs)), len(inputs.r), moments, w, config
+    )
     if plan.output.targets:
-        engine.write_pass(source, plan.output, [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],
-                          token_kernels.token_columns, plan, inputs.r, w, columns=columns, prompt=prompt)
+        engine.write_pass(
+            source,
+            plan.output,
+            [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],
+            token_kernels.token_columns,
+            plan,
+            inputs.r,
+            w,
+            columns=columns,
+            prompt=prompt,
+        )
     return figures
 
 

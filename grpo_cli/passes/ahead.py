@@ -83,7 +83,7 @@ class WindowsAhead:
             return False
         done = 0
         for cut, first in self.firsts:
-            if not np.array_equal(g.first[done:done + len(first)] - cut, first):
+            if not np.array_equal(g.first[done : done + len(first)] - cut, first):
                 return False
             done += len(first)
         return self.cut == g.rows or sent < g.count and int(g.first[sent]) == self.cut

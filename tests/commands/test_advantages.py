@@ -107,8 +107,7 @@ def test_null_rewards_are_unscorable_by_default(tmp_path):
     """TRL's rule: a row whose every reward is null is left out of its group (which keeps
     rows 0 and 2: mean 0.5, population std 0.5) and gets advantage 0."""
     src = tmp_path / "nulls.jsonl"
-    src.write_text('{"uid": "p", "reward": 1.0}\n{"uid": "p", "reward": null}\n{"uid": "p", "reward": 0.0}\n'
-                   '{"uid": "q", "reward": null}\n')
+    src.write_text('{"uid": "p", "reward": 1.0}\n{"uid": "p", "reward": null}\n{"uid": "p", "reward": 0.0}\n{"uid": "q", "reward": null}\n')
     out = tmp_path / "a.jsonl"
     proc = run_grpo("advantages", str(src), "-o", str(out), "--summary-json", str(tmp_path / "s.json"))
     assert [json.loads(line)["advantage"] for line in out.read_text().splitlines()] == [1.0, 0.0, -1.0, 0.0]
@@ -165,12 +164,12 @@ def test_overflowing_rewards_are_computed_with_no_numpy_warning(tmp_path):
     src = write_jsonl_rows(tmp_path / "huge.jsonl", rows)
     proc = run_grpo("advantages", str(src), "-o", str(tmp_path / "out.jsonl"), "--summary-json", str(tmp_path / "s.json"))
     assert "Warning" not in proc.stderr.decode()
-    np.testing.assert_allclose(pl.read_ndjson(tmp_path / "out.jsonl")["advantage"].to_numpy(),
-                               [2**-0.5, -(2**0.5), 2**-0.5, 1.0, -1.0], rtol=1e-15)
+    np.testing.assert_allclose(pl.read_ndjson(tmp_path / "out.jsonl")["advantage"].to_numpy(), [2**-0.5, -(2**0.5), 2**-0.5, 1.0, -1.0], rtol=1e-15)
     figures = read_json(tmp_path / "s.json")
     assert figures["zero_variance_groups"]["count"] == 0
     assert figures["reward"]["std"] == pytest.approx(np.std(np.array([1.0, -1.0, 1.0, 1e-308, 0.0])) * 1e308, rel=1e-12)
     refused = run_grpo("advantages", str(src), "--estimator", "rloo", "--scale", "none", check=False)
     assert refused.returncode == 1
     assert refused.stderr.decode().strip().splitlines() == [
-        f"Error: {src}: row 1 (prompt id 0): the advantage is beyond float64 (rewards up to 1e+308); rescale the rewards"]
+        f"Error: {src}: row 1 (prompt id 0): the advantage is beyond float64 (rewards up to 1e+308); rescale the rewards"
+    ]

@@ -25,9 +25,22 @@ REWARD = [1.0, 0.0, 0.5, 1.0]
 @pytest.fixture
 def padded(tmp_path):
     path = tmp_path / "verl.parquet"
-    pq.write_table(pa.table({"uid": ["a", "a", "b", "b"], "score": REWARD, "response_mask": MASK, "old_log_probs": OLD,
-                             "ref_log_prob": REF, "values": VALUES, "reward_baseline": [0.5, 0.5, 0.25, 0.25],
-                             "accuracy": [1.0, 0.0, None, 1.0], "format": [0.5, 0.5, None, 0.0]}), path)
+    pq.write_table(
+        pa.table(
+            {
+                "uid": ["a", "a", "b", "b"],
+                "score": REWARD,
+                "response_mask": MASK,
+                "old_log_probs": OLD,
+                "ref_log_prob": REF,
+                "values": VALUES,
+                "reward_baseline": [0.5, 0.5, 0.25, 0.25],
+                "accuracy": [1.0, 0.0, None, 1.0],
+                "format": [0.5, 0.5, None, 0.0],
+            }
+        ),
+        path,
+    )
     return path
 
 
@@ -68,8 +81,21 @@ def test_reinforce_on_padded_rows_with_kl_in_the_reward(padded, tmp_path):
             row.append(g)
         returns.append(row[::-1])
     out = tmp_path / "out.parquet"
-    run_grpo("advantages", str(padded), "--estimator", "reinforce", "--gamma", str(gamma), "--kl-in-reward", str(beta),
-             *VERL_WHITEN, "-o", str(out), "--summary-json", str(tmp_path / "s.json"))
+    run_grpo(
+        "advantages",
+        str(padded),
+        "--estimator",
+        "reinforce",
+        "--gamma",
+        str(gamma),
+        "--kl-in-reward",
+        str(beta),
+        *VERL_WHITEN,
+        "-o",
+        str(out),
+        "--summary-json",
+        str(tmp_path / "s.json"),
+    )
     adv = _written(out, "token_advantage")
     assert [len(a) for a in adv] == [4, 4, 4, 4]  # one entry per token, padding included
     np.testing.assert_allclose(np.concatenate(adv), np.concatenate(_padded_back(_whiten_verl(returns))), rtol=1e-12, atol=1e-15)
@@ -95,8 +121,9 @@ def test_gae_with_a_values_column(padded, tmp_path):
         ret_rows.append([a + v[t] for t, a in enumerate(row[::-1])])
     out = tmp_path / "gae.parquet"
     run_grpo("advantages", str(padded), "--estimator", "gae", "--gamma", str(gamma), "--lam", str(lam), *VERL_WHITEN, "-o", str(out), "-q")
-    np.testing.assert_allclose(np.concatenate(_written(out, "token_advantage")), np.concatenate(_padded_back(_whiten_verl(adv_rows))),
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        np.concatenate(_written(out, "token_advantage")), np.concatenate(_padded_back(_whiten_verl(adv_rows))), rtol=1e-12, atol=1e-15
+    )
     np.testing.assert_allclose(np.concatenate(_written(out, "token_return")), np.concatenate(_padded_back(ret_rows)), rtol=1e-12)
 
 
@@ -127,8 +154,25 @@ def test_kl_in_the_reward_before_the_baseline(padded, tmp_path):
 def test_several_reward_columns_as_the_api(padded, tmp_path, mode):
     # row 2 has no reward at all: unscorable; its group keeps one row
     out = tmp_path / "multi.parquet"
-    run_grpo("advantages", str(padded), "--reward-col", "accuracy", "--reward-col", "format", "--reward-weights", "1,0.5",
-             "--multi-reward", mode, "--std", "sample", "--eps", "1e-4", "-o", str(out), "-q")
+    run_grpo(
+        "advantages",
+        str(padded),
+        "--reward-col",
+        "accuracy",
+        "--reward-col",
+        "format",
+        "--reward-weights",
+        "1,0.5",
+        "--multi-reward",
+        mode,
+        "--std",
+        "sample",
+        "--eps",
+        "1e-4",
+        "-o",
+        str(out),
+        "-q",
+    )
     config = AdvantageConfig(reward_weights=(1.0, 0.5), multi_reward=mode, std="sample", eps=1e-4)
     values = np.array([[1.0, 0.5], [0.0, 0.5], [np.nan, np.nan], [1.0, 0.0]])
     got = pq.read_table(out)["advantage"].to_numpy()
@@ -137,24 +181,30 @@ def test_several_reward_columns_as_the_api(padded, tmp_path, mode):
         np.testing.assert_allclose(got, [0.5 / (0.5**0.5 + 1e-4), -0.5 / (0.5**0.5 + 1e-4), 0.0, 0.0], rtol=1e-14)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--estimator", "grpo", "--values-col", "values"], "--values-col is not read: estimator 'grpo' reads no token column"),
-    (["--estimator", "opo", "--values-col", "values"], "--values-col is read only by estimator 'gae' (found 'opo')"),
-    (["--estimator", "reinforce", "-o", "x.parquet", "--round", "3"], "--round rounds the per-row advantage column"),
-    (["--reward-weights", "1,2"], "--reward-weights has 2 weights for 1 reward columns"),
-    (["--kl", "k3"], "--kl is the estimator of --kl-in-reward"),
-    (["--whiten-eps-at", "var"], "--whiten-eps-at applies only with --whiten"),
-    (["--estimator", "remax", "--baseline-col", "score", "--gamma", "0.5"], "estimator 'remax' takes no --gamma"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--estimator", "grpo", "--values-col", "values"], "--values-col is not read: estimator 'grpo' reads no token column"),
+        (["--estimator", "opo", "--values-col", "values"], "--values-col is read only by estimator 'gae' (found 'opo')"),
+        (["--estimator", "reinforce", "-o", "x.parquet", "--round", "3"], "--round rounds the per-row advantage column"),
+        (["--reward-weights", "1,2"], "--reward-weights has 2 weights for 1 reward columns"),
+        (["--kl", "k3"], "--kl is the estimator of --kl-in-reward"),
+        (["--whiten-eps-at", "var"], "--whiten-eps-at applies only with --whiten"),
+        (["--estimator", "remax", "--baseline-col", "score", "--gamma", "0.5"], "estimator 'remax' takes no --gamma"),
+    ],
+)
 def test_options_that_do_not_apply_are_refused(padded, tmp_path, args, message):
     proc = run_grpo("advantages", str(padded), *args, check=False)
     assert proc.returncode == 2 and message in proc.stderr.decode(), proc.stderr.decode()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--estimator", "gae", "--values-col", "nope"], "no column 'nope' for values (--values-col)"),
-    (["--kl-in-reward", "0.1", "--ref-logprobs-col", "none"], "no column 'none' for reference log-probs"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--estimator", "gae", "--values-col", "nope"], "no column 'nope' for values (--values-col)"),
+        (["--kl-in-reward", "0.1", "--ref-logprobs-col", "none"], "no column 'none' for reference log-probs"),
+    ],
+)
 def test_missing_columns_are_named(padded, args, message):
     proc = run_grpo("advantages", str(padded), *args, check=False)
     assert proc.returncode == 1 and message in proc.stderr.decode(), proc.stderr.decode()

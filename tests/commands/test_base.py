@@ -16,10 +16,7 @@ from ..conftest import grpo_executable, read_json, run_grpo, write_jsonl_rows
 
 
 def base_rows() -> list[dict]:
-    return [
-        {"prompt_id": f"p{i // 2}", "reward": float(i % 2), "logprobs": [-0.1, -0.2], "old_logprobs": [-0.1, -0.3]}
-        for i in range(4)
-    ]
+    return [{"prompt_id": f"p{i // 2}", "reward": float(i % 2), "logprobs": [-0.1, -0.2], "old_logprobs": [-0.1, -0.3]} for i in range(4)]
 
 
 def edit(row: int, **changes):
@@ -27,6 +24,7 @@ def edit(row: int, **changes):
         rows = base_rows()
         rows[row].update(changes)
         return rows
+
     return make
 
 
@@ -69,30 +67,166 @@ BOTH = ("advantages", "objective")
 # (id, formats, make rows or bytes, commands, extra args, exit code, message fragment)
 DATA_CASES = [
     ("empty file", ("parquet", "jsonl"), lambda: b"", BOTH, [], 1, "empty file"),
-    ("zero rows parquet", ("parquet",), lambda: pa.table({"prompt_id": pa.array([], pa.string()), "reward": pa.array([], pa.float64())}), BOTH, [], 1, "no rows"),
+    (
+        "zero rows parquet",
+        ("parquet",),
+        lambda: pa.table({"prompt_id": pa.array([], pa.string()), "reward": pa.array([], pa.float64())}),
+        BOTH,
+        [],
+        1,
+        "no rows",
+    ),
     ("zero rows jsonl", ("jsonl",), lambda: b"\n\n", BOTH, [], 1, "no rows"),
     ("truncated parquet", ("parquet",), lambda: pq_bytes()[: len(pq_bytes()) // 2], BOTH, [], 1, "not a readable parquet file"),
     ("corrupt parquet", ("parquet",), lambda: b"PAR1" + bytes(range(256)) * 4 + b"PAR1", BOTH, [], 1, "not a readable parquet file"),
-    ("line not JSON", ("jsonl",), lambda: b'{"prompt_id": "p0", "reward": 1}\n{"prompt_id": "p0", "reward": \n', BOTH, [], 1, "line 2: not valid JSON"),
-    ("value of the wrong type", ("jsonl",), edit(2, reward="high"), BOTH, [], 1, "line 3: column 'reward' holds string where earlier lines hold number"),
+    (
+        "line not JSON",
+        ("jsonl",),
+        lambda: b'{"prompt_id": "p0", "reward": 1}\n{"prompt_id": "p0", "reward": \n',
+        BOTH,
+        [],
+        1,
+        "line 2: not valid JSON",
+    ),
+    (
+        "value of the wrong type",
+        ("jsonl",),
+        edit(2, reward="high"),
+        BOTH,
+        [],
+        1,
+        "line 3: column 'reward' holds string where earlier lines hold number",
+    ),
     ("mixed types in a list", ("jsonl",), edit(1, logprobs=[-0.1, "x"]), TOKENS, [], 1, "line 2: column 'logprobs' holds list of mixed kinds"),
-    ("non-numeric reward", ("parquet", "jsonl"), lambda: [{**r, "reward": "yes"} for r in base_rows()], BOTH, [], 1, "column 'reward' must be numeric"),
-    ("missing reward", ("parquet", "jsonl"), rename("reward", "rewrd"), BOTH, [], 1, "no reward column (looked for reward, score; pass --reward-col); did you mean 'rewrd'?"),
+    (
+        "non-numeric reward",
+        ("parquet", "jsonl"),
+        lambda: [{**r, "reward": "yes"} for r in base_rows()],
+        BOTH,
+        [],
+        1,
+        "column 'reward' must be numeric",
+    ),
+    (
+        "missing reward",
+        ("parquet", "jsonl"),
+        rename("reward", "rewrd"),
+        BOTH,
+        [],
+        1,
+        "no reward column (looked for reward, score; pass --reward-col); did you mean 'rewrd'?",
+    ),
     ("missing log-probs", ("parquet", "jsonl"), rename("logprobs", "logprob"), TOKENS, [], 1, "did you mean 'logprob'"),
-    ("ambiguous prompt id", ("parquet", "jsonl"), lambda: [{**r, "uid": r["prompt_id"]} for r in base_rows()], BOTH, [], 2, "columns 'prompt_id', 'uid' could each be the prompt id; pick one with --prompt-col"),
-    ("duplicate column names", ("parquet",), lambda: pa.Table.from_arrays([pa.array(["p0"]), pa.array([1.0]), pa.array([0.0])], names=["prompt_id", "reward", "reward"]), BOTH, [], 1, "duplicate column name 'reward'"),
-    ("duplicate keys", ("jsonl",), lambda: b'{"prompt_id": "p0", "reward": 1, "reward": 2}\n', BOTH, [], 1, "line 1: not valid JSON (duplicate column name 'reward')"),
-    ("null reward", ("parquet", "jsonl"), edit(3, reward=None), BOTH, ["--estimator", "mean", "--on-null", "error"], 1, "row 3 (prompt id 'p1'): column 'reward' is null or NaN (--on-null 'error'"),
-    ("NaN reward", ("parquet", "jsonl"), edit(1, reward=float("nan")), BOTH, ["--estimator", "mean", "--on-null", "error"], 1, "row 1 (prompt id 'p0'): column 'reward' is null or NaN"),
+    (
+        "ambiguous prompt id",
+        ("parquet", "jsonl"),
+        lambda: [{**r, "uid": r["prompt_id"]} for r in base_rows()],
+        BOTH,
+        [],
+        2,
+        "columns 'prompt_id', 'uid' could each be the prompt id; pick one with --prompt-col",
+    ),
+    (
+        "duplicate column names",
+        ("parquet",),
+        lambda: pa.Table.from_arrays([pa.array(["p0"]), pa.array([1.0]), pa.array([0.0])], names=["prompt_id", "reward", "reward"]),
+        BOTH,
+        [],
+        1,
+        "duplicate column name 'reward'",
+    ),
+    (
+        "duplicate keys",
+        ("jsonl",),
+        lambda: b'{"prompt_id": "p0", "reward": 1, "reward": 2}\n',
+        BOTH,
+        [],
+        1,
+        "line 1: not valid JSON (duplicate column name 'reward')",
+    ),
+    (
+        "null reward",
+        ("parquet", "jsonl"),
+        edit(3, reward=None),
+        BOTH,
+        ["--estimator", "mean", "--on-null", "error"],
+        1,
+        "row 3 (prompt id 'p1'): column 'reward' is null or NaN (--on-null 'error'",
+    ),
+    (
+        "NaN reward",
+        ("parquet", "jsonl"),
+        edit(1, reward=float("nan")),
+        BOTH,
+        ["--estimator", "mean", "--on-null", "error"],
+        1,
+        "row 1 (prompt id 'p0'): column 'reward' is null or NaN",
+    ),
     ("infinite reward", ("parquet", "jsonl"), edit(2, reward=float("inf")), BOTH, [], 1, "row 2 (prompt id 'p1'): column 'reward' is infinite"),
-    ("token lengths differ", ("parquet", "jsonl"), edit(2, old_logprobs=[-0.1]), TOKENS, [], 1, "row 2 (prompt id 'p1'): column 'old_logprobs' has 1 tokens but 2 in the log-probs column"),
+    (
+        "token lengths differ",
+        ("parquet", "jsonl"),
+        edit(2, old_logprobs=[-0.1]),
+        TOKENS,
+        [],
+        1,
+        "row 2 (prompt id 'p1'): column 'old_logprobs' has 1 tokens but 2 in the log-probs column",
+    ),
     ("null token list", ("parquet", "jsonl"), edit(1, logprobs=None), TOKENS, [], 1, "row 1 (prompt id 'p0'): column 'logprobs' is null"),
-    ("positive log-prob", ("parquet", "jsonl"), edit(3, logprobs=[-0.1, 0.5]), TOKENS, [], 1, "row 3 (prompt id 'p1'): column 'logprobs' has a positive log-prob"),
-    ("NaN log-prob", ("parquet", "jsonl"), edit(0, old_logprobs=[float("nan"), -0.1]), TOKENS, [], 1, "row 0 (prompt id 'p0'): column 'old_logprobs' has a NaN or infinite log-prob"),
-    ("infinite log-prob", ("parquet", "jsonl"), edit(0, logprobs=[float("-inf"), -0.1]), TOKENS, [], 1, "column 'logprobs' has a NaN or infinite log-prob"),
-    ("mask of the wrong length", ("parquet", "jsonl"), lambda: [{**r, "mask": [1]} for r in base_rows()], TOKENS, ["--mask-col", "mask"], 1, "row 0 (prompt id 'p0'): column 'mask' has 1 entries but 2 tokens"),
-    ("group size disagrees", ("parquet", "jsonl"), base_rows, BOTH, ["--num-generations", "3"], 1, "prompt id 'p0' has 2 rows, expected --num-generations 3"),
-    ("rows not divisible", ("parquet", "jsonl"), lambda: [{k: v for k, v in r.items() if k != "prompt_id"} for r in base_rows()], ADV, ["--num-generations", "3"], 1, "4 rows is not a multiple of --num-generations 3"),
+    (
+        "positive log-prob",
+        ("parquet", "jsonl"),
+        edit(3, logprobs=[-0.1, 0.5]),
+        TOKENS,
+        [],
+        1,
+        "row 3 (prompt id 'p1'): column 'logprobs' has a positive log-prob",
+    ),
+    (
+        "NaN log-prob",
+        ("parquet", "jsonl"),
+        edit(0, old_logprobs=[float("nan"), -0.1]),
+        TOKENS,
+        [],
+        1,
+        "row 0 (prompt id 'p0'): column 'old_logprobs' has a NaN or infinite log-prob",
+    ),
+    (
+        "infinite log-prob",
+        ("parquet", "jsonl"),
+        edit(0, logprobs=[float("-inf"), -0.1]),
+        TOKENS,
+        [],
+        1,
+        "column 'logprobs' has a NaN or infinite log-prob",
+    ),
+    (
+        "mask of the wrong length",
+        ("parquet", "jsonl"),
+        lambda: [{**r, "mask": [1]} for r in base_rows()],
+        TOKENS,
+        ["--mask-col", "mask"],
+        1,
+        "row 0 (prompt id 'p0'): column 'mask' has 1 entries but 2 tokens",
+    ),
+    (
+        "group size disagrees",
+        ("parquet", "jsonl"),
+        base_rows,
+        BOTH,
+        ["--num-generations", "3"],
+        1,
+        "prompt id 'p0' has 2 rows, expected --num-generations 3",
+    ),
+    (
+        "rows not divisible",
+        ("parquet", "jsonl"),
+        lambda: [{k: v for k, v in r.items() if k != "prompt_id"} for r in base_rows()],
+        ADV,
+        ["--num-generations", "3"],
+        1,
+        "4 rows is not a multiple of --num-generations 3",
+    ),
 ]
 
 
@@ -174,12 +308,17 @@ def big_rollouts(path, rows=200_000, tokens=64):
     lengths = np.full(rows, tokens)
     offsets = pa.array(np.arange(rows + 1, dtype=np.int32) * tokens)
     old = -rng.gamma(0.6, 0.8, rows * tokens).astype(np.float32)
-    pq.write_table(pa.table({
-        "prompt_id": np.arange(rows) // 8,
-        "reward": rng.uniform(size=rows),
-        "logprobs": pa.ListArray.from_arrays(offsets, pa.array(old)),
-        "old_logprobs": pa.ListArray.from_arrays(offsets, pa.array(old)),
-    }), path)
+    pq.write_table(
+        pa.table(
+            {
+                "prompt_id": np.arange(rows) // 8,
+                "reward": rng.uniform(size=rows),
+                "logprobs": pa.ListArray.from_arrays(offsets, pa.array(old)),
+                "old_logprobs": pa.ListArray.from_arrays(offsets, pa.array(old)),
+            }
+        ),
+        path,
+    )
     return lengths
 
 
@@ -190,8 +329,7 @@ def test_killed_run_leaves_no_output_and_no_temp_file(tmp_path, sig, code):
     big_rollouts(src)
     out = tmp_path / "out"
     out.mkdir()
-    proc = subprocess.Popen([grpo_executable(), "objective", str(src), "-o", str(out / "o.parquet"), "--threads", "1"],
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([grpo_executable(), "objective", str(src), "-o", str(out / "o.parquet"), "--threads", "1"], stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not any(out.iterdir()) and time.monotonic() < deadline:  # the temp file exists: writing has begun
         time.sleep(0.01)

@@ -41,8 +41,13 @@ def test_spec_syntax_and_errors():
     assert specs[0][1].scale == "batch"
     assert specs[0][1].eps == 1e-6 and specs[1][1].eps == 1e-6 and specs[1][1].std == "sample"
     assert spearman(np.array([1.0, 1.0]), np.array([0.0, 1.0])) is None
-    for text, words in (("grpo", "two or more"), ("grpo,grpo", "names one twice"), ("eps=1,grpo", "starts with an option"),
-                        ("grpo,gae", "one per token"), ("grpo:bogus=1,rloo", "bogus")):
+    for text, words in (
+        ("grpo", "two or more"),
+        ("grpo,grpo", "names one twice"),
+        ("eps=1,grpo", "starts with an option"),
+        ("grpo,gae", "one per token"),
+        ("grpo:bogus=1,rloo", "bogus"),
+    ):
         with pytest.raises(Exception, match=words):
             parse_estimators(text)
     with pytest.raises(UsageError):

@@ -16,12 +16,17 @@ from ..conftest import run_grpo
 def rollouts(tmp_path):
     # groups: a = [1, 1] (no signal), b = [0, 1], c = [0.5] (one row), d = [0, 0]
     path = tmp_path / "r.parquet"
-    pq.write_table(pa.table({
-        "prompt_id": ["a", "a", "b", "b", "c", "d", "d"],
-        "reward": [1.0, 1.0, 0.0, 1.0, 0.5, 0.0, 0.0],
-        "truncated": [False, False, True, False, False, False, True],
-        "response_mask": [[1, 1], [1, 1, 1, 1], [1, 1, 0], [1], [1, 1, 1, 1, 1, 1], [1], [1, 1]],
-    }), path)
+    pq.write_table(
+        pa.table(
+            {
+                "prompt_id": ["a", "a", "b", "b", "c", "d", "d"],
+                "reward": [1.0, 1.0, 0.0, 1.0, 0.5, 0.0, 0.0],
+                "truncated": [False, False, True, False, False, False, True],
+                "response_mask": [[1, 1], [1, 1, 1, 1], [1, 1, 0], [1], [1, 1, 1, 1, 1, 1], [1], [1, 1]],
+            }
+        ),
+        path,
+    )
     return path
 
 
@@ -37,8 +42,16 @@ def test_zero_variance_drops_groups_of_equal_rewards_and_keeps_groups_of_one(rol
     assert f["unused_columns"] == ["truncated"]  # a truncation column it did not use is said
 
 
-@pytest.mark.parametrize("rule, ids", [("0<mean<1", ["b", "b", "c"]), ("0<=mean<1", ["b", "b", "c", "d", "d"]),
-                                       ("mean<=0.5", ["b", "b", "c", "d", "d"]), ("0<std", ["b", "b"]), ("0.5<=max", ["a", "a", "b", "b", "c"])])
+@pytest.mark.parametrize(
+    "rule, ids",
+    [
+        ("0<mean<1", ["b", "b", "c"]),
+        ("0<=mean<1", ["b", "b", "c", "d", "d"]),
+        ("mean<=0.5", ["b", "b", "c", "d", "d"]),
+        ("0<std", ["b", "b"]),
+        ("0.5<=max", ["a", "a", "b", "b", "c"]),
+    ],
+)
 def test_keep_if(rollouts, tmp_path, rule, ids):
     out = tmp_path / "o.parquet"
     filter_file(str(rollouts), str(out), config=FilterConfig(keep_if=rule))
@@ -74,7 +87,10 @@ def test_batches_do_not_change_the_output(rollouts, tmp_path):
 
 def test_report_only_writes_nothing_and_errors(rollouts, tmp_path):
     proc = run_grpo("filter", str(rollouts), "--drop-zero-variance", "-q", "--summary-json", str(tmp_path / "s.json"))
-    assert json.loads((tmp_path / "s.json").read_text())["kept"]["rows"] == 3 and sorted(p.name for p in tmp_path.iterdir()) == ["r.parquet", "s.json"]
+    assert json.loads((tmp_path / "s.json").read_text())["kept"]["rows"] == 3 and sorted(p.name for p in tmp_path.iterdir()) == [
+        "r.parquet",
+        "s.json",
+    ]
     with pytest.raises(UsageError, match="no rule given"):
         FilterConfig()
     with pytest.raises(UsageError, match="needs `max_length`"):

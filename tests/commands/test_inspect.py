@@ -29,9 +29,14 @@ def test_json_figures_against_independent_computations():
     lengths = np.array([len(x) for x in table["logprobs"].to_pylist()])
     rewards = np.array(table["reward"].to_pylist())
     assert (f["rows"], f["groups"], f["layout"]) == (320, 40, "ragged")
-    assert f["tokens"] == {"total": int(lengths.sum()), "min": int(lengths.min()), "median": int(np.sort(lengths)[159]),
-                           "p99": int(np.sort(lengths)[int(np.ceil(0.99 * 320)) - 1]), "max": int(lengths.max()),
-                           "rows_at_max": int((lengths == lengths.max()).sum())}
+    assert f["tokens"] == {
+        "total": int(lengths.sum()),
+        "min": int(lengths.min()),
+        "median": int(np.sort(lengths)[159]),
+        "p99": int(np.sort(lengths)[int(np.ceil(0.99 * 320)) - 1]),
+        "max": int(lengths.max()),
+        "rows_at_max": int((lengths == lengths.max()).sum()),
+    }
     assert f["reward"]["mean"] == rewards.mean() and sum(f["reward_histogram"]["counts"]) == 320
     by_group = {}
     for key, r in zip(table["prompt_id"].to_pylist(), rewards):
@@ -44,13 +49,20 @@ def test_json_figures_against_independent_computations():
 
 def test_padded_layout_nulls_truncation_and_roles_it_cannot_resolve(tmp_path):
     path = tmp_path / "p.parquet"
-    pq.write_table(pa.table({
-        "uid": ["a", "a", "b", "b"], "index": [0, 1, 2, 3],  # two prompt id candidates: said, not stopped on
-        "score": [1.0, None, 0.5, 0.5],
-        "response_mask": [[1, 1, 0], [1, 0, 0], [1, 1, 1], [1, 1, 0]],
-        "old_log_probs": [[-0.1, -0.2, 0.0], [-0.3, 0.0, 0.0], [-0.1, -0.1, -0.1], [-0.2, -0.2, 0.0]],
-        "truncated": [False, False, True, False], "note": ["x", None, None, "y"],
-    }), path)
+    pq.write_table(
+        pa.table(
+            {
+                "uid": ["a", "a", "b", "b"],
+                "index": [0, 1, 2, 3],  # two prompt id candidates: said, not stopped on
+                "score": [1.0, None, 0.5, 0.5],
+                "response_mask": [[1, 1, 0], [1, 0, 0], [1, 1, 1], [1, 1, 0]],
+                "old_log_probs": [[-0.1, -0.2, 0.0], [-0.3, 0.0, 0.0], [-0.1, -0.1, -0.1], [-0.2, -0.2, 0.0]],
+                "truncated": [False, False, True, False],
+                "note": ["x", None, None, "y"],
+            }
+        ),
+        path,
+    )
     f = inspect_file(str(path))
     assert f["layout"] == "padded" and f["tokens"]["total"] == 2 + 1 + 3 + 2 and f["tokens"]["rows_at_max"] == 1
     assert f["columns"]["prompt"]["column"] is None and "could each be the prompt id" in f["columns"]["prompt"]["why"]
@@ -58,7 +70,9 @@ def test_padded_layout_nulls_truncation_and_roles_it_cannot_resolve(tmp_path):
     assert f["nulls"] == {"uid": 0, "index": 0, "score": 1, "response_mask": 0, "old_log_probs": 0, "truncated": 0, "note": 2}
     assert f["truncated_rows"] == 1
     given = inspect_file(str(path), prompt_col="uid")
-    assert given["columns"]["prompt"]["why"] == "given" and given["groups"] == 2 and given["zero_variance_groups"]["count"] == 2  # a: one scored row; b: equal rewards
+    assert (
+        given["columns"]["prompt"]["why"] == "given" and given["groups"] == 2 and given["zero_variance_groups"]["count"] == 2
+    )  # a: one scored row; b: equal rewards
     bare = tmp_path / "bare.parquet"
     pq.write_table(pa.table({"x": [1, 2]}), bare)
     f = inspect_file(str(bare))

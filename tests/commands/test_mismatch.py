@@ -20,8 +20,9 @@ L2 = math.log(2.0)
 def two_rows(tmp_path):
     # row 0: w = exp(old - rollout) = 2 and 0.5; row 1: one token, w = 1
     path = tmp_path / "m.parquet"
-    pq.write_table(pa.table({"prompt_id": ["a", "b"], "old_logprobs": [[-1.0, -1.0], [-0.5]],
-                             "rollout_logprobs": [[-1.0 - L2, -1.0 + L2], [-0.5]]}), path)
+    pq.write_table(
+        pa.table({"prompt_id": ["a", "b"], "old_logprobs": [[-1.0, -1.0], [-0.5]], "rollout_logprobs": [[-1.0 - L2, -1.0 + L2], [-0.5]]}), path
+    )
     return path
 
 
@@ -33,10 +34,9 @@ def test_hand_derived_figures(two_rows):
     assert f["kl_k3"] == pytest.approx(((2 - L2 - 1) + (0.5 + L2 - 1)) / 3)
     assert f["chi2_token"] == pytest.approx((4 + 0.25 + 1) / 3 - 1)
     assert f["chi2_seq"] == pytest.approx(0.0, abs=1e-15)  # both sequence weights are 1
-    assert f["ess_token"]["count"] == pytest.approx(3.5 ** 2 / 5.25) and f["ess_token"]["share"] == pytest.approx(3.5 ** 2 / 5.25 / 3)
+    assert f["ess_token"]["count"] == pytest.approx(3.5**2 / 5.25) and f["ess_token"]["share"] == pytest.approx(3.5**2 / 5.25 / 3)
     assert f["train_ppl"] == pytest.approx((math.e + math.exp(0.5)) / 2) and f["ppl_ratio"] == pytest.approx(1.0)
-    assert f["cap"] == {"value": 1.5, "tokens": 1, "token_share": 1 / 3, "rows": 1, "row_share": 0.5, "sequence_rows": 0,
-                        "sequence_row_share": 0.0}
+    assert f["cap"] == {"value": 1.5, "tokens": 1, "token_share": 1 / 3, "rows": 1, "row_share": 0.5, "sequence_rows": 0, "sequence_row_share": 0.0}
     assert (f["mask"]["tokens"], f["mask"]["rows"]) == (1, 1)  # 0.5 < 0.6
     assert [(b["first"], b["last"], b["rows"], b["tokens"]) for b in f["by_position"]] == [(1, 1, 2, 2), (2, 3, 1, 1)]
     assert f["by_position"][0]["abs_diff_mean"] == pytest.approx(L2 / 2)

@@ -48,11 +48,27 @@ def test_jsonl_stdin_to_stdout_with_advantage_column(sample_parquet, tmp_path):
 
 def test_estimator_options_compute_advantages(sample_parquet, tmp_path):
     summary = tmp_path / "s.json"
-    run_grpo("objective", str(sample_parquet), "--estimator", "grpo", "--std", "sample", "--eps", "1e-8",
-             "--beta", "0.04", "--kl", "k2", "--summary-json", str(summary), "-q")
+    run_grpo(
+        "objective",
+        str(sample_parquet),
+        "--estimator",
+        "grpo",
+        "--std",
+        "sample",
+        "--eps",
+        "1e-8",
+        "--beta",
+        "0.04",
+        "--kl",
+        "k2",
+        "--summary-json",
+        str(summary),
+        "-q",
+    )
     figures = read_json(summary)
-    library = objective_file(str(sample_parquet), config=ObjectiveConfig(beta=0.04, kl="k2"),
-                             advantage_config=AdvantageConfig(std="sample", eps=1e-8))
+    library = objective_file(
+        str(sample_parquet), config=ObjectiveConfig(beta=0.04, kl="k2"), advantage_config=AdvantageConfig(std="sample", eps=1e-8)
+    )
     assert json.loads(json.dumps(library)) == figures
     assert figures["objective"] == pytest.approx(figures["surrogate"] - 0.04 * figures["kl_ref"], rel=1e-12)
 
@@ -88,7 +104,10 @@ def test_bad_token_data(tmp_path, bad, message):
         (["--epsilon", "0"], "--epsilon must be > 0 and finite (found 0.0)"),
         (["--epsilon-high", "-1"], "--epsilon-high must be > 0 and finite (found -1.0)"),
         (["--dual-clip", "1"], "--dual-clip must be > 1 and finite (found 1.0)"),
-        (["--beta", "0.1"], "--beta > 0 needs reference log-probs: pass --ref-logprobs-col (looked for ref_logprobs, ref_log_probs, ref_log_prob, ref_per_token_logps, base_action_log_probs)"),
+        (
+            ["--beta", "0.1"],
+            "--beta > 0 needs reference log-probs: pass --ref-logprobs-col (looked for ref_logprobs, ref_log_probs, ref_log_prob, ref_per_token_logps, base_action_log_probs)",
+        ),
         (["--agg", "seq-mean-token-sum-norm"], "--agg 'seq-mean-token-sum-norm' needs --max-length >= 1 (found None)"),
     ],
 )

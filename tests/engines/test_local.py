@@ -42,8 +42,14 @@ def test_write_pass_writes_every_row_with_its_new_column(sample_parquet, tmp_pat
     engine, out = LocalEngine(threads=3, batch_rows=50), tmp_path / "o.parquet"
     with engine.outputs as outputs, open_source(str(sample_parquet)) as source:
         rows = int(source.row_counts.sum())
-        partials = engine.write_pass(source, Output((str(out),), "parquet"), [pa.field("x", pa.float64())], kernels.row_columns,
-                                     {"x": np.arange(rows, dtype=np.float64)}, columns=[])
+        partials = engine.write_pass(
+            source,
+            Output((str(out),), "parquet"),
+            [pa.field("x", pa.float64())],
+            kernels.row_columns,
+            {"x": np.arange(rows, dtype=np.float64)},
+            columns=[],
+        )
         outputs.commit()
     written, read = pq.read_table(out), pq.read_table(sample_parquet)
     assert written.column_names == [*read.column_names, "x"] and written["x"].to_pylist() == list(range(rows))
@@ -79,7 +85,9 @@ def test_contiguous_groups_from_parquet_never_import_polars(sample_parquet, tmp_
     )
     run = subprocess.run(
         [sys.executable, "-c", script, "advantages", str(sample_parquet), "-o", str(tmp_path / "o.parquet"), "-q"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert run.stdout.strip() == "False"
 

@@ -60,9 +60,7 @@ def test_invariant_to_row_order(rows, config, rnd):
 def test_grpo_group_scale_is_invariant_to_affine_rewards(rows, a, b):
     groups, rewards = split(rows)
     config = AdvantageConfig(estimator="grpo", scale="group")
-    np.testing.assert_allclose(
-        advantages(a * rewards + b, groups, config), advantages(rewards, groups, config), rtol=1e-9, atol=1e-9
-    )
+    np.testing.assert_allclose(advantages(a * rewards + b, groups, config), advantages(rewards, groups, config), rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("estimator", [n for n, e in ESTIMATORS.items() if e.grouped and not e.whitens])
@@ -84,8 +82,9 @@ def test_rewards_near_the_ends_of_float64_give_the_same_advantages(rows, config,
     assume_exact = np.all(r * c / c == r) and np.all(np.abs(r[r != 0] * c) >= 2.0**-1022)
     if not assume_exact:  # the scaled rewards themselves lost bits (subnormal): nothing to compare
         return
-    scaled = AdvantageConfig(estimator=config.estimator, scale=config.scale,
-                             **({} if config.scale == "none" else {"std": config.std, "eps": config.eps * c}))
+    scaled = AdvantageConfig(
+        estimator=config.estimator, scale=config.scale, **({} if config.scale == "none" else {"std": config.std, "eps": config.eps * c})
+    )
     expected = advantages(rewards, groups, config) * (c if config.scale == "none" else 1.0)
     np.testing.assert_allclose(advantages(r * c, groups, scaled), expected, rtol=1e-12, atol=1e-12 * (c if config.scale == "none" else 1.0))
 
@@ -97,9 +96,11 @@ def test_overflowing_rewards_hand_computed():
     rewards, groups = [1e308, -1e308, 1e308, 1.0, 0.0], [0, 0, 0, 1, 1]
     expected = [2**-0.5, -(2**0.5), 2**-0.5, 1.0, -1.0]
     np.testing.assert_allclose(advantages(rewards, groups, AdvantageConfig()), expected, rtol=1e-15)
-    np.testing.assert_allclose(advantages(rewards, groups, AdvantageConfig(estimator="rloo")),
-                               np.multiply(expected, [1.5, 1.5, 1.5, 2.0, 2.0]), rtol=1e-15)  # G / (G - 1)
-    np.testing.assert_allclose(advantages(rewards, groups, AdvantageConfig(estimator="mean")),
-                               [1e308 / 3 * 2, -1e308 / 3 * 4, 1e308 / 3 * 2, 0.5, -0.5], rtol=1e-15)
+    np.testing.assert_allclose(
+        advantages(rewards, groups, AdvantageConfig(estimator="rloo")), np.multiply(expected, [1.5, 1.5, 1.5, 2.0, 2.0]), rtol=1e-15
+    )  # G / (G - 1)
+    np.testing.assert_allclose(
+        advantages(rewards, groups, AdvantageConfig(estimator="mean")), [1e308 / 3 * 2, -1e308 / 3 * 4, 1e308 / 3 * 2, 0.5, -0.5], rtol=1e-15
+    )
     with pytest.raises(InputError, match=r"reward 1: the advantage is beyond float64 \(rewards up to 1e\+308\)"):
         advantages(rewards, groups, AdvantageConfig(estimator="rloo", scale="none"))  # -1e308 - 1e308

@@ -54,8 +54,9 @@ def test_runs_joined_from_batches_are_the_runs_of_the_whole(keys, cuts, as_text)
     joined = Runs.joined([Runs.of(column[lo:hi]) for lo, hi in zip(edges, edges[1:])])
     whole = Runs.of(column)
     assert joined.starts.tolist() == whole.starts.tolist() and joined.rows == len(keys)
-    assert list(joined.keys.tolist() if isinstance(joined.keys, np.ndarray) else joined.keys.to_pylist()) == \
-        list(whole.keys.tolist() if isinstance(whole.keys, np.ndarray) else whole.keys.to_pylist())
+    assert list(joined.keys.tolist() if isinstance(joined.keys, np.ndarray) else joined.keys.to_pylist()) == list(
+        whole.keys.tolist() if isinstance(whole.keys, np.ndarray) else whole.keys.to_pylist()
+    )
     by_batches, by_column = joined.index(), group_index(column)
     assert by_batches.first.tolist() == by_column.first.tolist() and by_batches.codes.tolist() == by_column.codes.tolist()
     assert [joined.key_at(row) for row in range(len(keys))] == column.to_pylist()

@@ -34,14 +34,18 @@ def test_whiten_is_file_wide_in_the_engine(tmp_path):
     out = tmp_path / "a.parquet"
     run_grpo("advantages", str(src), "--whiten", "-o", str(out), "-q")
     import pyarrow.parquet as pq
+
     expected = advantages(rewards, ids, AdvantageConfig(whiten=True))
     assert pq.read_table(out)["advantage"].to_numpy().tolist() == expected.tolist()
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"reward_clip": (1.0, 1.0)}, "`reward_clip` must be LO < HI"),
-    ({"whiten_eps": 1e-4}, "`whiten_eps` applies only with `whiten`"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"reward_clip": (1.0, 1.0)}, "`reward_clip` must be LO < HI"),
+        ({"whiten_eps": 1e-4}, "`whiten_eps` applies only with `whiten`"),
+    ],
+)
 def test_bad_options(options, message):
     with pytest.raises(UsageError, match=message):
         AdvantageConfig(**options)

@@ -22,7 +22,7 @@ def reward_columns(draw) -> np.ndarray:
 
 @given(reward_columns(), st.sampled_from(["sum-then-normalize", "normalize-then-sum"]), st.data())
 def test_the_scored_rows_are_those_with_some_reward(values, mode, data):
-    config = AdvantageConfig(multi_reward=mode, reward_weights=(1.0, 0.5, 2.0)[:values.shape[1]] if values.shape[1] > 1 else None)
+    config = AdvantageConfig(multi_reward=mode, reward_weights=(1.0, 0.5, 2.0)[: values.shape[1]] if values.shape[1] > 1 else None)
     inputs = row_inputs(values, [f"r{k}" for k in range(values.shape[1])], config)
     some_reward = ~np.isnan(values).all(axis=1)
     assert np.array_equal(inputs.scored, some_reward)

@@ -7,8 +7,7 @@ SAMPLE = "sample_data/rollouts.parquet"
 VLLM = "sample_data/rollouts_vllm.parquet"
 JSONL = "sample_data/rollouts.jsonl"
 
-ESTIMATORS = ["grpo", "rloo", "mean", "drgrpo", "unbiased", "passk", "gpg", "opo", "remax", "reinforce-baseline",
-              "reinforce", "gae"]
+ESTIMATORS = ["grpo", "rloo", "mean", "drgrpo", "unbiased", "passk", "gpg", "opo", "remax", "reinforce-baseline", "reinforce", "gae"]
 LOSSES = ["ppo", "gspo", "gspo-token", "sapo", "cispo", "gmpo", "gpg"]
 PRESETS = ["verl", "trl", "openrlhf", "twinkle"]
 

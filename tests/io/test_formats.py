@@ -11,8 +11,7 @@ from grpo_cli.errors import InputError, UsageError
 from grpo_cli.io import FORMATS, LOCAL, Layout, Part, open_source
 from grpo_cli.io.formats import BY_NAME, check_name, detect, format_from_name
 
-ROWS = pa.table({"prompt_id": ["a", "a", "b", "b", "c"], "reward": [1.0, 0.0, 0.5, 0.25, 2.0],
-                 "tokens": [[1, 2], [3], [], [4, 5, 6], [7]]})
+ROWS = pa.table({"prompt_id": ["a", "a", "b", "b", "c"], "reward": [1.0, 0.0, 0.5, 0.25, 2.0], "tokens": [[1, 2], [3], [], [4, 5, 6], [7]]})
 
 
 def written(tmp_path, fmt, name) -> str:

@@ -8,8 +8,10 @@ import pytest
 from grpo_cli.errors import InputError
 from grpo_cli.io import open_arrow
 
-TABLE = pa.Table.from_batches([pa.record_batch({"prompt_id": [k // 4], "reward": [k / 8]}) for k in range(10)] +
-                              [pa.record_batch({"prompt_id": list(range(3, 13)), "reward": [0.5] * 10})])
+TABLE = pa.Table.from_batches(
+    [pa.record_batch({"prompt_id": [k // 4], "reward": [k / 8]}) for k in range(10)]
+    + [pa.record_batch({"prompt_id": list(range(3, 13)), "reward": [0.5] * 10})]
+)
 
 
 def test_a_table_is_read_in_slices_that_copy_no_chunk():

@@ -29,11 +29,21 @@ def bucket(s3_endpoint, monkeypatch, steps, sample_jsonl):
     """A bucket holding the four step files under ``steps/`` (one in a sub-folder, beside a
     Spark marker), the JSON Lines sample with no suffix, and an empty object. The grpo commands
     this test starts reach it through the environment, as a user's would."""
-    for key, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
-                       "AWS_ENDPOINT_URL": s3_endpoint}.items():
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": s3_endpoint,
+    }.items():
         monkeypatch.setenv(key, value)
-    s3 = pafs.S3FileSystem(endpoint_override=s3_endpoint, access_key="test", secret_key="test", region="us-east-1",
-                           allow_bucket_creation=True, allow_bucket_deletion=True)
+    s3 = pafs.S3FileSystem(
+        endpoint_override=s3_endpoint,
+        access_key="test",
+        secret_key="test",
+        region="us-east-1",
+        allow_bucket_creation=True,
+        allow_bucket_deletion=True,
+    )
     s3.create_dir("rollouts")
     for k, key in enumerate(["steps/step_0.parquet", "steps/step_1.parquet", "steps/late/step_2.parquet", "steps/step_3.parquet"]):
         pafs.copy_files(str(steps / f"step_{k}.parquet"), f"rollouts/{key}", destination_filesystem=s3)
@@ -83,12 +93,15 @@ def test_python_api_reads_s3(bucket, sample_parquet):
     assert remote["advantage"] == local["advantage"]
 
 
-@pytest.mark.parametrize(("given", "message"), [
-    ("{bucket}/steps/missing.parquet", "{bucket}/steps/missing.parquet: no such file"),
-    ("{bucket}/empty.parquet", "{bucket}/empty.parquet: empty file"),
-    ("{bucket}/nothing/*.parquet", "{bucket}/nothing/*.parquet: no files match"),
-    ("nosuch://x/y.parquet", "nosuch://x/y.parquet: cannot read (Unrecognized filesystem type in URI: nosuch://x/y.parquet)"),
-])
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("{bucket}/steps/missing.parquet", "{bucket}/steps/missing.parquet: no such file"),
+        ("{bucket}/empty.parquet", "{bucket}/empty.parquet: empty file"),
+        ("{bucket}/nothing/*.parquet", "{bucket}/nothing/*.parquet: no files match"),
+        ("nosuch://x/y.parquet", "nosuch://x/y.parquet: cannot read (Unrecognized filesystem type in URI: nosuch://x/y.parquet)"),
+    ],
+)
 def test_object_storage_errors_are_one_line(bucket, given, message):
     proc = run_grpo("advantages", given.format(bucket=bucket), check=False)
     assert proc.returncode == 1

@@ -17,13 +17,15 @@ def _parquet(table: pa.Table, **options) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-TABLE = pa.table({
-    "id": pa.array(np.arange(300) // 3),
-    "x": pa.array(np.linspace(-1.5, 2.5, 300)),
-    "name": pa.array([f"n{k % 11}" if k % 7 else None for k in range(300)]),
-    "tokens": pa.array([[k * 0.5] * (k % 3) for k in range(300)], pa.list_(pa.float32())),
-    "flag": pa.array([k % 2 == 0 for k in range(300)]),
-}).replace_schema_metadata({"origin": "test"})
+TABLE = pa.table(
+    {
+        "id": pa.array(np.arange(300) // 3),
+        "x": pa.array(np.linspace(-1.5, 2.5, 300)),
+        "name": pa.array([f"n{k % 11}" if k % 7 else None for k in range(300)]),
+        "tokens": pa.array([[k * 0.5] * (k % 3) for k in range(300)], pa.list_(pa.float32())),
+        "flag": pa.array([k % 2 == 0 for k in range(300)]),
+    }
+).replace_schema_metadata({"origin": "test"})
 
 OPTIONS = [
     {},
@@ -48,7 +50,7 @@ def _offsets(meta: list, data: bytes) -> list[bytes]:
         for chunk in f._field(group, f.GROUP_COLUMNS)[2][1]:
             column = f._field(chunk, f.CHUNK_META)[2]
             ids = (f.META_DATA_PAGE, f.META_INDEX_PAGE, f.META_DICTIONARY_PAGE, f.META_BLOOM_FILTER)
-            pointed += [data[field[2]:field[2] + 16] for field in column if field[0] in ids]
+            pointed += [data[field[2] : field[2] + 16] for field in column if field[0] in ids]
     return pointed
 
 

@@ -22,13 +22,15 @@ def _rollouts(path, rows=3000, rewards="continuous", row_group_size=1000, compre
     lengths = rng.integers(1, 9, size=rows)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
     old = -rng.gamma(0.6, 0.8, size=int(lengths.sum())).astype(np.float32)
-    table = pa.table({
-        "prompt_id": np.arange(rows) // 8,
-        "source": pa.array([f"set-{k % 3}" for k in range(rows)]),
-        "reward": reward,
-        "logprobs": pa.ListArray.from_arrays(pa.array(offsets), pa.array(old)),
-        "old_logprobs": pa.ListArray.from_arrays(pa.array(offsets), pa.array(old)),
-    })
+    table = pa.table(
+        {
+            "prompt_id": np.arange(rows) // 8,
+            "source": pa.array([f"set-{k % 3}" for k in range(rows)]),
+            "reward": reward,
+            "logprobs": pa.ListArray.from_arrays(pa.array(offsets), pa.array(old)),
+            "old_logprobs": pa.ListArray.from_arrays(pa.array(offsets), pa.array(old)),
+        }
+    )
     pq.write_table(table, path, row_group_size=row_group_size, compression=compression)
     return path
 
@@ -72,16 +74,20 @@ def test_advantages_of_binary_rewards_repeat_and_get_a_dictionary(tmp_path):
 
 
 def test_encodings_of_nested_types():
-    table = pa.table({
-        "s": pa.array([{"a": k % 2, "b": float(k), "step": k // 3} for k in range(100)]),
-        "m": pa.array([[("k", k % 2)] for k in range(100)], pa.map_(pa.string(), pa.int64())),
-        "d": pa.array(["x", "y"] * 50).dictionary_encode(),
-        "flag": pa.array([True, False] * 50),
-        "row": pa.array(range(100), pa.int32()),
-        "down": pa.array(range(100, 0, -1)),
-    })
-    assert encodings(table) == {"use_dictionary": ["s.a", "m.key_value.key", "m.key_value.value", "d"],
-                                "column_encoding": {"s.step": "DELTA_BINARY_PACKED", "row": "DELTA_BINARY_PACKED", "s.b": "BYTE_STREAM_SPLIT"}}
+    table = pa.table(
+        {
+            "s": pa.array([{"a": k % 2, "b": float(k), "step": k // 3} for k in range(100)]),
+            "m": pa.array([[("k", k % 2)] for k in range(100)], pa.map_(pa.string(), pa.int64())),
+            "d": pa.array(["x", "y"] * 50).dictionary_encode(),
+            "flag": pa.array([True, False] * 50),
+            "row": pa.array(range(100), pa.int32()),
+            "down": pa.array(range(100, 0, -1)),
+        }
+    )
+    assert encodings(table) == {
+        "use_dictionary": ["s.a", "m.key_value.key", "m.key_value.value", "d"],
+        "column_encoding": {"s.step": "DELTA_BINARY_PACKED", "row": "DELTA_BINARY_PACKED", "s.b": "BYTE_STREAM_SPLIT"},
+    }
     assert encodings(table.slice(0, 0)) == {"use_dictionary": [], "column_encoding": {}}
 
 
@@ -101,12 +107,14 @@ def test_the_file_does_not_depend_on_the_threads_that_encode_it(tmp_path, monkey
     several at once (``budget``), which one writer writes straight to the file."""
     monkeypatch.setattr(parquet_writer, "ENCODING_BYTES", budget)
     rng = np.random.default_rng(1)
-    table = pa.table({
-        "id": np.arange(rows) // 8,
-        "x": rng.normal(size=rows),
-        "tokens": pa.array([[float(k)] * (k % 4) if k % 5 else None for k in range(rows)], pa.list_(pa.float32())),
-        "s": pa.array([{"name": f"n{k % 7}", "v": k % 3} for k in range(rows)], pa.struct([("name", pa.string()), ("v", pa.int8())])),
-    }).replace_schema_metadata({"origin": "test"})
+    table = pa.table(
+        {
+            "id": np.arange(rows) // 8,
+            "x": rng.normal(size=rows),
+            "tokens": pa.array([[float(k)] * (k % 4) if k % 5 else None for k in range(rows)], pa.list_(pa.float32())),
+            "s": pa.array([{"name": f"n{k % 7}", "v": k % 3} for k in range(rows)], pa.struct([("name", pa.string()), ("v", pa.int8())])),
+        }
+    ).replace_schema_metadata({"origin": "test"})
     files = [_written(tmp_path / f"{threads}.parquet", table, threads, 1000) for threads in (1, 2, 5)]
     assert files[0] == files[1] == files[2]
     single = tmp_path / "single.parquet"
@@ -127,10 +135,13 @@ def test_compression_is_the_inputs_unless_given(tmp_path):
     assert {codec for _, codec in _columns(tmp_path / "from-jsonl.parquet").values()} == {"SNAPPY"}
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--compression", "zstd"], "Error: --compression applies to written rows; pass --output or --output-dir too, or drop it\n"),
-    (["--compression", "zstd", "-o", "x.jsonl"], "Error: --compression applies to parquet output, and this output is jsonl; drop it\n"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--compression", "zstd"], "Error: --compression applies to written rows; pass --output or --output-dir too, or drop it\n"),
+        (["--compression", "zstd", "-o", "x.jsonl"], "Error: --compression applies to parquet output, and this output is jsonl; drop it\n"),
+    ],
+)
 def test_compression_without_parquet_output_is_refused(tmp_path, args, message):
     proc = run_grpo("advantages", str(SAMPLE / "rollouts.parquet"), *[str(tmp_path / a) if a.endswith(".jsonl") else a for a in args], check=False)
     assert proc.returncode == 2

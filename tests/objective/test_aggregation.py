@@ -32,7 +32,10 @@ def test_unit_ratio_gives_aggregated_advantage(rows, agg):
     new, _, adv = unpack(rows)
     n = np.array([len(r) for r in new])
     out = policy_objective(new, new, advantage_values=adv, agg=agg)
-    per_row = {"seq-mean-token-sum": (adv * n).mean(), "token-sum": (adv * n).sum(),
-               "token-mean": (adv * n).sum() / n.sum() if n.sum() else 0.0,
-               "seq-mean-token-mean": adv[n > 0].mean() if (n > 0).any() else 0.0}[agg]
+    per_row = {
+        "seq-mean-token-sum": (adv * n).mean(),
+        "token-sum": (adv * n).sum(),
+        "token-mean": (adv * n).sum() / n.sum() if n.sum() else 0.0,
+        "seq-mean-token-mean": adv[n > 0].mean() if (n > 0).any() else 0.0,
+    }[agg]
     assert out == pytest.approx(per_row, rel=1e-12, abs=1e-12)

@@ -88,14 +88,16 @@ def test_gpg_is_the_advantage_times_the_log_prob():
     assert policy_objective(new, old, advantage_values=[2.0], loss="gpg", agg="token-sum") == pytest.approx(-3.0, rel=1e-15)
 
 
-@pytest.mark.parametrize("alias, agg", [("grpo", "seq-mean-token-mean"), ("bnpo", "token-mean"), ("dapo", "token-mean"),
-                                        ("dr_grpo", "seq-mean-token-sum-norm")])
+@pytest.mark.parametrize(
+    "alias, agg", [("grpo", "seq-mean-token-mean"), ("bnpo", "token-mean"), ("dapo", "token-mean"), ("dr_grpo", "seq-mean-token-sum-norm")]
+)
 def test_trl_loss_type_names_are_aggregations(alias, agg):
     extra = {"max_length": 8} if agg.endswith("norm") else {}
     assert ObjectiveConfig(agg=alias, **extra).agg == agg
     new, old = [[-0.5, -1.0], [-0.2]], [[-0.6, -0.9], [-0.3]]
-    assert policy_objective(new, old, advantage_values=[1.0, -1.0], agg=alias, **extra) == \
-        policy_objective(new, old, advantage_values=[1.0, -1.0], agg=agg, **extra)
+    assert policy_objective(new, old, advantage_values=[1.0, -1.0], agg=alias, **extra) == policy_objective(
+        new, old, advantage_values=[1.0, -1.0], agg=agg, **extra
+    )
 
 
 def test_a_loss_drops_the_preset_options_it_does_not_take_and_keeps_its_own_definition():
@@ -106,15 +108,18 @@ def test_a_loss_drops_the_preset_options_it_does_not_take_and_keeps_its_own_defi
     assert ObjectiveConfig(preset="verl", delta=4.0).dual_clip is None  # the delta given beats the preset's dual clip
 
 
-@pytest.mark.parametrize("options, words", [
-    ({"loss": "gspo", "ratio_level": "token"}, "defined with `ratio_level` 'sequence'"),
-    ({"loss": "gpg", "epsilon": 0.3}, "takes no `epsilon`"),
-    ({"loss": "sapo", "dual_clip": 3.0}, "takes no `dual_clip`"),
-    ({"dual_clip": 3.0, "delta": 3.0}, "pass one"),
-    ({"delta": 1.0}, "`delta` must be > 1"),
-    ({"loss": "sapo", "tau_neg": 0.0}, "`tau_neg` must be > 0"),
-    ({"epsilon_low": 1.5}, "`epsilon_low` must be <= 1"),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ({"loss": "gspo", "ratio_level": "token"}, "defined with `ratio_level` 'sequence'"),
+        ({"loss": "gpg", "epsilon": 0.3}, "takes no `epsilon`"),
+        ({"loss": "sapo", "dual_clip": 3.0}, "takes no `dual_clip`"),
+        ({"dual_clip": 3.0, "delta": 3.0}, "pass one"),
+        ({"delta": 1.0}, "`delta` must be > 1"),
+        ({"loss": "sapo", "tau_neg": 0.0}, "`tau_neg` must be > 0"),
+        ({"epsilon_low": 1.5}, "`epsilon_low` must be <= 1"),
+    ],
+)
 def test_loss_option_errors(options, words):
     with pytest.raises(UsageError, match=words.replace("(", r"\(").replace(")", r"\)")):
         ObjectiveConfig(**options)
@@ -126,9 +131,12 @@ def test_on_policy_the_ppo_family_is_the_aggregated_advantage(loss, rows, agg):
     # rho = 1 everywhere: every clip is idle and L_it = A_i, so the objective is agg(A)
     new, _, adv = unpack(rows)
     n = np.array([len(r) for r in new])
-    expected = {"seq-mean-token-sum": (adv * n).mean(), "token-sum": (adv * n).sum(),
-                "token-mean": (adv * n).sum() / n.sum() if n.sum() else 0.0,
-                "seq-mean-token-mean": adv[n > 0].mean() if (n > 0).any() else 0.0}[agg]
+    expected = {
+        "seq-mean-token-sum": (adv * n).mean(),
+        "token-sum": (adv * n).sum(),
+        "token-mean": (adv * n).sum() / n.sum() if n.sum() else 0.0,
+        "seq-mean-token-mean": adv[n > 0].mean() if (n > 0).any() else 0.0,
+    }[agg]
     assert policy_objective(new, new, advantage_values=adv, loss=loss, agg=agg) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 

@@ -13,8 +13,15 @@ from ..strategies import logprob_rollout, unpack
 from .references import reference_row_objective, references
 
 # values to try for each loss option
-OPTION_VALUES = {"epsilon": [0.1, 0.2, 0.28], "epsilon_high": [None, 0.28], "dual_clip": [None, 2.0, 3.0],
-                 "delta": [None, 1.1, 4.0], "tau_pos": [0.5, 1.0], "tau_neg": [1.05, 3.0], "ratio_level": ["token", "sequence"]}
+OPTION_VALUES = {
+    "epsilon": [0.1, 0.2, 0.28],
+    "epsilon_high": [None, 0.28],
+    "dual_clip": [None, 2.0, 3.0],
+    "delta": [None, 1.1, 4.0],
+    "tau_pos": [0.5, 1.0],
+    "tau_neg": [1.05, 3.0],
+    "ratio_level": ["token", "sequence"],
+}
 OPTION_DRAWS = {p: st.sampled_from(values) for p, values in OPTION_VALUES.items()}  # made once: a strategy is checked when made
 TOKEN_ADVANTAGE = st.sampled_from([-1.5, -0.5, 0.0, 0.5, 2.0])
 

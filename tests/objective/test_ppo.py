@@ -57,7 +57,9 @@ def test_sign_flip_is_exact_when_nothing_clips(rows, agg):
     ratios = [math.exp(a - b) for r_new, r_old in zip(new, old) for a, b in zip(r_new, r_old)]
     if any(r < 1e-6 for r in ratios):
         return
-    assert policy_objective(new, old, advantage_values=-adv, **kw) == pytest.approx(-policy_objective(new, old, advantage_values=adv, **kw), rel=1e-12, abs=1e-12)
+    assert policy_objective(new, old, advantage_values=-adv, **kw) == pytest.approx(
+        -policy_objective(new, old, advantage_values=adv, **kw), rel=1e-12, abs=1e-12
+    )
 
 
 @settings(max_examples=examples(50))
@@ -79,8 +81,15 @@ def test_token_terms_are_bounded_by_the_clip(table: pa.Table, eps_low, eps_high,
     """L_it <= (1 + eps_high)|A| always; with dual clip C also |L_it| <= max(1 + eps_high, C)|A|
     (without it, A < 0 and a large ratio make L_it = rho A unbounded below: what C is for)."""
     adv = np.array(np.random.default_rng(0).normal(size=table.num_rows))
-    out = policy_objective(table["logprobs"].to_pylist(), table["old_logprobs"].to_pylist(), advantage_values=adv,
-                           epsilon_low=eps_low, epsilon_high=eps_high, dual_clip=dual, details=True)
+    out = policy_objective(
+        table["logprobs"].to_pylist(),
+        table["old_logprobs"].to_pylist(),
+        advantage_values=adv,
+        epsilon_low=eps_low,
+        epsilon_high=eps_high,
+        dual_clip=dual,
+        details=True,
+    )
     rows, n = out["rows"]["objective_sum"], out["rows"]["n_tokens"]
     slack = 1e-12 * (1 + np.abs(adv) * n)
     assert np.all(rows <= (1 + eps_high) * np.abs(adv) * n + slack)

@@ -48,22 +48,25 @@ def test_sequence_weight_is_exp_of_the_row_sum_on_every_token():
 
 def test_the_kl_penalty_is_not_weighted():
     ref = [[-1.5, -1.5]]  # d = new - ref = 0.5 per token, k1 = 0.5
-    out = policy_objective(NEW, OLD, advantage_values=[1.0], rollout_log_probs=ROLLOUT, ref_log_probs=ref, agg="token-sum",
-                           is_level="token", beta=0.1, kl="k1")
+    out = policy_objective(
+        NEW, OLD, advantage_values=[1.0], rollout_log_probs=ROLLOUT, ref_log_probs=ref, agg="token-sum", is_level="token", beta=0.1, kl="k1"
+    )
     assert out == pytest.approx(2.5 - 0.1 * 1.0, rel=1e-14)
 
 
 def test_token_rejection_takes_tokens_out_of_the_mask():
     # k1 = rollout - old = -log 1.2 (kept: within log(1/1.5), log 1.5) and -log 2 (rejected)
     rollout = [[-1.0 - math.log(1.2), -1.0 - L2]]
-    out = policy_objective(NEW, OLD, advantage_values=[1.0], rollout_log_probs=rollout, agg="token-mean",
-                           reject="k1", reject_threshold="1.5", details=True)
+    out = policy_objective(
+        NEW, OLD, advantage_values=[1.0], rollout_log_probs=rollout, agg="token-mean", reject="k1", reject_threshold="1.5", details=True
+    )
     assert out["objective"] == 1.0 and out["tokens"] == 1
     assert out["rollout"]["rejected"] == {"tokens": 1, "rows": 1, "token_share": 0.5}
     assert list(out["rows"]["rejected_tokens"]) == [1] and list(out["rows"]["n_tokens"]) == [1]
     # asymmetric k1 bounds are on rollout / old (verl's sign): [0.4, 0.9] keeps 1/1.2 = 0.833, rejects 1/2 = 0.5
-    kept = policy_objective(NEW, OLD, advantage_values=[1.0], rollout_log_probs=rollout, agg="token-sum", reject="k1",
-                            reject_threshold="0.6,0.9", details=True)
+    kept = policy_objective(
+        NEW, OLD, advantage_values=[1.0], rollout_log_probs=rollout, agg="token-sum", reject="k1", reject_threshold="0.6,0.9", details=True
+    )
     assert kept["tokens"] == 1
 
 
@@ -72,11 +75,20 @@ def test_sequence_rejection_takes_the_whole_row_out():
     k3 = [(2 - L2 - 1), (0.5 + L2 - 1)]
     mean = sum(k3) / 2
     for threshold, tokens in ((mean * 1.01, 2), (mean * 0.99, 0)):
-        out = policy_objective(NEW, OLD, advantage_values=[1.0], rollout_log_probs=ROLLOUT, reject="seq_mean_k3",
-                               reject_threshold=str(threshold), details=True)
+        out = policy_objective(
+            NEW, OLD, advantage_values=[1.0], rollout_log_probs=ROLLOUT, reject="seq_mean_k3", reject_threshold=str(threshold), details=True
+        )
         assert out["tokens"] == tokens and out["config"]["reject_level"] == "sequence-mean"
-    out = policy_objective(NEW, OLD, advantage_values=[1.0], rollout_log_probs=ROLLOUT, reject="k2", reject_level="sequence-sum",
-                           reject_threshold=str(L2 * L2 * 0.99), details=True)  # k2 sum = 2 * (log 2)^2 / 2
+    out = policy_objective(
+        NEW,
+        OLD,
+        advantage_values=[1.0],
+        rollout_log_probs=ROLLOUT,
+        reject="k2",
+        reject_level="sequence-sum",
+        reject_threshold=str(L2 * L2 * 0.99),
+        details=True,
+    )  # k2 sum = 2 * (log 2)^2 / 2
     assert out["tokens"] == 0 and out["rollout"]["rejected"]["rows"] == 1
 
 
@@ -94,24 +106,28 @@ def test_mismatch_figures():
 def test_rollout_equal_to_old_changes_nothing(loss, rows, level):
     new, old, adv = unpack(rows)
     plain = policy_objective(new, old, advantage_values=adv, loss=loss)
-    weighted = policy_objective(new, old, advantage_values=adv, loss=loss, rollout_log_probs=old, is_level=level, is_cap=2.0,
-                                reject="k3", reject_threshold="1e-9")
+    weighted = policy_objective(
+        new, old, advantage_values=adv, loss=loss, rollout_log_probs=old, is_level=level, is_cap=2.0, reject="k3", reject_threshold="1e-9"
+    )
     assert weighted == pytest.approx(plain, rel=1e-12, abs=1e-12)
 
 
-@pytest.mark.parametrize("options, words", [
-    ({"is_cap": 2.0}, "pass `is_level`"),
-    ({"is_level": "token_truncate"}, "takes `is_cap`"),
-    ({"is_level": "token_truncate", "is_cap": 2.0, "is_mask": (0.5, 2.0)}, "takes `is_cap`"),
-    ({"is_level": "tok"}, "unknown `is_level`"),
-    ({"is_level": "token", "loss": "gmpo"}, "geometric mean"),
-    ({"reject": "k1"}, "needs `reject_threshold`"),
-    ({"reject": "k2", "reject_threshold": "0.5,2"}, "one upper bound"),
-    ({"reject": "k1", "reject_threshold": "0.5"}, "must be > 1"),
-    ({"reject": "seq_sum_k1", "reject_level": "token", "reject_threshold": "2"}, "drop `reject_level`"),
-    ({"reject_level": "token"}, "applies to `reject`"),
-    ({"is_level": "token", "is_mask": (2.0, 1.0)}, "0 <= LO < HI"),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ({"is_cap": 2.0}, "pass `is_level`"),
+        ({"is_level": "token_truncate"}, "takes `is_cap`"),
+        ({"is_level": "token_truncate", "is_cap": 2.0, "is_mask": (0.5, 2.0)}, "takes `is_cap`"),
+        ({"is_level": "tok"}, "unknown `is_level`"),
+        ({"is_level": "token", "loss": "gmpo"}, "geometric mean"),
+        ({"reject": "k1"}, "needs `reject_threshold`"),
+        ({"reject": "k2", "reject_threshold": "0.5,2"}, "one upper bound"),
+        ({"reject": "k1", "reject_threshold": "0.5"}, "must be > 1"),
+        ({"reject": "seq_sum_k1", "reject_level": "token", "reject_threshold": "2"}, "drop `reject_level`"),
+        ({"reject_level": "token"}, "applies to `reject`"),
+        ({"is_level": "token", "is_mask": (2.0, 1.0)}, "0 <= LO < HI"),
+    ],
+)
 def test_rollout_option_errors(options, words):
     with pytest.raises(UsageError, match=words.replace("(", r"\(")):
         ObjectiveConfig(**options)
@@ -124,8 +140,23 @@ def test_cli_rollout_columns_and_errors(sample_parquet, tmp_path):
     path = tmp_path / "r.parquet"
     pq.write_table(table.append_column("rollout_logprobs", pa.ListArray.from_arrays(old.offsets, pa.array(rollout))), path)
     out, summary = tmp_path / "o.parquet", tmp_path / "s.json"
-    run_grpo("objective", str(path), "--is", "sequence_truncate", "--is-cap", "2", "--reject", "token_k1", "--reject-threshold", "1.5",
-             "-o", str(out), "-q", "--summary-json", str(summary))
+    run_grpo(
+        "objective",
+        str(path),
+        "--is",
+        "sequence_truncate",
+        "--is-cap",
+        "2",
+        "--reject",
+        "token_k1",
+        "--reject-threshold",
+        "1.5",
+        "-o",
+        str(out),
+        "-q",
+        "--summary-json",
+        str(summary),
+    )
     written = pq.read_table(out)
     for name in ("rollout_abs_diff_mean", "rollout_kl_k1", "rollout_log_weight", "train_log_ppl", "is_weight_mean", "rejected_tokens"):
         assert name in written.schema.names

@@ -9,6 +9,7 @@ from .references import ratios
 def reference(new, old, adv, config) -> float:
     def gate(r, tau):
         return 1 / (1 + math.exp(-tau * (r - 1))) * 4 / tau
+
     return sum(gate(r, config.tau_pos if a > 0 else config.tau_neg) * a for r, a in zip(ratios(new, old, config), adv))
 
 

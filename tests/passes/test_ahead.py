@@ -17,8 +17,13 @@ from grpo_cli.estimators import GroupIndex, Runs
 
 from ..conftest import examples
 
-CONFIGS = [AdvantageConfig(), AdvantageConfig(estimator="rloo", std="sample"), AdvantageConfig(scale="none", reward_clip=(-1.0, 2.0)),
-           AdvantageConfig(estimator="passk"), AdvantageConfig(whiten=True)]
+CONFIGS = [
+    AdvantageConfig(),
+    AdvantageConfig(estimator="rloo", std="sample"),
+    AdvantageConfig(scale="none", reward_clip=(-1.0, 2.0)),
+    AdvantageConfig(estimator="passk"),
+    AdvantageConfig(whiten=True),
+]
 
 
 def _recording(monkeypatch, window: int) -> list:
@@ -30,11 +35,17 @@ def _recording(monkeypatch, window: int) -> list:
 
 
 @settings(max_examples=examples(80), deadline=None)
-@given(sizes=st.lists(st.integers(1, 9), min_size=1, max_size=80), seed=st.integers(0, 2**32 - 1), back=st.booleans(),
-       text=st.booleans(), nulls=st.lists(st.integers(0, 500), max_size=3), batch=st.integers(1, 64), window=st.integers(1, 48),
-       config=st.sampled_from(CONFIGS))
-def test_advantages_computed_ahead_are_the_bits_computed_after_the_pass(tmp_path_factory, sizes, seed, back, text, nulls, batch,
-                                                                        window, config):
+@given(
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=80),
+    seed=st.integers(0, 2**32 - 1),
+    back=st.booleans(),
+    text=st.booleans(),
+    nulls=st.lists(st.integers(0, 500), max_size=3),
+    batch=st.integers(1, 64),
+    window=st.integers(1, 48),
+    config=st.sampled_from(CONFIGS),
+)
+def test_advantages_computed_ahead_are_the_bits_computed_after_the_pass(tmp_path_factory, sizes, seed, back, text, nulls, batch, window, config):
     """Any group sizes, batch edges and window size; a returning id (groups not contiguous:
     the work ahead is dropped); unscorable rows: the summary-only run (ahead) gives the figures
     of the ``-o`` run (no pass streamed, nothing ahead), and ahead's advantages are the written ones."""

@@ -158,8 +158,9 @@ def detect(part: Part) -> str:
     if suffix in SUFFIXES:
         return SUFFIXES[suffix]
     if suffix in UNSUPPORTED:
-        raise InputError(f"{part.name}: {UNSUPPORTED[suffix]} is not supported; convert it to {titles()} "
-                         "(or pass `input_format` if it holds one of them)")
+        raise InputError(
+            f"{part.name}: {UNSUPPORTED[suffix]} is not supported; convert it to {titles()} (or pass `input_format` if it holds one of them)"
+        )
     with part.open() as f:
         head = f.read(SNIFF_BYTES)
     found = next((fmt.name for fmt in BY_NAME.values() if fmt.sniff(head)), None)

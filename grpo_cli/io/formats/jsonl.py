@@ -115,8 +115,7 @@ def check_depth(chunk: bytes, first_line: int, name: str) -> None:
     level = depth - np.repeat((depth - step)[first], np.diff(np.append(first, len(at))))
     deep = np.flatnonzero(level > MAX_DEPTH)
     if len(deep):
-        raise InputError(f"{name}: line {first_line + int(line[deep[0]])}: nested deeper than {MAX_DEPTH} levels, "
-                         "the most JSON Lines input may nest")
+        raise InputError(f"{name}: line {first_line + int(line[deep[0]])}: nested deeper than {MAX_DEPTH} levels, the most JSON Lines input may nest")
 
 
 def _escaped(data: np.ndarray, quotes: np.ndarray) -> np.ndarray:
@@ -157,6 +156,7 @@ def _leaves(values: pa.Array, path: tuple[str, ...], rows: Callable[[np.ndarray]
 
         def parents(positions: np.ndarray, lists: pa.Array = values) -> np.ndarray:
             return rows(pc.list_parent_indices(lists).to_numpy()[positions])
+
         yield from _leaves(pc.list_flatten(values), (*path, "[]"), parents)
     else:
         yield path, values, rows
@@ -226,8 +226,10 @@ def _rows(chunk: bytes) -> list[tuple[int, bytes]]:
 
 
 def _rounded_error(name: str, line: int, column: str, value: int) -> InputError:
-    return InputError(f"{name}: line {line}: column {column!r} holds the integer {value}, which float64 would round "
-                      "(the column holds fractions too, or the integer is beyond int64); write such numbers as JSON strings")
+    return InputError(
+        f"{name}: line {line}: column {column!r} holds the integer {value}, which float64 would round "
+        "(the column holds fractions too, or the integer is beyond int64); write such numbers as JSON strings"
+    )
 
 
 def _strings(schema: pa.Schema) -> pa.Schema:
@@ -345,6 +347,7 @@ class JsonLines(Format):
 
     def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
         """Chunks of whole lines parsed against ``columns`` on threads."""
+
         def parse(item: tuple[int, bytes]) -> pa.Table:
             return parse_chunk(item[1], item[0], part.name, columns)
 
@@ -384,8 +387,10 @@ class LinesWriter:
                     bad = pc.invert(pc.fill_null(pc.is_finite(values), True)).to_numpy(zero_copy_only=False)
                     first += rows(np.flatnonzero(bad)[:1]).tolist()
             if first:
-                raise InputError(f"{self.target}: row {self.rows + min(first)}: column {name!r} holds NaN or infinity, "
-                                 "which JSON Lines cannot hold; write parquet instead")
+                raise InputError(
+                    f"{self.target}: row {self.rows + min(first)}: column {name!r} holds NaN or infinity, "
+                    "which JSON Lines cannot hold; write parquet instead"
+                )
 
     def close(self) -> None:
         self.file.close()
@@ -412,8 +417,7 @@ def json_values(values: pa.Array) -> pa.Array:
         return values.cast(pa.string())
     if pa.types.is_interval(t):
         fields = np.frombuffer(values.buffers()[1], INTERVAL_FIELDS, len(values), values.offset * INTERVAL_FIELDS.itemsize)
-        return pa.StructArray.from_arrays([pa.array(fields[name]) for name in INTERVAL_FIELDS.names], INTERVAL_FIELDS.names,
-                                          mask=_nulls(values))
+        return pa.StructArray.from_arrays([pa.array(fields[name]) for name in INTERVAL_FIELDS.names], INTERVAL_FIELDS.names, mask=_nulls(values))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):
         import polars as pl
 

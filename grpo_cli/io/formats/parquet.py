@@ -35,8 +35,9 @@ class Parquet(Format):
         groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
         codec = groups[0].column(0).compression.lower() if groups and groups[0].num_columns else None
         pieces = tuple(group.num_rows for group in groups)
-        return Scan(meta.schema.to_arrow_schema(), meta.num_rows, pieces, sum(group.total_byte_size for group in groups), codec,
-                    max(pieces, default=None))
+        return Scan(
+            meta.schema.to_arrow_schema(), meta.num_rows, pieces, sum(group.total_byte_size for group in groups), codec, max(pieces, default=None)
+        )
 
     def scans(self, parts: list[Part]) -> list[Scan]:
         """The footers, read on threads (object storage answers each after a round trip)."""
