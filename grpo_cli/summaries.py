@@ -179,8 +179,23 @@ def bin_counts(x: np.ndarray, span: tuple[float, float]) -> np.ndarray:
     >>> bin_counts(np.array([0.0, 0.1, 0.95, 1.0]), (0.0, 1.0)).tolist()
     [1, 1, 0, 0, 0, 0, 0, 0, 0, 2]
     """
-    edges = np.histogram_bin_edges(np.empty(0), bins=HIST_BINS, range=span)
+    edges = bin_edges(span)
     return np.diff([0, *(np.count_nonzero(x < e) for e in edges[1:-1]), len(x)])
+
+
+def bin_edges(span: tuple[float, float]) -> np.ndarray:
+    """The :data:`HIST_BINS` + 1 equal-width edges over ``span`` (finite), as
+    ``np.histogram_bin_edges`` makes them: ``linspace(lo, hi)``, the span widened by 0.5 each way
+    if ``lo == hi``. A span narrower than :data:`HIST_BINS` float64 steps (``[1e12, 1e12 + one
+    ulp]``), which numpy refuses, keeps its repeated edges: those bins are empty.
+
+    >>> bin_edges((1e12, np.nextafter(1e12, np.inf)))[[0, 5, 10]].tolist()
+    [1000000000000.0, 1000000000000.0, 1000000000000.0001]
+    """
+    lo, hi = span
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return np.linspace(lo, hi, HIST_BINS + 1)
 
 
 def finite_or_null(figure: float | None) -> float | None:
@@ -201,7 +216,7 @@ def describe(moments: Moments, spread: Spread) -> dict:
 def histogram(moments: Moments, spread: Spread) -> dict:
     """Equal-width bins over [min, max] (widened by 0.5 each way if they are equal):
     ``edges`` (bins + 1) and ``counts`` (bins)."""
-    edges = np.histogram_bin_edges(np.empty(0), bins=HIST_BINS, range=moments.range) * moments.unit
+    edges = bin_edges(moments.range) * moments.unit
     return {"edges": edges.tolist(), "counts": spread.counts.tolist()}
 
 

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -59,8 +60,20 @@ def help_examples(command: str) -> list[str]:
     return [line.strip() for line in (COMMANDS[command].epilog or "").splitlines() if line.startswith("  ")]
 
 
-def run_in_sample_folder(command: str, tmp_path) -> subprocess.CompletedProcess:
+SHELL = re.compile(r"[|<>&;$`]|^\w+=")  # a pipe, a redirection, a variable: what only a shell runs
+
+
+def run_in_sample_folder(command: str, tmp_path):
+    """``command`` run where ``sample_data/`` is at hand, at 100 columns: a plain ``grpo ...``
+    in this process (:func:`run_grpo`), anything else by bash with the installed ``grpo``."""
     (tmp_path / "sample_data").symlink_to(ROOT / "sample_data")
+    if command.startswith("grpo ") and not SHELL.search(command):
+        here = os.getcwd()
+        os.chdir(tmp_path)
+        try:
+            return run_grpo(*shlex.split(command)[1:], check=False, env={"COLUMNS": "100"})
+        finally:
+            os.chdir(here)
     env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "100"}
     return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=120)
 
@@ -119,7 +132,7 @@ def words(text: str) -> str:
 def test_every_option_and_example_is_in_the_help(command):
     rendered = run_grpo(command, "--help").stdout.decode()
     assert "Usage" in rendered
-    wide = subprocess.run([grpo_executable(), command, "--help"], capture_output=True, env={**os.environ, "COLUMNS": "1000"}).stdout.decode()
+    wide = run_grpo(command, "--help", env={"COLUMNS": "1000"}).stdout.decode()
     for param in COMMANDS[command].params:
         assert param.help and len(param.help.split()) >= 2, f"{command} {param.name}: no help"
         assert words(param.help) in words(wide), f"{command} {param.name}: help not shown"

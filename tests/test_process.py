@@ -110,6 +110,7 @@ def test_the_grpo_command_keeps_numpys_arrays_off_huge_pages_unless_the_user_say
     assert _after_the_grpo_command(tmp_path, HUGE_PAGES, {**env, "NUMPY_MADVISE_HUGEPAGE": "1"}) == "True"
 
 
+@pytest.mark.slow  # four processes
 def test_grpo_tuning_0_turns_every_tweak_off_and_changes_no_result(tmp_path):
     """One switch (grpo_cli.process): with ``GRPO_TUNING=0`` the command sets none of the
     variables, keeps the collector as it was, does not hide pandas, and writes the same bytes."""

@@ -6,7 +6,7 @@ from functools import reduce
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from grpo_cli import ObjectiveConfig
@@ -15,7 +15,7 @@ from grpo_cli.objective import row_terms
 from grpo_cli.tokens import Tokens
 from grpo_cli.numerics import unit
 from grpo_cli.objective.summary import ObjectiveSummary
-from grpo_cli.summaries import BlockSums, GroupSummary, Moments, Spread, bin_counts, describe, described, histogram
+from grpo_cli.summaries import BlockSums, GroupSummary, Moments, Spread, bin_counts, bin_edges, describe, described, histogram
 
 values = st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=200)
 cuts = st.lists(st.integers(1, 50), min_size=1, max_size=20)
@@ -73,7 +73,8 @@ def test_bin_counts_are_numpys_histogram(values, on_edges):
     """Counts below each edge give np.histogram's bins, values exactly on an edge included."""
     x = np.array(values)
     span = (float(x.min()), float(x.max()))
-    edges = np.histogram_bin_edges(np.empty(0), bins=10, range=span)
+    edges = bin_edges(span)
+    assume(np.all(edges[:-1] < edges[1:]))  # numpy refuses a span of fewer than 10 float64 steps
     x = np.concatenate([x, [e for e in edges[on_edges] if span[0] <= e <= span[1]]])
     assert bin_counts(x, span).tolist() == np.histogram(x, bins=10, range=span)[0].tolist()
 
@@ -117,3 +118,13 @@ def test_figures_of_rewards_near_the_ends_of_float64():
     assert histogram(moments, spread)["counts"] == [1, 0, 0, 0, 0, 2, 0, 0, 0, 2]
     tiny = described(np.array([3e-320, 1e-320]))
     assert describe(*tiny)["std"] == pytest.approx(1e-320, rel=1e-3)  # subnormal: 3 significant digits
+
+
+def test_bin_edges_are_numpys_and_a_span_too_narrow_for_numpy_has_empty_bins():
+    for span in [(0.0, 1.0), (-3.5, 2.25), (7.0, 7.0), (-1e300, 1e300)]:
+        assert bin_edges(span).tolist() == np.histogram_bin_edges(np.empty(0), bins=10, range=span).tolist()
+    one_ulp = (1e12, float(np.nextafter(1e12, np.inf)))  # numpy: "Too many bins for data range"
+    x = np.array(one_ulp)
+    assert bin_counts(x, one_ulp).tolist() == [0, 0, 0, 0, 0, 1, 0, 0, 0, 1]  # edges[k] <= x < edges[k + 1]; the last bin closed
+    figures = histogram(*described(x, histogram=True))
+    assert sum(figures["counts"]) == 2 and figures["edges"][0] == 1e12 and figures["edges"][-1] == one_ulp[1]

@@ -129,7 +129,13 @@ def test_file_uris_read_local_files(steps, tmp_path):
     assert (tmp_path / "uri.parquet").read_bytes() == (tmp_path / "path.parquet").read_bytes()
 
 
-@pytest.mark.parametrize("given", ["gs://no-such-bucket-here/a.parquet?retry_limit_seconds=1", "hdfs://namenode:8020/a.parquet"])
+@pytest.mark.parametrize(
+    "given",
+    [
+        pytest.param("gs://no-such-bucket-here/a.parquet?retry_limit_seconds=1", marks=pytest.mark.slow),  # a second of retries
+        "hdfs://namenode:8020/a.parquet",
+    ],
+)
 def test_storage_that_cannot_be_reached_is_one_line(given):
     """No credentials or client here (GCS finds no token; HDFS no libhdfs): one line, exit 1."""
     proc = run_grpo("advantages", given, check=False)
