@@ -1,8 +1,11 @@
-"""Registries that fill themselves: adding an estimator, a loss or a format is one new module.
+"""Registries that fill themselves: adding a command, an estimator, a loss or a format is one
+new module.
 
-A package calls :func:`import_registering` once; it imports every module of the package whose
-source uses the registering decorator (``@estimator(``, ``@loss(``), so no list of modules is
-kept anywhere, and lists the registry by name.
+Each registry finds its entries among :func:`modules` of its package, so no list of modules is
+kept anywhere: the commands by file name, the formats by their ``FORMAT``, and the estimators
+and losses through :func:`import_registering`, which imports every module of the package whose
+source uses the registering decorator (``@estimator(``, ``@loss(``) and lists the registry by
+name.
 """
 
 from __future__ import annotations
@@ -10,6 +13,16 @@ from __future__ import annotations
 from importlib import import_module
 from pathlib import Path
 from typing import Any
+
+
+def modules(folder: str | Path) -> list[Path]:
+    """The modules of the package in ``folder`` (its ``.py`` files but ``__init__`` and those
+    named with a leading underscore), by name.
+
+    >>> [p.stem for p in modules(Path(__file__).parent / "io" / "formats")]
+    ['jsonl', 'parquet']
+    """
+    return sorted(Path(folder).glob("[!_]*.py"))
 
 
 def import_registering(package: str, folder: str, marker: str, registry: dict[str, Any]) -> None:
@@ -21,7 +34,7 @@ def import_registering(package: str, folder: str, marker: str, registry: dict[st
     >>> list(e.ESTIMATORS)[:3]
     ['gae', 'gpg', 'grpo']
     """
-    for path in sorted(Path(folder).glob("[!_]*.py")):
+    for path in modules(folder):
         if marker in path.read_text(encoding="utf-8"):
             import_module(f"{package}.{path.stem}")
     entries = sorted(registry.items())

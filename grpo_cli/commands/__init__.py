@@ -13,15 +13,17 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
+from ..plugins import modules
+
 _HERE = Path(__file__).parent
-NOT_COMMANDS = ("__init__", "base")  # the registry and what the commands share
+NOT_COMMANDS = ("base",)  # what the commands share
 WITHOUT_INPUT = ("presets",)  # commands that read no input: no plan, no file function
 
 
 @functools.cache
 def names() -> tuple[str, ...]:
     """Every command's name: the modules of this package."""
-    return tuple(sorted(p.stem for p in _HERE.glob("*.py") if p.stem not in NOT_COMMANDS))
+    return tuple(p.stem for p in modules(_HERE) if p.stem not in NOT_COMMANDS)
 
 
 def summary(name: str) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Protocol, TypeVar
 import pyarrow as pa
 
 from ...errors import InputError, UsageError
+from ...plugins import modules
 
 if TYPE_CHECKING:
     from ..discovery import Part
@@ -119,8 +120,7 @@ class Format(Reader):
 
 def _discovered() -> dict[str, Format]:
     """The ``FORMAT`` of each module in this package, by name, in their ``order``."""
-    modules = [name[:-3] for name in os.listdir(os.path.dirname(__file__)) if name.endswith(".py") and name != "__init__.py"]
-    found = [importlib.import_module(f"{__name__}.{module}").FORMAT for module in modules]
+    found = [importlib.import_module(f"{__name__}.{path.stem}").FORMAT for path in modules(os.path.dirname(__file__))]
     return {fmt.name: fmt for fmt in sorted(found, key=lambda fmt: (fmt.order, fmt.name))}
 
 
