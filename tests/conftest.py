@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import json
 import os
 import shutil
@@ -138,6 +139,15 @@ def write_jsonl_rows(path, rows) -> Path:
     """Write dicts as JSON Lines (one object per line) and return the path."""
     Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
     return Path(path)
+
+
+def gathered_references(package: str, folder: Path) -> dict:
+    """The slow references of a registry's tests: every ``REFERENCES`` dict of the test modules
+    ``package.test_*`` in ``folder`` (each estimator's or loss's own test holds its own)."""
+    found: dict = {}
+    for path in sorted(folder.glob("test_*.py")):
+        found.update(getattr(importlib.import_module(f"{package}.{path.stem}"), "REFERENCES", {}))
+    return found
 
 
 def read_json(path) -> dict:

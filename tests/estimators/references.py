@@ -6,19 +6,17 @@ a test fails for an estimator that has none."""
 from __future__ import annotations
 
 import functools
-from importlib import import_module
 from pathlib import Path
 
 import numpy as np
+
+from ..conftest import gathered_references
 
 
 @functools.cache
 def references() -> dict:
     """Every ``REFERENCES`` of the test modules beside this one."""
-    found: dict = {}
-    for path in sorted(Path(__file__).parent.glob("test_*.py")):
-        found.update(getattr(import_module(f"{__package__}.{path.stem}"), "REFERENCES", {}))
-    return found
+    return gathered_references(__package__, Path(__file__).parent)
 
 
 def reference_advantages(rewards, groups, *, estimator="grpo", scale="group", ddof=0, eps=0.0) -> np.ndarray:

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import functools
 import math
-from importlib import import_module
 from pathlib import Path
+
+from ..conftest import gathered_references
 
 
 @functools.cache
 def references() -> dict:
     """Every ``REFERENCES`` of the test modules beside this one."""
-    found: dict = {}
-    for path in sorted(Path(__file__).parent.glob("test_*.py")):
-        found.update(getattr(import_module(f"{__package__}.{path.stem}"), "REFERENCES", {}))
-    return found
+    return gathered_references(__package__, Path(__file__).parent)
 
 
 def ratios(new, old, config) -> list[float]:
