@@ -13,7 +13,7 @@ names the fields the caller set.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Iterable
 
 import numpy as np
 
@@ -29,9 +29,49 @@ MULTI_REWARD = ("sum-then-normalize", "normalize-then-sum")
 ON_NULL = ("unscorable", "error")
 
 
-def option(default: Any, help: str) -> Any:
-    """A config field: ``None`` until given, then ``default`` where it was not."""
-    return field(default=None, metadata={"default": default, "help": help})
+# The help's panels, where each option is shown (its config class's, unless a field says otherwise)
+INPUT, COLUMNS, ESTIMATOR, CLIP, KL_PANEL, ROLLOUT, OUTPUT = (
+    "Input",
+    "Columns",
+    "Advantages",
+    "Clip and aggregation",
+    "KL",
+    "Rollout correction",
+    "Output and run",
+)
+
+
+def option(
+    default: Any,
+    help: str,
+    *,
+    group: str = "",
+    panel: str | None = None,
+    choices: Iterable[str] | None = None,
+    parse: Callable[[str, str], Any] | None = None,
+    metavar: str | None = None,
+    shown: str | None = None,
+    flags: tuple[str, ...] = (),
+) -> Any:
+    """A config field: ``None`` until given, then ``default`` where it was not.
+
+    The field is also the option's one declaration, from which :mod:`grpo_cli.options` makes
+    the CLI's: ``group``, the set of options a command takes together (``rewards``: every
+    command that reads rewards); ``panel`` of the help (else the class's ``PANEL``); its
+    ``choices``; ``parse(text, name)``, the value of the CLI's text (``"LO,HI"``); ``metavar``;
+    the default as ``shown`` in the help; and its ``flags`` (else ``--field-name``).
+    """
+    cli = {"group": group, "panel": panel, "choices": choices, "parse": parse, "metavar": metavar, "shown": shown, "flags": flags}
+    return field(default=None, metadata={"default": default, "help": help, **cli})
+
+
+def listing(entries: dict[str, str]) -> str:
+    """``name: text; name: text.``, a registry's entries as one line of help.
+
+    >>> listing({"k1": "d.", "k2": "d^2 / 2"})
+    'k1: d; k2: d^2 / 2.'
+    """
+    return "; ".join(f"{name}: {text.rstrip('.')}" for name, text in entries.items()) + "."
 
 
 def value_range(text: str | None, name: str) -> tuple[float, float] | None:
@@ -125,7 +165,7 @@ class Options:
             object.__setattr__(self, name, value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AdvantageConfig(Options):
     """How rewards become advantages: ``A = (r - b) / s``.
 
@@ -162,50 +202,89 @@ class AdvantageConfig(Options):
         The advantage of a group of one row (see :data:`grpo_cli.estimators.SINGLETONS`).
     """
 
-    preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).")
-    estimator: str = option("grpo", "The baseline b of A = (r - b) / s.")
-    scale: str = option(None, "The divisor s: the group's reward std + eps, the std of all rewards + eps, or 1.")
+    PANEL: ClassVar[str] = ESTIMATOR
+
+    preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).", panel=INPUT, choices=PRESETS)
+    estimator: str = option(
+        "grpo",
+        "The baseline b of A = (r - b) / s. " + listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()}),
+        group="estimator",
+        choices=estimators.names(),
+    )
+    scale: str = option(
+        None,
+        "The divisor s: the group's reward std + eps, the std of all rewards + eps, or 1.",
+        group="estimator",
+        choices=estimators.SCALES,
+        shown="the estimator's: " + ", ".join(f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()),
+    )
     std: str = option(
         "population",
         "population = ddof 0 (the worked examples of the original GRPO notes); sample = ddof 1 (ModelScope Twinkle, verl, TRL, OpenRLHF).",
+        group="estimator",
+        choices=STD_KINDS,
     )
-    eps: float = option(0.0, "Added to the std before dividing.")
-    reward_weights: tuple = option(None, "Weights of the reward columns, in order (default: 1 each).")
+    eps: float = option(0.0, "Added to the std before dividing.", group="estimator")
+    singleton: str = option(
+        "zero",
+        "The advantage of a group of one row: " + listing({name: (fn.__doc__ or "").strip() for name, fn in estimators.SINGLETONS.items()}),
+        group="estimator",
+        choices=estimators.SINGLETONS,
+    )
+    gamma: float = option(1.0, "Discount of the token-level returns.", group="returns")
+    lam: float = option(1.0, "GAE lambda.", group="returns")
+    reward_weights: tuple = option(
+        None, "Weights of the reward columns, in order.", group="rewards", parse=numbers, metavar="W1,W2,...", shown="1 each"
+    )
     multi_reward: str = option(
         "sum-then-normalize",
         "Several reward columns: estimate their weighted sum (TRL's default), or estimate each and whiten the weighted sum of the advantages (GDPO).",
+        group="rewards",
+        choices=MULTI_REWARD,
     )
     on_null: str = option(
         "unscorable",
         "A row whose every reward is null: unscorable = left out of its group's statistics, "
         "advantage 0 (TRL); error = refuse. A null among several rewards counts as 0.",
+        group="rewards",
+        choices=ON_NULL,
     )
-    reward_clip: tuple = option(None, "Clip each reward to [LO, HI] before the baseline (as OpenRLHF's and TRL's RLOO reward clip).")
+    reward_clip: tuple = option(
+        None,
+        "Clip each reward to [LO, HI] before the baseline (as OpenRLHF's and TRL's RLOO reward clip).",
+        group="rewards",
+        parse=value_range,
+        metavar="LO,HI",
+    )
     kl_in_reward: float = option(
         None,
         "r - BETA * sum of the row's KL (old vs reference log-probs) before the baseline; token-level estimators subtract BETA * KL_t at each token.",
+        group="kl_in_reward",
+        metavar="BETA",
     )
-    kl: str = option("k1", "KL estimator of --kl-in-reward, with d = old - ref.")
-    gamma: float = option(1.0, "Discount of the token-level returns.")
-    lam: float = option(1.0, "GAE lambda.")
+    kl: str = option(
+        "k1",
+        "KL estimator of --kl-in-reward, with d = old - ref: " + listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}),
+        group="kl_in_reward",
+        choices=KL_ESTIMATORS,
+    )
     whiten: bool = option(
         False,
         "After the estimator, A = (A - mean) / s over the whole input (rows, or valid tokens "
-        "for token-level estimators), as TRL's normalize_advantages.",
+        "for token-level estimators), as TRL's normalize_advantages. Always on for "
+        + ", ".join(e.name for e in estimators.ESTIMATORS.values() if e.whitens)
+        + " and normalize-then-sum.",
+        group="whitening",
     )
-    whiten_std: str = option("sample", "The std of --whiten.")
+    whiten_std: str = option("sample", "The std of --whiten.", group="whitening", choices=STD_KINDS)
     whiten_eps_at: str = option(
         "std",
         "Where --whiten-eps goes: std = (A - mean) / (std + eps) (TRL); var = / sqrt(var + eps) "
         "(verl); var-floor = / sqrt(max(var, eps)) (OpenRLHF).",
+        group="whitening",
+        choices=WHITEN_EPS_AT_KINDS,
     )
-    whiten_eps: float = option(1e-8, "The epsilon of --whiten.")
-    singleton: str = option(
-        "zero",
-        "The advantage of a group of one row: "
-        + "; ".join(f"{name}: {(fn.__doc__ or '').strip().rstrip('.')}" for name, fn in estimators.SINGLETONS.items())
-        + ".",
-    )
+    whiten_eps: float = option(1e-8, "The epsilon of --whiten.", group="whitening")
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("advantage")
@@ -291,3 +370,6 @@ class AdvantageConfig(Options):
             **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")},
             **whiten,
         }
+
+
+REWARD_OPTIONS = frozenset(f.name for f in fields(AdvantageConfig) if f.metadata["group"] == "rewards")  # how the reward columns make the reward

@@ -63,19 +63,23 @@ class Interrupted(GrpoError):
         return self if self.detail else Interrupted(self.signal_name, self.exit_code, detail)
 
 
-def check_keywords(given: Iterable[str], valid: Iterable[str], where: str) -> None:
+def check_keywords(given: Iterable[str], valid: Iterable[str], where: str, within: dict[str, str] | None = None) -> None:
     """Refuse keywords that no option has, listing the valid ones (and the closest match; a
-    flag's spelling, ``reward-col``, finds its parameter, ``reward_col``).
+    flag's spelling, ``reward-col``, finds its parameter, ``reward_col``; an option of a config
+    object, how to pass it, from ``within``).
 
     >>> check_keywords(["scal"], ["scale", "std"], "GRPOAdvantage()")
     Traceback (most recent call last):
     ...
     grpo_cli.errors.UnknownOptionError: GRPOAdvantage() has no option `scal`; did you mean `scale`? (valid: scale, std)
     """
-    valid = list(valid)
+    valid, within = list(valid), within or {}
     for name in given:
+        if name not in valid and name in within:
+            raise UnknownOptionError(f"{where} takes `{name}` in a config object: {within[name]}")
         if name not in valid:
             spelled = name.strip("-").replace("-", "_")
-            close = [spelled] if spelled in valid else difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
-            hint = f"; did you mean `{close[0]}`?" if close else ""
+            known = [*valid, *within]
+            close = [spelled] if spelled in known else difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+            hint = f"; did you mean `{close[0]}`{', in a config object: ' + within[close[0]] if close[0] in within else ''}?" if close else ""
             raise UnknownOptionError(f"{where} has no option `{name}`{hint} (valid: {', '.join(valid)})")

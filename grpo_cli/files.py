@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import typing
+from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, ContextManager
 
+from .config import Options
 from .engines import Engine, Progress, make_engine
 from .errors import check_keywords
 from .io import Source, Staged, Writes, open_source
@@ -31,6 +34,22 @@ def json_text(figures: dict) -> str:
 def _options(plan: Callable) -> list[inspect.Parameter]:
     """The options of ``plan``: its keywords but the source and the output."""
     return [p for name, p in inspect.signature(plan).parameters.items() if name not in ("source", "output")]
+
+
+def _config_fields(plan: Callable) -> dict[str, str]:
+    """Each option of the config objects ``plan`` takes, and how to pass it."""
+    out: dict[str, str] = {}
+    for keyword, hint in typing.get_type_hints(plan).items():
+        for cls in typing.get_args(hint) or (hint,):
+            if isinstance(cls, type) and issubclass(cls, Options):
+                out.update({f.name: f"{keyword}={cls.__name__}({f.name}=...)" for f in fields(cls) if f.name not in out})
+    return out
+
+
+def check_options(options: dict[str, Any], valid: list[str], where: str, plan: Callable) -> None:
+    """Refuse an option that is none of ``valid``, saying which is meant, or in which config object of ``plan`` it goes."""
+    if not set(options) <= set(valid):
+        check_keywords(options, valid, where, _config_fields(plan))
 
 
 def _with_plan(figures: dict, plan: Any) -> dict:
@@ -60,7 +79,7 @@ def run(
     together once the run has succeeded (see :class:`~grpo_cli.io.Outputs`): a failure or an
     interrupt leaves every target as it was.
     """
-    check_keywords(options, [p.name for p in _options(make_plan)], f"{command}_file()")
+    check_options(options, [p.name for p in _options(make_plan)], f"{command}_file()", make_plan)
     writes = Writes(output, options.get("output_dir"), options.get("output_format"), summary_json)
     with engine.outputs as outputs, open_input(writes=writes) as source:
         plan = make_plan(source, output=output, **options)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -25,7 +26,7 @@ KEEP_IF = re.compile(
 TRUNCATED = ("drop", "mask")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FilterConfig(Options):
     """Which rows `grpo filter` keeps (see :mod:`grpo_cli.filters`).
 
@@ -45,10 +46,14 @@ class FilterConfig(Options):
         with L the row's valid tokens.
     """
 
+    PANEL: ClassVar[str] = "Rules"
+
     drop_zero_variance: bool = option(False, "Drop groups (of 2+ rows) whose rewards are all equal (DAPO dynamic sampling).")
-    keep_if: str = option(None, "Keep groups whose reward statistic is in bounds: 'LO<mean<HI' (OpenRLHF; <= inclusive; mean, std, min, max).")
-    truncated: str = option(None, "Rows the truncation column marks: drop them, or mask them (token mask set to 0; TRL).")
-    overlong_buffer: int = option(None, "DAPO's overlong penalty: the last B tokens before --max-length are penalised linearly.")
+    keep_if: str = option(
+        None, "Keep groups whose reward statistic is in bounds: 'LO<mean<HI' (OpenRLHF; <= inclusive; mean, std, min, max).", metavar="RULE"
+    )
+    truncated: str = option(None, "Rows the truncation column marks: drop them, or mask them (token mask set to 0; TRL).", choices=TRUNCATED)
+    overlong_buffer: int = option(None, "DAPO's overlong penalty: the last B tokens before --max-length are penalised linearly.", metavar="B")
     max_length: int = option(None, "The maximum response length of the overlong penalty.")
     overlong_factor: float = option(1.0, "The penalty at --max-length: r += min(-(L - (max_length - B)) / B * factor, 0).")
 

@@ -3,7 +3,9 @@
 ``annotate_advantages`` and ``annotate_objective`` take a frame and return one of the same
 kind with the command's new columns, so they chain with ``pipe``::
 
-    out = df.pipe(annotate_advantages, std="sample").pipe(annotate_objective, loss="gspo")
+    out = df.pipe(annotate_advantages, config=AdvantageConfig(std="sample")).pipe(
+        annotate_objective, config=ObjectiveConfig(loss="gspo")
+    )
 
 ``figures=True`` returns ``(frame, figures)`` instead: the summary the command prints, from
 the same run. A pyarrow ``Table`` or ``RecordBatch`` is read where it is, in memory; a
@@ -18,30 +20,24 @@ from __future__ import annotations
 import inspect
 import os
 import tempfile
-from dataclasses import fields
 from functools import partial
-from typing import Any, Callable, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .config import AdvantageConfig
+from .commands import advantages, objective
 from .engines import LocalEngine
-from .errors import UsageError, check_keywords
-from .files import run
+from .errors import UsageError
+from .files import check_options, run
 from .io import open_arrow
 from .io.memory import is_dataset
-from .objective.config import ObjectiveConfig
-from .plan import objective_estimator, plan_advantages
+
+if TYPE_CHECKING:
+    from .commands.base import Command
 
 Frame = TypeVar("Frame")  # what comes back is what went in
-
-ADVANTAGE_OPTIONS = [f.name for f in fields(AdvantageConfig)]
-OBJECTIVE_OPTIONS = [f.name for f in fields(ObjectiveConfig)]
-RUN_OPTIONS = ["threads", "batch_rows"]
-# plan parameters that are no keyword here: the frame is the source, no file is written, and the
-# configs are built from their fields (a `config` given whole would silently drop them)
-NOT_KEYWORDS = {"source", "output", "output_dir", "output_format", "compression", "config", "advantage_config"}
+WRITES = {"source", "output", "output_dir", "output_format", "compression"}  # the frame is the source, and no file is written
 
 
 def arrow_of(frame: Any) -> tuple[Any, Callable[[pa.Table], Any]]:
@@ -79,62 +75,55 @@ def arrow_of(frame: Any) -> tuple[Any, Callable[[pa.Table], Any]]:
     )
 
 
-@overload
-def annotate_advantages(frame: Frame, *, figures: Literal[False] = False, **options: Any) -> Frame: ...
-@overload
-def annotate_advantages(frame: Frame, *, figures: Literal[True], **options: Any) -> tuple[Frame, dict]: ...
-def annotate_advantages(frame: Any, *, figures: bool = False, **options: Any) -> Any:
+def frame_function(command: Command, doc: str) -> Callable[..., Any]:
+    """``annotate_<name>``: ``command`` on a frame (see this module's docstring). Its keywords
+    are the options of the command's plan (its config objects among them) but where the rows
+    go, plus ``threads``, ``batch_rows`` and ``figures``."""
+    name = command.__name__.rsplit(".", 1)[-1]
+
+    def annotate(frame: Any, *, threads: int | None = None, batch_rows: int | None = None, figures: bool = False, **options: Any) -> Any:
+        check_options(options, [p.name for p in keywords], f"annotate_{name}()", command.plan)
+        data, back = arrow_of(frame)
+        engine = LocalEngine(threads=threads, batch_rows=batch_rows)
+        with tempfile.TemporaryDirectory(prefix="grpo-frame-") as folder:
+            out = os.path.join(folder, "annotated.parquet")
+            summary = run(name, command.plan, partial(open_arrow, data), out, engine, options)
+            annotated = back(pq.read_table(out))
+        return (annotated, summary) if figures else annotated
+
+    plan = inspect.signature(command.plan).parameters
+    own = inspect.signature(annotate).parameters
+    keywords = [p for n, p in plan.items() if n not in WRITES]
+    annotate.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [own["frame"], *keywords, *(p for n, p in own.items() if p.kind is p.KEYWORD_ONLY)], return_annotation="Frame | tuple[Frame, dict]"
+    )
+    annotate.__name__ = annotate.__qualname__ = f"annotate_{name}"
+    annotate.__doc__ = doc
+    return annotate
+
+
+annotate_advantages = frame_function(
+    cast("Command", advantages),
     """`grpo advantages` on a frame: ``frame`` with ``advantage`` (or the token-level columns),
-    of the same kind; with ``figures=True``, ``(frame, figures)``, the summary figures too.
-    Every option of the command is a keyword (``estimator``, ``std``, ``reward_col`` ...), plus
-    ``threads`` and ``batch_rows``.
+of the same kind; with ``figures=True``, ``(frame, figures)``, the summary figures too. The
+options: ``config``, an :class:`~grpo_cli.AdvantageConfig`, and the column options of
+:func:`grpo_cli.plan.plan_advantages`; ``threads`` and ``batch_rows``.
 
-    >>> table = annotate_advantages(pa.table({"prompt_id": [0, 0, 1, 1], "reward": [1.0, 0.0, 1.0, 1.0]}))
-    >>> table["advantage"].to_pylist()
-    [1.0, -1.0, 0.0, 0.0]
-    >>> _, summary = annotate_advantages(table.drop_columns("advantage"), figures=True)
-    >>> summary["zero_variance_groups"]["count"]
-    1
-    """
-    _check(options, ADVANTAGE_OPTIONS, plan_advantages, "annotate_advantages()")
-    config = {k: options.pop(k) for k in list(options) if k in ADVANTAGE_OPTIONS}
-    return _annotated(frame, "advantages", plan_advantages, {"config": AdvantageConfig(**config), **options}, figures)
-
-
-@overload
-def annotate_objective(frame: Frame, *, figures: Literal[False] = False, **options: Any) -> Frame: ...
-@overload
-def annotate_objective(frame: Frame, *, figures: Literal[True], **options: Any) -> tuple[Frame, dict]: ...
-def annotate_objective(frame: Any, *, figures: bool = False, **options: Any) -> Any:
+>>> table = annotate_advantages(pa.table({"prompt_id": [0, 0, 1, 1], "reward": [1.0, 0.0, 1.0, 1.0]}))
+>>> table["advantage"].to_pylist()
+[1.0, -1.0, 0.0, 0.0]
+>>> from grpo_cli import AdvantageConfig
+>>> _, summary = annotate_advantages(table.drop_columns("advantage"), figures=True, config=AdvantageConfig(std="sample"))
+>>> summary["zero_variance_groups"]["count"]
+1
+""",
+)
+annotate_objective = frame_function(
+    cast("Command", objective),
     """`grpo objective` on a frame: ``frame`` with the per-row objective columns, of the same
-    kind; with ``figures=True``, ``(frame, figures)``, the summary figures too. Every option of
-    the command is a keyword (``loss``, ``epsilon``, ``estimator``, ``is_level`` ...; ``kl`` is
-    the objective's, and the estimator's too with ``kl_in_reward``, as on the command line),
-    plus ``threads`` and ``batch_rows``.
-    """
-    from .commands.objective import plan_objective  # the objective's math, imported by a run that computes it
-
-    _check(options, [*OBJECTIVE_OPTIONS, *ADVANTAGE_OPTIONS], plan_objective, "annotate_objective()")
-    config = {k: options.pop(k) for k in list(options) if k in OBJECTIVE_OPTIONS}
-    estimator = {k: options.pop(k) for k in list(options) if k in ADVANTAGE_OPTIONS}
-    if estimator.get("kl_in_reward") is not None and config.get("kl") is not None:
-        estimator["kl"] = config["kl"]
-    advantage_config = objective_estimator(estimator.pop("estimator", None), config.get("preset"), **estimator)
-    options = {"config": ObjectiveConfig(**config), "advantage_config": advantage_config, **options}
-    return _annotated(frame, "objective", plan_objective, options, figures)
-
-
-def _check(options: dict[str, Any], config: list[str], make_plan: Callable, where: str) -> None:
-    """Refuse a keyword that is no option of the command (saying which one is meant)."""
-    planned = [p for p in inspect.signature(make_plan).parameters if p not in NOT_KEYWORDS]
-    check_keywords(options, list(dict.fromkeys([*config, *planned, *RUN_OPTIONS, "figures"])), where)
-
-
-def _annotated(frame: Any, command: str, make_plan: Callable, options: dict[str, Any], figures: bool) -> Any:
-    data, back = arrow_of(frame)
-    engine = LocalEngine(threads=options.pop("threads", None), batch_rows=options.pop("batch_rows", None))
-    with tempfile.TemporaryDirectory(prefix="grpo-frame-") as folder:
-        out = os.path.join(folder, "annotated.parquet")
-        summary = run(command, make_plan, partial(open_arrow, data), out, engine, options)
-        annotated = back(pq.read_table(out))
-    return (annotated, summary) if figures else annotated
+kind; with ``figures=True``, ``(frame, figures)``, the summary figures too. The options:
+``config``, an :class:`~grpo_cli.ObjectiveConfig`; ``advantage_config``, an
+:class:`~grpo_cli.AdvantageConfig` when the advantages come from the rewards; the column
+options of :func:`grpo_cli.commands.objective.plan_objective`; ``threads`` and ``batch_rows``.
+""",
+)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
-from .config import Options, check_range, option, weight_bounds
+from .config import OUTPUT, ROLLOUT, Options, check_range, option, value_range, weight_bounds
 from .errors import UsageError
 from .numerics import LOGRATIO_CLAMP_MAX
 from .objective.rollout import log_ratios, mismatch_terms
@@ -29,7 +30,7 @@ LOG_WEIGHT_EDGES = (-np.inf, -5.0, -2.0, -1.0, -0.5, -0.1, -0.01, 0.01, 0.1, 0.5
 ROW_SUMS = ("abs_diff_sum", "k1_sum", "k3_sum", "w_sum", "w2_sum", "seq_w", "seq_w2", "train_ppl", "rollout_ppl", "ppl_ratio")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MismatchConfig(Options):
     """The train/rollout mismatch report (see :mod:`grpo_cli.mismatch`).
 
@@ -44,10 +45,14 @@ class MismatchConfig(Options):
         How many rows to list, by their mean k3.
     """
 
-    is_cap: float = option(2.0, "Report the tokens and rows whose weight pi_old / pi_rollout a cap C would truncate (verl's default threshold).")
-    is_mask: tuple = option(None, "Report the tokens and rows whose weight a mask [LO, HI] would zero.")
+    PANEL: ClassVar[str] = ROLLOUT
+
+    is_cap: float = option(
+        2.0, "Report the tokens and rows whose weight pi_old / pi_rollout a cap C would truncate (verl's default threshold).", metavar="C"
+    )
+    is_mask: tuple = option(None, "Report the tokens and rows whose weight a mask [LO, HI] would zero.", parse=value_range, metavar="LO,HI")
     logratio_clamp: float = option(20.0, "Clamp old - rollout to [-c, c] before exp.")
-    worst: int = option(10, "List this many rows, by their mean k3 of KL(rollout || old).")
+    worst: int = option(10, "List this many rows, by their mean k3 of KL(rollout || old).", panel=OUTPUT, metavar="N")
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("mismatch")

@@ -12,37 +12,29 @@ An option that takes one value refuses to be given twice (:class:`OneValueEach`)
 
 from __future__ import annotations
 
+import copy
 import inspect
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, fields, replace
+from functools import partial
 from enum import Enum
 from typing import Annotated, Any, Callable, Optional, cast
 
 import typer
 from typer.core import TyperCommand, TyperOption
 
-from . import estimators
-from .config import MULTI_REWARD, ON_NULL, STD_KINDS, WHITEN_EPS_AT_KINDS, AdvantageConfig, numbers, value_range
+from .config import CLIP, COLUMNS, ESTIMATOR, INPUT, KL_PANEL, OUTPUT, ROLLOUT, AdvantageConfig
 from .engines import ENGINES
 from .errors import UsageError
-from .io import FORMATS
-from .kl import KL_ESTIMATORS
+from .io import CODECS, FORMATS
 from .parallel import IN_FLIGHT_PER_CORE
-from .presets import PRESETS
 from .schema import ROLES
-from .io import CODECS
 
-INPUT, COLUMNS, ESTIMATOR, CLIP, KL_PANEL, OUTPUT = "Input", "Columns", "Advantages", "Clip and aggregation", "KL", "Output and run"
-ROLLOUT = "Rollout correction"
+__all__ = ["CLIP", "COLUMNS", "ESTIMATOR", "INPUT", "KL_PANEL", "OUTPUT", "ROLLOUT"]  # the panels, where the commands' own options go too
 
 
 def choices(name: str, values) -> type[Enum]:
     """A str Enum of the library's valid names, so `--help` and validation list them."""
     return cast("type[Enum]", Enum(name, {v: v for v in values}, type=str))
-
-
-def listing(entries: dict[str, str]) -> str:
-    """``name: text; name: text.``, a registry's entries as one line of help."""
-    return "; ".join(f"{name}: {text.rstrip('.')}" for name, text in entries.items()) + "."
 
 
 def escaped(text: str) -> str:
@@ -56,10 +48,10 @@ def _default(value) -> str:
     return escaped(f"[default: {'off' if value is None or value is False else value}]")
 
 
-def config_help(cls, name: str, extra: str = "", default: str | None = None) -> str:
-    """A config field's help, ``extra``, and its default (from the field, or ``default``)."""
+def config_help(cls, name: str, extra: str = "", shown: str | None = None) -> str:
+    """A config field's help, ``extra``, and its default: ``shown``, else as the field says it is shown, else its value."""
     meta = next(f for f in fields(cls) if f.name == name).metadata
-    shown = default if default is not None else meta["default"]
+    shown = next((s for s in (shown, meta["shown"]) if s is not None), meta["default"])
     return f"{meta['help']}{' ' + extra if extra else ''} {_default(shown)}"
 
 
@@ -100,14 +92,16 @@ def _columns(values: tuple[str, ...] | list[str] | None) -> str | list[str] | No
 class Option:
     """One option: ``name`` (the library's keyword), the CLI value's ``type`` (``Optional``
     added when the default is ``None``), its click/typer declaration ``info`` (flags, help,
-    panel, range), its ``default``, and ``convert``, the CLI value as the library takes it
-    (errors it raises name the library keyword, shown as the flag)."""
+    panel, range), its ``default``, ``convert``, the CLI value as the library takes it
+    (errors it raises name the library keyword, shown as the flag), and the ``group`` of
+    options commands take together (a config field's, see :func:`grpo_cli.config.option`)."""
 
     name: str
     type: Any
     info: Any
     default: Any = None
     convert: Callable[[Any], Any] = plain
+    group: str = ""
 
     @property
     def parameter(self) -> inspect.Parameter:
@@ -115,26 +109,17 @@ class Option:
         cli_type = Optional[self.type] if self.default is None else self.type
         return inspect.Parameter(self.name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[cli_type, self.info], default=self.default)
 
+    def told(self, help: str) -> Option:
+        """The same option with another ``help`` (what it does in one command)."""
+        info = copy.copy(self.info)
+        info.help = help
+        return replace(self, info=info)
+
 
 def option(name: str, type: Any, help: str, panel: str, *flags: str, default: Any = None, convert: Callable = plain, **typer_options) -> Option:
     """An option whose help is ``help`` (with its default in it, if any)."""
     typer_options.setdefault("show_default", False)
     return Option(name, type, typer.Option(*flags, help=help, rich_help_panel=panel, **typer_options), default, convert)
-
-
-def config_option(
-    cls,
-    name: str,
-    panel: str,
-    type: Any = float,
-    extra: str = "",
-    default: str | None = None,
-    *flags: str,
-    convert: Callable = plain,
-    **typer_options,
-) -> Option:
-    """An option for a field of config class ``cls``, its help and default from the field."""
-    return option(name, type, config_help(cls, name, extra, default), panel, *flags, convert=convert, **typer_options)
 
 
 def column_option(role: str, text: str, name: str | None = None, *, repeatable: bool = False) -> Option:
@@ -144,7 +129,7 @@ def column_option(role: str, text: str, name: str | None = None, *, repeatable: 
     return Option(name or f"{role}_col", str, typer.Option(help=_column_help(role, text), rich_help_panel=COLUMNS))
 
 
-def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = plain) -> Option:
+def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = plain, group: str = "") -> Option:
     """An on/off option, off by default (no type shown in the help: ``metavar`` empty)."""
     return Option(
         name,
@@ -152,24 +137,45 @@ def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = plai
         typer.Option(*(flags or (f"--{name.replace('_', '-')}",)), help=help, show_default=False, rich_help_panel=panel, metavar=""),
         False,
         convert,
+        group,
     )
 
 
-def _advantage(name: str, type: Any = float, extra: str = "", default: str | None = None, convert: Callable = plain, **typer_options) -> Option:
-    return config_option(AdvantageConfig, name, ESTIMATOR, type, extra, default, convert=convert, **typer_options)
+FIELD_TYPES = {"str": str, "float": float, "int": int, "bool": bool, "tuple": str}  # a field's annotation; a tuple is given as text
+
+
+def _field_option(cls, f: Field) -> Option:
+    """The option of field ``f`` of config class ``cls``, all from the field's declaration."""
+    meta, name, type = f.metadata, f.name, FIELD_TYPES[getattr(f.type, "__name__", str(f.type))]
+    panel, help = meta["panel"] or cls.PANEL, config_help(cls, name)
+    if type is bool:
+        return flag(name, help, panel, *meta["flags"], convert=_given_flag, group=meta["group"])
+    kind = choices("".join(part.title() for part in name.split("_")), meta["choices"]) if meta["choices"] is not None else type
+    convert = partial(_parsed, meta["parse"], name) if meta["parse"] is not None else plain
+    info = typer.Option(*meta["flags"], help=help, rich_help_panel=panel, show_default=False, metavar=meta["metavar"])
+    return Option(name, kind, info, None, convert, meta["group"])
+
+
+def _parsed(parse: Callable[[str, str], Any], name: str, text: str | None) -> Any:
+    return None if text is None else parse(text, name)
+
+
+def config_options(cls) -> dict[str, Option]:
+    """The options of config class ``cls``, by name, in the order of its fields: each field is
+    its option's one declaration (:func:`grpo_cli.config.option`)."""
+    return {f.name: _field_option(cls, f) for f in fields(cls)}
+
+
+def grouped(options: dict[str, Option], *groups: str) -> tuple[Option, ...]:
+    """The ``options`` of ``groups``, in their order."""
+    return tuple(o for o in options.values() if o.group in groups)
 
 
 Format = choices("Format", FORMATS)
 Codec = choices("Codec", CODECS)
-Estimator = choices("Estimator", estimators.names())
-Std = choices("Std", STD_KINDS)
-KL = choices("KL", KL_ESTIMATORS)
 EngineName = choices("EngineName", ENGINES)
 PROGRESS_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal
 ProgressMode = choices("ProgressMode", ("auto", "always", "never"))
-
-ESTIMATOR_LIST = listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()})
-KL_LIST = listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()})
 
 INPUT_ARGUMENT = inspect.Parameter(
     "input",
@@ -204,38 +210,10 @@ ROLLOUT_COL = column_option(
 OLD_COL = column_option("old", "Old-policy log-probs (a list per row).", "old_logprobs_col")
 NEW_COL = column_option("new", "New-policy log-probs (a list per row).", "logprobs_col")
 
-PRESET = Option(
-    "preset", choices("Preset", PRESETS), typer.Option(help=config_help(AdvantageConfig, "preset"), show_default=False, rich_help_panel=INPUT)
-)
+ADVANTAGE = config_options(AdvantageConfig)  # the advantages' options: `grpo advantages`, `objective`, and the reward options of more
+PRESET = ADVANTAGE["preset"]
 INPUT_FORMAT = option("input_format", Format, "Input format when the name does not tell (default: suffix, then file magic).", INPUT)
 HIVE = flag("hive", "Read the key=value folders below a folder or glob input (step=1/part-0.parquet) as columns.", INPUT)
-
-ESTIMATOR_OPTION = _advantage("estimator", Estimator, ESTIMATOR_LIST)
-SCALE = _advantage(
-    "scale",
-    choices("Scale", estimators.SCALES),
-    default="the estimator's: " + ", ".join(f"{e.default_scale} for {e.name}" for e in estimators.ESTIMATORS.values()),
-)
-STD = _advantage("std", Std)
-EPS = _advantage("eps", min=0.0)
-SINGLETON = _advantage("singleton", choices("Singleton", estimators.SINGLETONS))
-GAMMA = _advantage("gamma")
-LAM = _advantage("lam")
-REWARD_WEIGHTS = _advantage("reward_weights", str, default="1 each", metavar="W1,W2,...", convert=lambda text: numbers(text, "reward_weights"))
-MULTI_REWARD_OPTION = _advantage("multi_reward", choices("MultiReward", MULTI_REWARD))
-ON_NULL_OPTION = _advantage("on_null", choices("OnNull", ON_NULL))
-REWARD_CLIP = _advantage("reward_clip", str, metavar="LO,HI", convert=lambda text: value_range(text, "reward_clip"))
-KL_IN_REWARD = _advantage("kl_in_reward", metavar="BETA")
-KL_OPTION = _advantage("kl", KL, KL_LIST)
-WHITEN = flag(
-    "whiten",
-    config_help(AdvantageConfig, "whiten", "Always on for reinforce, reinforce-baseline, gae and normalize-then-sum."),
-    ESTIMATOR,
-    convert=_given_flag,
-)
-WHITEN_STD = _advantage("whiten_std", choices("WhitenStd", STD_KINDS))
-WHITEN_EPS_AT = _advantage("whiten_eps_at", choices("WhitenEpsAt", WHITEN_EPS_AT_KINDS))
-WHITEN_EPS = _advantage("whiten_eps")
 
 OUTPUT_OPTION = option(
     "output",
@@ -292,11 +270,9 @@ DEBUG = flag("debug", "Show tracebacks instead of one-line errors.", OUTPUT)
 
 # The groups that several commands take, each with the same meaning everywhere.
 GROUPING = (PROMPT_COL, NUM_GENERATIONS)
-REWARD_OPTIONS = (REWARD_WEIGHTS, MULTI_REWARD_OPTION, ON_NULL_OPTION, REWARD_CLIP)  # how the reward columns make the reward
+REWARD_OPTIONS = grouped(ADVANTAGE, "rewards")  # how the reward columns make the reward
 REWARDS = (REWARD_COL, *REWARD_OPTIONS)
 INPUTS = (INPUT_FORMAT, HIVE)
-ESTIMATOR_OPTIONS = (SCALE, STD, EPS, SINGLETON)
-WHITENING = (WHITEN, WHITEN_STD, WHITEN_EPS_AT, WHITEN_EPS)
 WRITES = (OUTPUT_OPTION, OUTPUT_DIR, OUTPUT_FORMAT, COMPRESSION)
 RUN = (THREADS, ENGINE, RAY_ADDRESS, QUIET, SUMMARY_JSON, PROGRESS, DEBUG)
 RUN_AND_JSON = (THREADS, ENGINE, RAY_ADDRESS, QUIET, JSON, SUMMARY_JSON, PROGRESS, DEBUG)  # the figures also as JSON on stdout
@@ -308,18 +284,15 @@ def values(options: tuple[Option, ...], given: dict[str, Any]) -> dict[str, Any]
     return {o.name: o.convert(given[o.name]) for o in options if o.name in given}
 
 
-def as_given(given: dict[str, Any]) -> dict[str, Any]:
-    """A command's keywords where its plan takes every option as it is."""
-    return given
-
-
-def into_config(cls) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A command's keywords where its plan takes the fields of config class ``cls`` as one
-    ``config`` and its other options as they are."""
-    names = {f.name for f in fields(cls)}
+def into(**configs: type) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A command's keywords where its plan takes the fields of each config class as one
+    keyword (``config=FilterConfig``), made of the options given, and its other options as
+    they are."""
 
     def keywords(given: dict[str, Any]) -> dict[str, Any]:
-        return {"config": cls(**{k: v for k, v in given.items() if k in names}), **{k: v for k, v in given.items() if k not in names}}
+        rest = dict(given)
+        made = {keyword: cls(**{f.name: rest.pop(f.name) for f in fields(cls) if f.name in rest}) for keyword, cls in configs.items()}
+        return {**made, **rest}
 
     return keywords
 

@@ -1,5 +1,6 @@
 """DataFrames in, DataFrames out: each kind comes back as itself with the CLI's numbers."""
 
+import inspect
 import json
 
 import numpy as np
@@ -9,7 +10,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import annotate_advantages, annotate_objective
+from grpo_cli import AdvantageConfig, ObjectiveConfig, annotate_advantages, annotate_objective
 from grpo_cli.errors import InputError, UnknownOptionError, UsageError
 
 from .conftest import SAMPLE, run_grpo
@@ -37,7 +38,7 @@ def cli(tmp_path, command, *args):
 def test_advantages_come_back_as_the_same_type_with_the_clis_numbers(kind, tmp_path):
     make, to_arrow = FRAMES[kind]
     frame = make(TABLE)
-    out, figures = annotate_advantages(frame, estimator="rloo", std="sample", eps=1e-6, figures=True)
+    out, figures = annotate_advantages(frame, config=AdvantageConfig(estimator="rloo", std="sample", eps=1e-6), figures=True)
     assert type(out) is type(frame)
     expected, expected_figures = cli(tmp_path, "advantages", "--estimator", "rloo", "--std", "sample", "--eps", "1e-6")
     assert to_arrow(out)["advantage"].to_pylist() == expected["advantage"].to_pylist()
@@ -48,7 +49,10 @@ def test_advantages_come_back_as_the_same_type_with_the_clis_numbers(kind, tmp_p
 def test_objective_comes_back_with_every_per_row_column(kind, tmp_path):
     make, to_arrow = FRAMES[kind]
     out, figures = annotate_objective(
-        make(TABLE), loss="sapo", is_level="token", is_cap=2.0, estimator="grpo", kl_in_reward=0.01, kl="k1", figures=True
+        make(TABLE),
+        config=ObjectiveConfig(loss="sapo", is_level="token", is_cap=2.0, kl="k1"),
+        advantage_config=AdvantageConfig(estimator="grpo", kl_in_reward=0.01, kl="k1"),
+        figures=True,
     )
     expected, expected_figures = cli(
         tmp_path, "objective", "--loss", "sapo", "--is", "token", "--is-cap", "2", "--estimator", "grpo", "--kl-in-reward", "0.01", "--kl", "k1"
@@ -76,16 +80,29 @@ def test_unknown_keywords_say_which_option_is_meant():
         annotate_advantages(TABLE, reward_column="reward")
     with pytest.raises(UnknownOptionError, match=r"^annotate_objective\(\) has no option `reward-col`; did you mean `reward_col`\?"):
         annotate_objective(TABLE, **{"reward-col": "reward"})
-    for written in ("output_dir", "output_format", "compression", "config"):  # the API writes no file; configs come as their fields
+    for written in ("output_dir", "output_format", "compression"):  # the API writes no file
         with pytest.raises(UnknownOptionError, match=f"^annotate_advantages\\(\\) has no option `{written}`"):
             annotate_advantages(TABLE, **{written: None})
+    with pytest.raises(UnknownOptionError, match=r"^annotate_advantages\(\) takes `std` in a config object: config=AdvantageConfig\(std=...\)$"):
+        annotate_advantages(TABLE, std="sample")
+    with pytest.raises(UnknownOptionError, match=r"did you mean `epsilon_high`, in a config object: config=ObjectiveConfig\(epsilon_high=...\)\?"):
+        annotate_objective(TABLE, epsilon_hi=0.28)
+
+
+def test_the_frame_functions_have_typed_keyword_only_signatures():
+    for function in (annotate_advantages, annotate_objective):
+        params = inspect.signature(function).parameters
+        assert all(p.kind is not p.VAR_KEYWORD and p.annotation is not p.empty for p in params.values()), function.__name__
+        assert [p.name for p in params.values() if p.kind is not p.KEYWORD_ONLY] == ["frame"]
+        assert {"config", "prompt_col", "threads", "batch_rows", "figures"} <= set(params)
 
 
 def test_frames_chain_with_pipe_and_give_what_one_call_gives():
     frame = pl.from_arrow(TABLE)
-    chained = frame.pipe(annotate_advantages, std="sample").pipe(annotate_objective, loss="gspo")
-    advantages, _ = annotate_advantages(frame, std="sample", figures=True)
-    direct, figures = annotate_objective(advantages, loss="gspo", figures=True)
+    sample, gspo = AdvantageConfig(std="sample"), ObjectiveConfig(loss="gspo")
+    chained = frame.pipe(annotate_advantages, config=sample).pipe(annotate_objective, config=gspo)
+    advantages, _ = annotate_advantages(frame, config=sample, figures=True)
+    direct, figures = annotate_objective(advantages, config=gspo, figures=True)
     assert isinstance(chained, pl.DataFrame) and chained.equals(direct) and np.isfinite(figures["objective"])
 
 

@@ -119,18 +119,22 @@ def test_the_file_functions_have_typed_keyword_only_signatures():
         params = inspect.signature(getattr(grpo_cli, f"{name}_file")).parameters
         assert all(p.kind is not p.VAR_KEYWORD and p.annotation is not p.empty for p in params.values()), name
         assert [p.name for p in params.values() if p.kind is not p.KEYWORD_ONLY] == (["input"] if name == "inspect" else ["input", "output"])
-    with pytest.raises(grpo_cli.UnknownOptionError, match="did you mean `reward_weights`"):
+    with pytest.raises(
+        grpo_cli.UnknownOptionError, match=r"did you mean `reward_weights`, in a config object: config=AdvantageConfig\(reward_weights=...\)"
+    ):
         grpo_cli.inspect_file(str(SAMPLE / "rollouts.parquet"), reward_weight=(1.0,))
 
 
 def test_several_reward_columns_in_inspect_and_filter(two_rewards):
-    f = grpo_cli.inspect_file(two_rewards, reward_col=["reward", "format"], reward_weights=(1.0, 0.5))
+    f = grpo_cli.inspect_file(two_rewards, reward_col=["reward", "format"], config=grpo_cli.AdvantageConfig(reward_weights=(1.0, 0.5)))
     assert f["columns"]["reward"] == {"column": "reward, format", "why": "given", "option": "reward_col"}
     with pytest.raises(grpo_cli.UsageError, match="`reward_weights` has 1 weights for 2 reward columns"):
-        grpo_cli.inspect_file(two_rewards, reward_col=["reward", "format"], reward_weights=(1.0,))
+        grpo_cli.inspect_file(two_rewards, reward_col=["reward", "format"], config=grpo_cli.AdvantageConfig(reward_weights=(1.0,)))
     overlong = grpo_cli.FilterConfig(overlong_buffer=4, max_length=6)
     with pytest.raises(grpo_cli.UsageError, match=r"the overlong penalty rewrites the reward column, and there are 2 \(reward, format\)"):
         grpo_cli.filter_file(two_rewards, reward_col=["reward", "format"], config=overlong)
+    with pytest.raises(grpo_cli.UsageError, match=r"^`grpo filter` reads the rewards, and `scale` is no reward option; drop it$"):
+        grpo_cli.filter_file(two_rewards, config=overlong, advantage_config=grpo_cli.AdvantageConfig(scale="none"))
 
 
 def test_errors_of_the_shared_options_name_their_flags_in_every_command():
@@ -143,6 +147,41 @@ def test_errors_of_the_shared_options_name_their_flags_in_every_command():
 
 
 def test_compare_a_preset_for_every_estimator_and_a_preset_named_for_its_own():
-    f = grpo_cli.compare_file(str(SAMPLE / "rollouts.parquet"), estimators="grpo,rloo,verl", preset="trl")
+    f = grpo_cli.compare_file(str(SAMPLE / "rollouts.parquet"), estimators="grpo,rloo,verl", config=grpo_cli.AdvantageConfig(preset="trl"))
     assert (f["config"]["grpo"]["preset"], f["config"]["grpo"]["std"], f["config"]["grpo"]["eps"]) == ("trl", "sample", 1e-4)
     assert f["config"]["rloo"]["preset"] == "trl" and f["config"]["verl"]["preset"] == "verl"
+
+
+def test_a_config_field_is_its_options_one_declaration(monkeypatch):
+    """Every field of a command's config object is one of its options, with the field's help
+    and default; a field in the `rewards` group is an option of every command that reads
+    rewards. So a new option is one field (and its test): shown here by adding one."""
+    from dataclasses import fields
+
+    from grpo_cli import AdvantageConfig, FilterConfig, MismatchConfig, ObjectiveConfig
+    from grpo_cli import options as o
+
+    taken = {
+        "advantages": [AdvantageConfig],
+        "objective": [ObjectiveConfig],
+        "mismatch": [MismatchConfig],
+        "filter": [FilterConfig],
+    }
+    for name, classes in taken.items():
+        params = {p.name: p for p in build(name).params}
+        for cls in classes:
+            for f in fields(cls):
+                assert f.name in params, (name, f.name)
+                assert params[f.name].help.startswith(f.metadata["help"].split(" [")[0][:40]), (name, f.name)
+    rewards = {f.name for f in fields(AdvantageConfig) if f.metadata["group"] == "rewards"}
+    assert rewards == {"reward_weights", "multi_reward", "on_null", "reward_clip"}
+    for name in ("advantages", "objective", "inspect", "filter", "compare"):
+        assert rewards <= {p.name for p in build(name).params}, name
+
+    @__import__("dataclasses").dataclass(frozen=True, kw_only=True)
+    class Wider(AdvantageConfig):
+        reward_scale: float = grpo_cli.config.option(1.0, "Multiply each reward by S.", group="rewards")
+
+    added = o.config_options(Wider)["reward_scale"]
+    assert added.group == "rewards" and added.type is float and added.info.help == "Multiply each reward by S. \\[default: 1.0]"
+    assert added.info.rich_help_panel == o.ESTIMATOR and added.convert(None) is None

@@ -24,14 +24,7 @@ OPTIONS = (
     o.OLD_COL,
     o.REF_COL,
     o.column_option("values", "Per-token critic values (a list per row), read by --estimator gae."),
-    o.ESTIMATOR_OPTION,
-    *o.ESTIMATOR_OPTIONS,
-    o.GAMMA,
-    o.LAM,
-    *o.REWARD_OPTIONS,
-    o.KL_IN_REWARD,
-    o.KL_OPTION,
-    *o.WHITENING,
+    *o.grouped(o.ADVANTAGE, "estimator", "returns", "rewards", "kl_in_reward", "whitening"),
     o.OUTPUT_OPTION,
     o.OUTPUT_DIR,
     o.option(
@@ -54,7 +47,7 @@ Examples:
 
   cat sample_data/rollouts.jsonl | grpo advantages - -o - --round 4 -q > annotated.jsonl
 """
-keywords = o.into_config(AdvantageConfig)
+keywords = o.into(config=AdvantageConfig)
 
 
 def render(figures: dict, console) -> None:

@@ -54,7 +54,7 @@ Examples:
   grpo compare sample_data/rollouts.parquet --estimators grpo,rloo -o compared.parquet -q
 """
 
-keywords = o.as_given
+keywords = o.into(config=AdvantageConfig)
 
 
 def render(figures: dict, console) -> None:
@@ -133,11 +133,7 @@ def plan_compare(
     source: Source,
     *,
     estimators: str,
-    preset: str | None = None,
-    reward_weights: tuple[float, ...] | None = None,
-    multi_reward: str | None = None,
-    on_null: str | None = None,
-    reward_clip: tuple[float, float] | None = None,
+    config: AdvantageConfig | None = None,
     prompt_col: str | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
@@ -150,12 +146,13 @@ def plan_compare(
     compression: str | None = None,
 ) -> ComparePlan:
     """The plan of `grpo compare` on ``source`` (see :func:`grpo_cli.compare_file`): the
-    column options apply to the estimators that read those columns; ``preset`` and the reward
-    options to every estimator, for the options it is not given (a preset's name in
-    ``estimators`` stands for its own)."""
-    specs = parse_estimators(
-        estimators, preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip
-    )
+    column options apply to the estimators that read those columns; the options given in
+    ``config`` (its ``preset``, its reward options...) to every estimator, for the options it
+    is not given (a preset's name in ``estimators`` stands for its own)."""
+    config = config or AdvantageConfig()
+    if "estimator" in config.given:
+        raise UsageError("`estimators` names the estimators to compare; drop `estimator`")
+    specs = parse_estimators(estimators, preset=config.preset, **{name: getattr(config, name) for name in config.given})
     if top < 0:
         raise UsageError(f"`top` must be >= 0 (found {top!r})")
     grouping = resolve_grouping(source, prompt_col, num_generations, required=any(lookup(c.estimator).grouped for _, c in specs))

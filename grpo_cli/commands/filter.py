@@ -14,26 +14,19 @@ import pyarrow as pa
 
 from .. import options as o
 from .. import passes, schema
-from ..config import AdvantageConfig
+from ..config import REWARD_OPTIONS, AdvantageConfig
 from ..engines import Engine, kernels
 from ..engines.base import labelled, row_labeller
 from ..engines.kernels import Written
 from ..errors import ColumnNotFoundError, InputError, UsageError
 from ..estimators import Groups, row_inputs
 from ..files import file_function
-from ..filters import TRUNCATED, FilterConfig
+from ..filters import FilterConfig
 from ..io import Source
 from ..plan import Grouping, Output, resolve_grouping, resolve_output, resolve_rewards
 from ..token_columns import StepColumns
 
 __all__ = ["EXAMPLES", "OPTIONS", "filter_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
-
-RULES = "Rules"
-
-
-def _rule(name: str, type=float, **typer_options) -> o.Option:
-    return o.config_option(FilterConfig, name, RULES, type, **typer_options)
-
 
 OPTIONS = (
     *o.INPUTS,
@@ -43,12 +36,7 @@ OPTIONS = (
     o.MASK_COL,
     o.NEW_COL,
     *o.REWARD_OPTIONS,
-    o.flag("drop_zero_variance", o.config_help(FilterConfig, "drop_zero_variance"), RULES, convert=lambda given: given or None),
-    _rule("keep_if", str, metavar="RULE"),
-    _rule("truncated", o.choices("Truncated", TRUNCATED)),
-    _rule("overlong_buffer", int, metavar="B"),
-    _rule("max_length", int),
-    _rule("overlong_factor"),
+    *o.config_options(FilterConfig).values(),
     *o.WRITES,
     *o.RUN,
 )
@@ -59,7 +47,7 @@ Examples:
 
   grpo filter sample_data/rollouts.parquet --keep-if '0<mean<1' --overlong-buffer 16 --max-length 64 -o filtered.parquet
 """
-keywords = o.into_config(FilterConfig)
+keywords = o.into(config=FilterConfig, advantage_config=AdvantageConfig)
 
 
 def render(figures: dict, console) -> None:
@@ -180,12 +168,9 @@ def plan_filter(
     source: Source,
     *,
     config: FilterConfig,
+    advantage_config: AdvantageConfig | None = None,
     prompt_col: str | None = None,
     reward_col: str | list[str] | None = None,
-    reward_weights: tuple[float, ...] | None = None,
-    multi_reward: str | None = None,
-    on_null: str | None = None,
-    reward_clip: tuple[float, float] | None = None,
     num_generations: int | None = None,
     truncated_col: str | None = None,
     mask_col: str | None = None,
@@ -196,12 +181,15 @@ def plan_filter(
     compression: str | None = None,
 ) -> FilterPlan:
     """The plan of `grpo filter` on ``source`` (see :func:`grpo_cli.filter_file`): the rewards
-    are read as `grpo advantages` reads them (several columns, ``reward_weights``,
-    ``multi_reward``, ``on_null``, ``reward_clip``); a row without any reward is refused."""
+    are read as `grpo advantages` reads them, with the reward options of ``advantage_config``
+    (several columns, ``reward_weights``, ...; it is given no other option); a row without any
+    reward is refused."""
     s, name = source.schema, source.name
     grouped = config.drop_zero_variance or config.keep_if is not None
     grouping = resolve_grouping(source, prompt_col, num_generations, required=grouped)
-    reward_config = AdvantageConfig(reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip)
+    reward_config = advantage_config or AdvantageConfig()
+    for option in sorted(reward_config.given - set(REWARD_OPTIONS)) + (["preset"] if reward_config.preset else []):
+        raise UsageError(f"`grpo filter` reads the rewards, and `{option}` is no reward option; drop it")
     reward = resolve_rewards(source, reward_col, reward_config)
     if config.overlong_buffer is not None and len(reward) > 1:
         raise UsageError(f"the overlong penalty rewrites the reward column, and there are {len(reward)} ({', '.join(reward)}); pass one `reward_col`")

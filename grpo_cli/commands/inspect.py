@@ -49,7 +49,7 @@ Examples:
   grpo inspect sample_data/rollouts.jsonl --json > inspect.json
 """
 
-keywords = o.as_given
+keywords = o.into(config=AdvantageConfig)
 
 
 def render(figures: dict, console) -> None:
@@ -151,13 +151,9 @@ class InspectPlan:
 def plan_inspect(
     source: Source,
     *,
-    preset: str | None = None,
+    config: AdvantageConfig | None = None,
     prompt_col: str | None = None,
     reward_col: str | list[str] | None = None,
-    reward_weights: tuple[float, ...] | None = None,
-    multi_reward: str | None = None,
-    on_null: str | None = None,
-    reward_clip: tuple[float, float] | None = None,
     num_generations: int | None = None,
     mask_col: str | None = None,
     logprobs_col: str | None = None,
@@ -170,13 +166,12 @@ def plan_inspect(
 ) -> InspectPlan:
     """The plan of `grpo inspect` on ``source`` (see :func:`grpo_cli.inspect_file`): it never
     stops on a role it cannot resolve; it says why. It writes no rows (``output`` is refused).
-    The rewards are read as `grpo advantages` reads them (several columns, ``reward_weights``,
-    ``multi_reward``, ``on_null``, ``reward_clip``); the advantages shown are the default
-    estimator's, or ``preset``'s."""
+    The rewards are read and the advantages shown as `grpo advantages` computes them with
+    ``config`` (its reward options, ``preset``...; default: the default estimator's)."""
     if output is not None:
         raise UsageError("`grpo inspect` writes no rows; drop `output`")
     s, name = source.schema, source.name
-    config = AdvantageConfig(preset=preset, reward_weights=reward_weights, multi_reward=multi_reward, on_null=on_null, reward_clip=reward_clip)
+    config = config or AdvantageConfig()
     several = reward_col is not None and not isinstance(reward_col, str)
     given: dict[str, str | None] = {
         "prompt": prompt_col,

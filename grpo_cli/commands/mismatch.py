@@ -13,7 +13,6 @@ import pyarrow as pa
 
 from .. import options as o
 from .. import passes, schema
-from ..config import value_range
 from ..engines import Engine
 from ..engines.base import row_names
 from ..engines.kernels import Written
@@ -33,10 +32,7 @@ OPTIONS = (
     o.OLD_COL,
     o.ROLLOUT_COL,
     o.MASK_COL,
-    o.config_option(MismatchConfig, "is_cap", o.ROLLOUT, float, metavar="C"),
-    o.config_option(MismatchConfig, "is_mask", o.ROLLOUT, str, metavar="LO,HI", convert=lambda text: value_range(text, "is_mask")),
-    o.config_option(MismatchConfig, "logratio_clamp", o.ROLLOUT),
-    o.config_option(MismatchConfig, "worst", o.OUTPUT, int, metavar="N"),
+    *o.config_options(MismatchConfig).values(),
     *o.WRITES,
     *o.RUN_AND_JSON,
 )
@@ -49,7 +45,7 @@ Examples:
 
   grpo mismatch sample_data/rollouts_vllm.parquet -o mismatch_rows.parquet -q
 """
-keywords = o.into_config(MismatchConfig)
+keywords = o.into(config=MismatchConfig)
 
 
 def _share(count: int, share: float) -> str:

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from .. import options as o
 from .. import passes, schema
-from ..config import AdvantageConfig, value_range
+from ..config import AdvantageConfig
 from ..engines import Engine
 from ..engines.kernels import Written, scalars
 from ..engines.token_kernels import MISMATCH_COLUMNS, mismatch_columns
@@ -22,9 +22,8 @@ from ..errors import ColumnNotFoundError, UsageError
 from ..estimators import lookup
 from ..files import file_function
 from ..io import Source
-from ..objective import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS, row_terms
+from ..objective import LOSSES, row_terms
 from ..objective.config import ObjectiveConfig
-from ..objective.rollout import REJECT_LEVELS
 from ..objective.summary import ObjectiveSummary
 from ..plan import (
     OBJECTIVE_ESTIMATOR,
@@ -43,11 +42,7 @@ from ..token_columns import StepColumns, TokenColumns, read_tokens
 
 __all__ = ["EXAMPLES", "OPTIONS", "objective_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
-
-def _objective(name: str, panel: str, type=float, extra: str = "", default: str | None = None, *flags: str, **typer_options) -> o.Option:
-    return o.config_option(ObjectiveConfig, name, panel, type, extra, default, *flags, **typer_options)
-
-
+OBJECTIVE_OPTIONS = o.config_options(ObjectiveConfig)
 OPTIONS = (
     o.PRESET,
     *o.INPUTS,
@@ -60,38 +55,17 @@ OPTIONS = (
     o.ROLLOUT_COL,
     o.MASK_COL,
     o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token)."),
-    o.config_option(
-        AdvantageConfig,
-        "estimator",
-        o.ESTIMATOR,
-        o.Estimator,
-        f"Computes the advantages from the rewards: {o.ESTIMATOR_LIST}",
-        f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}",
+    o.ADVANTAGE["estimator"].told(
+        o.config_help(
+            AdvantageConfig,
+            "estimator",
+            "Here, what computes the advantages from the rewards.",
+            f"the advantage column if there is one, else {OBJECTIVE_ESTIMATOR}",
+        )
     ),
-    *o.ESTIMATOR_OPTIONS,
-    *o.REWARD_OPTIONS,
-    o.config_option(AdvantageConfig, "kl_in_reward", o.ESTIMATOR, float, "Its KL estimator is --kl.", metavar="BETA"),
-    *o.WHITENING,
-    _objective("loss", o.CLIP, o.choices("Loss", LOSSES), o.listing({n: loss.help for n, loss in LOSSES.items()})),
-    _objective("epsilon", o.CLIP),
-    _objective("epsilon_low", o.CLIP, float, "", "--epsilon"),
-    _objective("epsilon_high", o.CLIP, float, "", "--epsilon"),
-    _objective("dual_clip", o.CLIP),
-    _objective("delta", o.CLIP),
-    _objective("tau_pos", o.CLIP),
-    _objective("tau_neg", o.CLIP),
-    _objective("ratio_level", o.CLIP, o.choices("RatioLevel", RATIO_LEVELS)),
-    _objective("agg", o.CLIP, o.choices("Aggregation", {**AGGREGATIONS, **ALIASES}), o.listing({n: a.help for n, a in AGGREGATIONS.items()})),
-    _objective("max_length", o.CLIP, int),
-    _objective("logratio_clamp", o.CLIP),
-    _objective("is_level", o.ROLLOUT, str, "", None, "--is", metavar="LEVEL"),
-    _objective("is_cap", o.ROLLOUT, metavar="C"),
-    o.config_option(ObjectiveConfig, "is_mask", o.ROLLOUT, str, metavar="LO,HI", convert=lambda text: value_range(text, "is_mask")),
-    _objective("reject", o.ROLLOUT, str, metavar="KL"),
-    _objective("reject_level", o.ROLLOUT, o.choices("RejectLevel", REJECT_LEVELS)),
-    _objective("reject_threshold", o.ROLLOUT, str, metavar="BOUNDS"),
-    _objective("beta", o.KL_PANEL),
-    _objective("kl", o.KL_PANEL, o.KL, o.KL_LIST),
+    *(option for option in o.grouped(o.ADVANTAGE, "estimator", "rewards", "whitening") if option.name != "estimator"),
+    o.ADVANTAGE["kl_in_reward"].told(o.config_help(AdvantageConfig, "kl_in_reward", "Its KL estimator is --kl.")),  # the objective's --kl
+    *(option for name, option in OBJECTIVE_OPTIONS.items() if name != "preset"),
     *o.WRITES,
     *o.RUN,
 )

@@ -6,18 +6,20 @@ default and help (see :mod:`grpo_cli.config` for how options are given and resol
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from ..config import Options, check_choice, check_range, defaults, option, weight_bounds
+from ..config import CLIP, INPUT, KL_PANEL, ROLLOUT, Options, check_choice, check_range, defaults, listing, option, value_range, weight_bounds
 from ..errors import UsageError
 from ..kl import KL_ESTIMATORS
 from ..numerics import LOGRATIO_CLAMP_MAX
+from ..presets import PRESETS
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .rollout import IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ObjectiveConfig(Options):
     """The policy objective (seed 002's defaults: PPO clipping, token sum, mean over rows).
 
@@ -62,37 +64,60 @@ class ObjectiveConfig(Options):
         the upper bound ``"X"``.
     """
 
-    preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).")
-    loss: str = option("ppo", "The per-token objective.")
+    PANEL: ClassVar[str] = CLIP
+
+    preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).", panel=INPUT, choices=PRESETS)
+    loss: str = option("ppo", "The per-token objective: " + listing({n: loss.help for n, loss in LOSSES.items()}), choices=LOSSES)
     epsilon: float = option(0.2, "Clip range: clip(rho, 1 - eps, 1 + eps).")
-    epsilon_low: float = option(None, "Override the low side of the clip range.")
-    epsilon_high: float = option(None, "Override the high side of the clip range (DAPO clip-higher).")
+    epsilon_low: float = option(None, "Override the low side of the clip range.", shown="--epsilon")
+    epsilon_high: float = option(None, "Override the high side of the clip range (DAPO clip-higher).", shown="--epsilon")
     dual_clip: float = option(None, "C > 1: for A < 0 the token term is max(surrogate, C*A).")
     delta: float = option(None, "TRL's two-sided clipping: the unclipped ratio is also capped at DELTA > 1.")
     tau_pos: float = option(1.0, "SAPO's gate temperature where A > 0.")
     tau_neg: float = option(1.05, "SAPO's gate temperature where A < 0.")
-    ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).")
+    ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).", choices=RATIO_LEVELS)
     agg: str = option(
-        "seq-mean-token-sum", "How token terms become one number (or TRL's loss_type: " + ", ".join(f"{k} = {v}" for k, v in ALIASES.items()) + ")."
+        "seq-mean-token-sum",
+        "How token terms become one number (or TRL's loss_type: "
+        + ", ".join(f"{k} = {v}" for k, v in ALIASES.items())
+        + "): "
+        + listing({n: a.help for n, a in AGGREGATIONS.items()}),
+        choices=(*AGGREGATIONS, *ALIASES),
     )
     max_length: int = option(None, "The constant of seq-mean-token-sum-norm (required by it).")
-    beta: float = option(0.0, "KL penalty weight against reference log-probs: L - beta*KL.")
-    kl: str = option("k3", "KL estimator with d = new - ref.")
     logratio_clamp: float = option(20.0, "Clamp new - old (and old - rollout) to [-c, c] before exp (counted in the summary).")
     is_level: str = option(
         None,
         "Weight each token's loss term by pi_old / pi_rollout: token = exp(old - rollout), sequence = exp of "
         "the row's sum on every token (or TRL's " + ", ".join(IS_ALIASES) + ").",
+        panel=ROLLOUT,
+        metavar="LEVEL",
+        flags=("--is",),
     )
-    is_cap: float = option(None, "Truncate the weights at C (TIS).")
-    is_mask: tuple = option(None, "Set weights outside [LO, HI] to 0 (IcePop; the token stays counted).")
+    is_cap: float = option(None, "Truncate the weights at C (TIS).", panel=ROLLOUT, metavar="C")
+    is_mask: tuple = option(
+        None, "Set weights outside [LO, HI] to 0 (IcePop; the token stays counted).", panel=ROLLOUT, parse=value_range, metavar="LO,HI"
+    )
     reject: str = option(
         None,
         "Reject tokens or rows whose KL(rollout || old) estimate is out of bounds: k1, k2, k3 (or verl's "
         "token_k1, seq_sum_k1, seq_mean_k3, ...); rejected tokens leave the mask.",
+        panel=ROLLOUT,
+        metavar="KL",
     )
-    reject_level: str = option("token", "Where --reject's estimate is taken: per token, or a row's sum or mean (rejects the row).")
-    reject_threshold: str = option(None, "--reject's bounds: k1 'LO,HI' as ratios (or 'X': 1/X to X); k2, k3 'X' (upper).")
+    reject_level: str = option(
+        "token", "Where --reject's estimate is taken: per token, or a row's sum or mean (rejects the row).", panel=ROLLOUT, choices=REJECT_LEVELS
+    )
+    reject_threshold: str = option(
+        None, "--reject's bounds: k1 'LO,HI' as ratios (or 'X': 1/X to X); k2, k3 'X' (upper).", panel=ROLLOUT, metavar="BOUNDS"
+    )
+    beta: float = option(0.0, "KL penalty weight against reference log-probs: L - beta*KL.", panel=KL_PANEL)
+    kl: str = option(
+        "k3",
+        "KL estimator with d = new - ref: " + listing({n: (f.__doc__ or "").strip() for n, f in KL_ESTIMATORS.items()}),
+        panel=KL_PANEL,
+        choices=KL_ESTIMATORS,
+    )
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("objective")
