@@ -57,8 +57,10 @@ def inspect_figures(
 ) -> dict:
     """The figures of `grpo inspect` (``rewards``: the scored rows' rewards; ``None``: no
     reward column)."""
-    figures = {"rows": rows, "columns": roles, "layout": layout(*(entries if entries is not None else (None, None)), mask), "nulls": nulls}
+    entries_min, entries_max = entries if entries is not None else (None, None)
+    figures = {"rows": rows, "columns": roles, "layout": layout(entries_min, entries_max, mask), "nulls": nulls}
     if rewards is not None:
+        assert groups is not None and advantages is not None  # read with the rewards
         moments = described(rewards, histogram=True)
         figures.update(reward_figures(groups, grouped_by, moments, rows))
         figures["reward_histogram"] = histogram(*moments)

@@ -216,6 +216,8 @@ def describe(moments: Moments, spread: Spread) -> dict:
 def histogram(moments: Moments, spread: Spread) -> dict:
     """Equal-width bins over [min, max] (widened by 0.5 each way if they are equal):
     ``edges`` (bins + 1) and ``counts`` (bins)."""
+    if spread.counts is None:
+        raise ValueError("the spread was taken without its histogram")
     edges = bin_edges(moments.range) * moments.unit
     return {"edges": edges.tolist(), "counts": spread.counts.tolist()}
 

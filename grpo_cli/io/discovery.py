@@ -51,9 +51,16 @@ class Part:
     def local(self) -> bool:
         return isinstance(self.filesystem, pafs.LocalFileSystem)
 
+    @property
+    def files(self) -> pafs.FileSystem:
+        """The filesystem the part is a file of (data in memory has none)."""
+        if self.filesystem is None:
+            raise ValueError(f"{self.name} is data in memory, not a file")
+        return self.filesystem
+
     def open(self):
         """The file as a binary stream."""
-        return self.filesystem.open_input_stream(self.path)
+        return self.files.open_input_stream(self.path)
 
     @property
     def partition_values(self) -> dict[str, str | None]:

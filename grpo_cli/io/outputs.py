@@ -88,9 +88,15 @@ class Staged:
             done = "the output is incomplete" if self.copied else "nothing was written"
             raise OutputError(f"{self.shown}: cannot write ({exc.strerror or exc}); {done}") from None
 
+    @property
+    def temporary(self) -> Path:
+        """The temporary file (named as soon as the output is made)."""
+        assert self.tmp is not None
+        return self.tmp
+
     def write_text(self, text: str) -> None:
         with self._os_errors():
-            self.tmp.write_text(text)
+            self.temporary.write_text(text)
 
     def close(self) -> None:
         """Finish the temporary file (the target is untouched until :meth:`commit`)."""
@@ -105,15 +111,15 @@ class Staged:
                 # the temporary file is private (0600); give it the mode a plain open() would.
                 umask = os.umask(0)
                 os.umask(umask)
-                os.chmod(self.tmp, 0o666 & ~umask)
-                os.replace(self.tmp, self.place)
+                os.chmod(self.temporary, 0o666 & ~umask)
+                os.replace(self.temporary, self.place)
         self.made = []
 
     def _copy_in(self) -> None:
         """Copy the temporary file into stdout, the device or the FIFO; an interrupt once the
         copy has begun says that the output is incomplete."""
         into = stdout().fileno() if self.target == STDIO else self.target
-        with open(self.tmp, "rb") as finished, open(into, "wb", buffering=0, closefd=self.target != STDIO) as out:
+        with open(self.temporary, "rb") as finished, open(into, "wb", buffering=0, closefd=self.target != STDIO) as out:
             try:
                 while chunk := finished.read(COPY_BYTES):
                     view = memoryview(chunk)
@@ -154,6 +160,7 @@ class Sink(Staged):
         self._writer = formats.named(self.format).writer(str(self.tmp), self.target, self.schema, self.layout, self.threads)
 
     def write(self, batch: pa.RecordBatch) -> None:
+        assert self._writer is not None  # opened when the sink was made
         with self._os_errors():
             self._writer.write_batch(batch)
         self.rows += batch.num_rows

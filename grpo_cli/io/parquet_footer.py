@@ -139,6 +139,14 @@ def _field(fields: list, field_id: int) -> list | None:
     return next((f for f in fields if f[0] == field_id), None)
 
 
+def _required(fields: list, field_id: int) -> list:
+    """Field ``field_id``, which the parquet format requires."""
+    found = _field(fields, field_id)
+    if found is None:
+        raise ValueError(f"a parquet footer without its required field {field_id}")
+    return found
+
+
 def _shift(fields: list, ids: tuple[int, ...], by: int) -> None:
     for f in fields:
         if f[0] in ids:
@@ -150,12 +158,12 @@ def _moved(group: list, by: int, ordinal: int) -> list:
     A column chunk's deprecated ``file_offset`` is moved only if it was set (not 0). A page
     index is refused: its page locations are file offsets too, inside the data."""
     _shift(group, (GROUP_FILE_OFFSET,), by)
-    for chunk in _field(group, GROUP_COLUMNS)[2][1]:
+    for chunk in _required(group, GROUP_COLUMNS)[2][1]:
         if _field(chunk, CHUNK_OFFSET_INDEX) is not None:
             raise ValueError("a part with a page index cannot be moved")
         if (offset := _field(chunk, CHUNK_FILE_OFFSET)) is not None and offset[2]:
             offset[2] += by
-        _shift(_field(chunk, CHUNK_META)[2], (META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER), by)
+        _shift(_required(chunk, CHUNK_META)[2], (META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER), by)
     if (number := _field(group, GROUP_ORDINAL)) is not None:
         number[2] = ordinal
     return group
@@ -185,15 +193,17 @@ class JoinedFile:
         view = memoryview(part)
         meta, start = footer(view)
         by = self.position - len(MAGIC)  # the part's byte 4 lands at self.position
-        self.groups += [_moved(g, by, len(self.groups) + k) for k, g in enumerate(_field(meta, FILE_ROW_GROUPS)[2][1])]
+        self.groups += [_moved(g, by, len(self.groups) + k) for k, g in enumerate(_required(meta, FILE_ROW_GROUPS)[2][1])]
         self.meta = self.meta or meta
         self.out.write(view[len(MAGIC) : start])
         self.position += start - len(MAGIC)
 
     def close(self) -> None:
         """Write the footer: the first part's metadata, with every part's row groups and rows."""
+        if self.meta is None:
+            raise ValueError("no part was appended")
         meta = [list(f) for f in self.meta]
-        _field(meta, FILE_ROW_GROUPS)[2] = (STRUCT, self.groups)
-        _field(meta, FILE_NUM_ROWS)[2] = sum(_field(g, GROUP_NUM_ROWS)[2] for g in self.groups)
+        _required(meta, FILE_ROW_GROUPS)[2] = (STRUCT, self.groups)
+        _required(meta, FILE_NUM_ROWS)[2] = sum(_required(g, GROUP_NUM_ROWS)[2] for g in self.groups)
         tail = encoded(meta)
         self.out.write(tail + struct.pack("<I", len(tail)) + MAGIC)

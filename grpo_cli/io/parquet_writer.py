@@ -53,7 +53,7 @@ def layout(compression: str | None, input_codec: str | None, input_row_group_row
     bytes per row are given (None: not parquet): see the module's docstring."""
     if compression is not None and compression not in CODECS:
         raise UsageError(f"unknown `compression` {compression!r} (valid: {', '.join(CODECS)})")
-    codec = compression or {"uncompressed": "none"}.get(input_codec, input_codec) or DEFAULT_CODEC
+    codec = compression or (input_codec and {"uncompressed": "none"}.get(input_codec, input_codec)) or DEFAULT_CODEC
     rows = min(input_row_group_rows or DEFAULT_ROW_GROUP_ROWS, max(1, ROW_GROUP_BYTES // max(1, bytes_per_row)))
     return Layout(codec if codec in CODECS else DEFAULT_CODEC, rows)
 
@@ -75,10 +75,9 @@ class RowGroupWriter:
         self._rows = 0
         self._encodings: dict | None = None  # chosen from the first row group (see _start)
         self._at_once = 1  # row groups encoded at once
-        self._single: pq.ParquetWriter | None = None
-        self._joined: JoinedFile | None = None
+        self._single: pq.ParquetWriter | None = None  # one row group at a time, or several:
+        self._parallel: tuple[ThreadPoolExecutor, JoinedFile] | None = None
         self._encoding: deque[Future] = deque()
-        self._pool: ThreadPoolExecutor | None = None
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         self._pending.append(batch)
@@ -93,13 +92,16 @@ class RowGroupWriter:
             if self._single is not None:
                 self._single.close()
                 return
+            assert self._parallel is not None  # _start opened one of the two
+            joined = self._parallel[1]
             while self._encoding:
-                self._joined.append(self._encoding.popleft().result())
-            self._joined.close()
+                joined.append(self._encoding.popleft().result())
+            joined.close()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(cancel_futures=True)
-                self._joined.out.close()
+            if self._parallel is not None:
+                pool, joined = self._parallel
+                pool.shutdown(cancel_futures=True)
+                joined.out.close()
 
     def _flush(self, rows: int) -> None:
         """Write the first ``rows`` pending rows as one row group (0: a file without any)."""
@@ -111,9 +113,11 @@ class RowGroupWriter:
             if rows:
                 self._single.write_table(group, row_group_size=rows)
         else:
-            self._encoding.append(self._pool.submit(self._encoded, group))
+            assert self._parallel is not None  # _start opened one of the two
+            pool, joined = self._parallel
+            self._encoding.append(pool.submit(self._encoded, group))
             while len(self._encoding) > self._at_once:
-                self._joined.append(self._encoding.popleft().result())
+                joined.append(self._encoding.popleft().result())
         rest = table.slice(rows)
         self._pending, self._rows = rest.to_batches(), rest.num_rows
 
@@ -124,13 +128,12 @@ class RowGroupWriter:
         if self._at_once <= 1:
             self._single = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression, **self._encodings)
         else:
-            self._pool = ThreadPoolExecutor(self._at_once)
-            self._joined = JoinedFile(open(self.path, "wb"))
+            self._parallel = (ThreadPoolExecutor(self._at_once), JoinedFile(open(self.path, "wb")))
 
     def _encoded(self, rows: pa.Table) -> pa.Buffer:
         """``rows`` as a parquet file in memory: one row group (none if empty)."""
         out = pa.BufferOutputStream()
-        with pq.ParquetWriter(out, self.schema, compression=self.layout.compression, **self._encodings) as writer:
+        with pq.ParquetWriter(out, self.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
             if rows.num_rows:
                 writer.write_table(rows, row_group_size=rows.num_rows)
         return out.getvalue()

@@ -195,7 +195,7 @@ class Source:
             stored = self._stored(k, columns)
             kept = [f.name for f in stored if held is not None and f.name in held.column_names and held.schema.field(f.name).type.equals(f.type)]
             read = pa.schema([f for f in stored if f.name not in kept])
-            if not kept:
+            if not kept or held is None:
                 batches = self.reader.batches(part, batch_rows, read)
             else:
                 rows = held.select(kept).slice(int(starts[k]), int(self.row_counts[k]))

@@ -19,6 +19,7 @@ from .outputs import stdout
 def resolve_output_format(target: str, explicit: str | None, input_format: str) -> str:
     """The output format: ``explicit``, else the target's suffix, else the input's format.
     A binary format (parquet) is not written to a terminal (as ``gzip`` refuses to)."""
+    fmt: str | None
     if explicit is not None:
         fmt = explicit
     elif target == STDIO:

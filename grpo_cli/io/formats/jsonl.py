@@ -304,7 +304,7 @@ def _kind(value) -> str | None:
         return "string"
     if isinstance(value, dict):
         return "object"
-    inner = {_kind(v) for v in value} - {None}
+    inner = {kind for kind in map(_kind, value) if kind is not None}
     if len(inner) > 1:
         return f"list of mixed kinds ({', '.join(sorted(inner))})"
     return f"list[{inner.pop()}]" if inner else "list"
@@ -340,7 +340,7 @@ class JsonLines(Format):
     def scan(self, part: Part) -> Scan:
         """A first pass over every line (:func:`scan`); the file's size is its bytes."""
         schema, rows = scan(part.open, part.name)
-        return Scan(schema, rows, (rows,), part.filesystem.get_file_info(part.path).size)
+        return Scan(schema, rows, (rows,), part.files.get_file_info(part.path).size)
 
     def read(self, part: Part, columns: pa.Schema) -> pa.Table:
         return pa.Table.from_batches(list(self.batches(part, 1 << 20, columns)), schema=columns)
@@ -396,7 +396,8 @@ class LinesWriter:
         self.file.close()
 
 
-INTERVAL_FIELDS = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")])  # Arrow's month_day_nano layout
+INTERVAL_NAMES = ("months", "days", "nanoseconds")
+INTERVAL_FIELDS = np.dtype(list(zip(INTERVAL_NAMES, ("<i4", "<i4", "<i8"))))  # Arrow's month_day_nano layout
 
 
 def json_values(values: pa.Array) -> pa.Array:
@@ -417,7 +418,7 @@ def json_values(values: pa.Array) -> pa.Array:
         return values.cast(pa.string())
     if pa.types.is_interval(t):
         fields = np.frombuffer(values.buffers()[1], INTERVAL_FIELDS, len(values), values.offset * INTERVAL_FIELDS.itemsize)
-        return pa.StructArray.from_arrays([pa.array(fields[name]) for name in INTERVAL_FIELDS.names], INTERVAL_FIELDS.names, mask=_nulls(values))
+        return pa.StructArray.from_arrays([pa.array(fields[name]) for name in INTERVAL_NAMES], INTERVAL_NAMES, mask=_nulls(values))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):
         import polars as pl
 
