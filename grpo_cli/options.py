@@ -146,7 +146,7 @@ FIELD_TYPES = {"str": str, "float": float, "int": int, "bool": bool, "tuple": st
 
 def _field_option(cls, f: Field) -> Option:
     """The option of field ``f`` of config class ``cls``, all from the field's declaration."""
-    meta, name, type = f.metadata, f.name, FIELD_TYPES[getattr(f.type, "__name__", str(f.type))]
+    meta, name, type = f.metadata, f.name, FIELD_TYPES[getattr(f.type, "__name__", str(f.type)).removesuffix(" | None")]
     panel, help = meta["panel"] or cls.PANEL, config_help(cls, name)
     if type is bool:
         return flag(name, help, panel, *meta["flags"], convert=_given_flag, group=meta["group"])

@@ -107,7 +107,7 @@ LIBRARY_NAMES = {"advantage_config": "estimator"}  # library parameters that CLI
 
 def _flags(ctx: typer.Context) -> dict[str, str]:
     """Each option's Python parameter name (and library alias) and its long flag."""
-    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params if p.opts and p.opts[0].startswith("-")}
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params if p.name and p.opts and p.opts[0].startswith("-")}
     return {**flags, **{alias: flags[name] for alias, name in LIBRARY_NAMES.items() if name in flags}}
 
 

@@ -109,7 +109,7 @@ class FilterPlan:
         from ..filters import filter_figures, group_rules, overlong_penalty
 
         config, grouping = self.config, self.grouping
-        paths = [schema.field_path(source.schema, name) for name in self.rewards]
+        paths = [passes.column_path(source, name) for name in self.rewards]
         label = row_labeller(source, grouping.prompt)
         table = labelled(
             label,
@@ -141,9 +141,10 @@ class FilterPlan:
             reward = r + penalty
         figures = filter_figures(groups, rules, keep, truncated, penalty, config)
         if self.output.targets:
-            masked = truncated if config.truncated == "mask" else None
+            mask = self.mask if config.truncated == "mask" else None  # the plan found it
+            masked = truncated if mask is not None else None
             fields = [pa.field(self.reward, pa.float64())] if reward is not None else []
-            fields += [source.output_schema.field(self.mask)] if masked is not None else []
+            fields += [source.output_schema.field(mask)] if mask is not None else []
             engine.write_pass(
                 source,
                 self.output,
@@ -153,7 +154,7 @@ class FilterPlan:
                 keep,
                 reward,
                 masked,
-                columns=[self.mask] if masked is not None else [],
+                columns=[mask] if mask is not None else [],
                 prompt=grouping.prompt,
                 held=table,
             )
@@ -239,7 +240,7 @@ def filter_columns(
 
     rows = slice(first_row, first_row + batch.num_rows)
     columns = {} if reward is None else {plan.reward: schema.arrow_array(reward[rows])}
-    if masked is not None:
+    if masked is not None and plan.mask is not None:  # masked rows: the mask column is read
         mask = batch.column(plan.mask)
         lengths = pc.list_value_length(mask).to_numpy().astype(np.int64)
         flat = mask.flatten()

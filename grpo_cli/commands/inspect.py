@@ -191,7 +191,7 @@ def plan_inspect(
         roles["reward"] = {"column": None, "why": "given", "option": "reward_col"}
     reward = reward_col if several else roles["reward"]["column"]
     rewards = resolve_rewards(source, reward, config) if reward is not None else None
-    if several:
+    if several and rewards is not None:
         roles["reward"]["column"] = ", ".join(rewards)
     count = roles["mask"]["column"] or roles["new"]["column"] or roles["old"]["column"]
     steps = StepColumns(count, roles["mask"]["column"]) if count is not None else None

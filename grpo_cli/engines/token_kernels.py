@@ -58,8 +58,9 @@ def steps(data: StepData, r: np.ndarray, config) -> tuple[Steps, np.ndarray]:
 def token_estimates(batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray) -> tuple[StepData, Steps, np.ndarray, np.ndarray, np.ndarray]:
     """The batch's token data, its steps and where they sit, and the estimator's raw
     per-step advantages and returns."""
-    config = plan.estimator
-    data = read_steps(batch, plan.inputs.steps)
+    config, columns = plan.estimator, plan.inputs.steps
+    assert columns is not None  # a token-level estimator reads token columns
+    data = read_steps(batch, columns)
     s, valid = steps(data, r, config)
     a, returns = lookup(config.estimator).compute(s, config.gamma, config.lam)
     return data, s, valid, a, returns

@@ -14,7 +14,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +33,7 @@ from .ahead import WINDOW_ROWS, WindowsAhead
 
 if TYPE_CHECKING:
     from ..plan import AdvantagesPlan, Grouping, Inputs, Output
+    from ..token_columns import StepColumns
 
 Ahead = tuple[np.ndarray, GroupSummary]  # advantages (before any whitening) and group figures computed during pass 1
 
@@ -76,6 +77,14 @@ def described(engine: Engine, x: np.ndarray, histogram: bool = False) -> tuple:
     return described_chunks(x, histogram, lambda fn, chunks: ordered_map(fn, chunks, engine.workers))
 
 
+@overload
+def first_pass(
+    engine: Engine, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig, hold: bool = False
+) -> tuple[GroupIndex, RowInputs, pa.Table | None, Ahead | None]: ...
+@overload
+def first_pass(
+    engine: Engine, source: Source, grouping: Grouping, inputs: None, config: None, hold: bool = False
+) -> tuple[GroupIndex, None, pa.Table | None, Ahead | None]: ...
 def first_pass(
     engine: Engine, source: Source, grouping: Grouping, inputs: Inputs | None, config: AdvantageConfig | None, hold: bool = False
 ) -> tuple[GroupIndex, RowInputs | None, pa.Table | None, Ahead | None]:
@@ -89,7 +98,7 @@ def first_pass(
     lower peak memory, faster. Then, for an estimator that needs nothing more, the
     advantages are computed while the pass reads (:mod:`.ahead`): the last item returned,
     kept if the ids' layout allowed it, else None."""
-    paths = [schema.field_path(source.schema, name) for name in inputs.rewards] if inputs else []
+    paths = [column_path(source, name) for name in inputs.rewards] if inputs else []
     baseline = inputs.baseline if inputs else None
     args = (grouping.prompt, paths, inputs.rewards if inputs else (), baseline)  # what kernels.rows_read takes
     columns = list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), baseline) if c is not None))
@@ -101,7 +110,7 @@ def first_pass(
         held, read = None, kernels.RowsRead(None, np.empty((rows, len(paths))), np.empty(rows) if baseline else None)
     ahead = (
         WindowsAhead(read.rewards, read.baseline, list(inputs.rewards), config, engine.workers)
-        if not hold and inputs is not None and _ahead(grouping, inputs, config)
+        if not hold and inputs is not None and config is not None and _ahead(grouping, inputs, config)
         else None
     )
     with ahead or nullcontext():
@@ -110,8 +119,9 @@ def first_pass(
         index = labelled(label, kernels.index, read.runs, grouping, rows, source.name)
         if inputs is None:
             return index, None, held, None
-        row_level = inputs.steps is not None and lookup(config.estimator).level == "row"  # token level: in its own passes
-        per_row = _row_steps(engine, source, grouping, inputs, config) if row_level else {}
+        assert config is not None  # given with the inputs
+        steps = inputs.steps if lookup(config.estimator).level == "row" else None  # token level: in its own passes
+        per_row = _row_steps(engine, source, grouping, steps, config) if steps is not None else {}
         found = labelled(label, lambda: row_inputs(read.rewards, list(inputs.rewards), config, baseline=read.baseline, **per_row))
         if len(found.r) and not found.scored.any():
             raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
@@ -135,11 +145,18 @@ def _rows_read(
     return kernels.RowsRead(Runs.joined(runs) if prompt is not None else None, into.rewards, into.baseline)
 
 
-def _row_steps(engine: Engine, source: Source, grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> dict[str, np.ndarray]:
+def column_path(source: Source, name: str) -> tuple[str, ...]:
+    """Where column or struct field ``name`` is (the plan found it there)."""
+    path = schema.field_path(source.schema, name)
+    assert path is not None
+    return path
+
+
+def _row_steps(engine: Engine, source: Source, grouping: Grouping, steps: StepColumns, config: AdvantageConfig) -> dict[str, np.ndarray]:
     """Per row, from a pass over the token columns: ``length`` (valid tokens) and ``kl``."""
     from ..engines import token_kernels
 
-    parts = results(engine, source, token_kernels.row_steps, inputs.steps, config, columns=inputs.steps.names, prompt=grouping.prompt)
+    parts = results(engine, source, token_kernels.row_steps, steps, config, columns=steps.names, prompt=grouping.prompt)
     return joined(parts, ("length", "kl") if config.kl_in_reward is not None else ("length",))
 
 
@@ -206,7 +223,9 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
     advantages (the whitening needs the whole input's), one to write the columns."""
     from ..engines import token_kernels
 
-    config, columns, prompt = plan.estimator, plan.inputs.steps.names, plan.grouping.prompt
+    steps = plan.inputs.steps
+    assert steps is not None  # a token-level estimator reads token columns
+    config, columns, prompt = plan.estimator, steps.names, plan.grouping.prompt
     parts = results(engine, source, token_kernels.token_moments, plan, inputs.r, columns=columns, prompt=prompt)
     moments = joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
     w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
