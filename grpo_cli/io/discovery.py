@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ GLOB_CHARS = frozenset("*?[")
 SKIPPED_PREFIXES = (".", "_")  # names a folder walk skips: hidden files, Spark's _SUCCESS and _temporary/
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the folder value Hive and Spark write for null
 LOCAL = pafs.LocalFileSystem()
+DIGITS = re.compile(r"(\d+)")  # split by it, a name alternates text and runs of digits
 
 
 def is_uri(given: str) -> bool:
@@ -74,9 +76,10 @@ class Part:
 
 
 def expand_inputs(inputs: list[str]) -> list[Part]:
-    """The files that ``inputs`` name (local paths or URIs), each input's sorted by path: a
-    file as given; a folder's rollout files at any depth (see :func:`_walk`); a glob pattern's
-    matches (``**`` matches any depth of folders). Each must be a readable, non-empty file."""
+    """The files that ``inputs`` name (local paths or URIs), each input's in natural order of
+    its path (:func:`natural`): a file as given; a folder's rollout files at any depth (see
+    :func:`_walk`); a glob pattern's matches (``**`` matches any depth of folders). Each must
+    be a readable, non-empty file."""
     return [part for given in inputs for part in _expand(given)]
 
 
@@ -140,19 +143,19 @@ def _listing(filesystem: pafs.FileSystem, folder: str, *, recursive: bool = Fals
 
 
 def _walk(filesystem: pafs.FileSystem, folder: str) -> dict[PurePath, pafs.FileInfo]:
-    """The rollout files below ``folder`` at any depth, by path below it, sorted. A name that
+    """The rollout files below ``folder`` at any depth, by path below it, in natural order. A name that
     starts with . or _ (hidden files, Spark's _SUCCESS and _temporary/) is skipped, and so is
     everything below it."""
     found = _listing(filesystem, folder, recursive=True)
     return {
         q: found[q]
-        for q in sorted(found)
+        for q in sorted(found, key=natural)
         if found[q].type == pafs.FileType.File and format_from_name(q.name) and not any(name.startswith(SKIPPED_PREFIXES) for name in q.parts)
     }
 
 
 def _glob(filesystem: pafs.FileSystem, folder: str, pattern: list[str]) -> dict[PurePath, pafs.FileInfo]:
-    """The files below ``folder`` whose path below it matches ``pattern``, by that path, sorted.
+    """The files below ``folder`` whose path below it matches ``pattern``, by that path, in natural order.
 
     Each name of ``pattern`` matches one folder level (``*``, ``?``, ``[...]``), ``**`` any
     depth of folders; as in the shell, a wildcard matches a name starting with . only if it
@@ -174,7 +177,18 @@ def _glob(filesystem: pafs.FileSystem, folder: str, pattern: list[str]) -> dict[
                 for r, info in _listing(filesystem, found[q].path).items()
                 if fnmatch.fnmatchcase(r.name, name) and (name.startswith(".") or not r.name.startswith("."))
             }
-    return {q: found[q] for q in sorted(found) if found[q].type == pafs.FileType.File}
+    return {q: found[q] for q in sorted(found, key=natural) if found[q].type == pafs.FileType.File}
+
+
+def natural(path: PurePath) -> tuple:
+    """The order files are read in: by folder, then name, the runs of digits in each compared
+    as numbers (``rank2`` before ``rank10``, ``9.jsonl`` before ``10.jsonl``; as ``ls -v``),
+    ties (``01`` and ``1``) by the plain names.
+
+    >>> [p.name for p in sorted(map(PurePath, ["rank10.jsonl", "rank2.jsonl", "rank1.jsonl"]), key=natural)]
+    ['rank1.jsonl', 'rank2.jsonl', 'rank10.jsonl']
+    """
+    return tuple((tuple(int(run) if run.isdigit() else run for run in DIGITS.split(name)), name) for name in path.parts)
 
 
 def _check_readable(part: Part, info: pafs.FileInfo) -> None:

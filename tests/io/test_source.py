@@ -114,6 +114,16 @@ def test_folders_are_read_at_any_depth_in_path_order(sample_parquet, tmp_path):
     assert annotated(tmp_path, str(data)).equals(annotated(tmp_path, str(sample_parquet)))
 
 
+def test_files_are_taken_in_natural_order_numbers_as_numbers(sample_parquet, tmp_path):
+    """Per-rank and per-step dumps: rank2 before rank10, 9.jsonl before 10.jsonl (plain
+    sorting would put rank10 after rank1 and mix the consecutive blocks of prompts)."""
+    q = quarters(sample_parquet)
+    data = write_parts(tmp_path / "data", {"rank10/9.parquet": q[2], "rank10/10.parquet": q[3], "rank2/x.parquet": q[1], "rank1/x.parquet": q[0]})
+    whole = annotated(tmp_path, str(sample_parquet))
+    assert annotated(tmp_path, str(data)).equals(whole)
+    assert annotated(tmp_path, str(data / "rank*" / "*.parquet")).equals(whole)
+
+
 def test_double_star_in_a_glob_matches_any_depth(sample_parquet, tmp_path):
     q = quarters(sample_parquet)
     data = write_parts(tmp_path / "data", {"x/step=0/a.parquet": q[0], "x/step=1/a.parquet": q[1], "y/b.parquet": q[2], "z.parquet": q[3]})
