@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .config import AdvantageConfig
+from .config import AdvantageConfig, from_text
 from .errors import UsageError
 from .estimators import GroupIndex, lookup
 from .presets import PRESETS
@@ -56,16 +56,14 @@ def parse_estimators(text: str, *, preset: str | None = None, **common) -> list[
 
 
 def _option(text: str, name: str) -> tuple[str, Any]:
-    """``key=value`` of estimator ``name``: numbers as floats, true/false as booleans."""
+    """``key=value`` of estimator ``name``, the value as its option takes it (several numbers
+    separated by spaces: ``reward_weights=1 0.5``)."""
     key, _, value = text.partition("=")
     if not key or not value:
         raise UsageError(f"estimator {name!r}: options are key=value (found {text!r})")
-    if value.lower() in ("true", "false"):
-        return key, value.lower() == "true"
-    try:
-        return key, float(value)
-    except ValueError:
-        return key, value
+    if key in ("preset", "estimator"):
+        raise UsageError(f"estimator {name!r}: `{key}` is its name in `estimators`; drop `{key}={value}`")
+    return key, from_text(AdvantageConfig, key, value, f"estimator {name!r}")
 
 
 def column_name(label: str) -> str:

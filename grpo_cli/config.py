@@ -18,7 +18,7 @@ from typing import Any, Callable, ClassVar, Iterable
 import numpy as np
 
 from . import estimators
-from .errors import UsageError
+from .errors import UsageError, check_keywords
 from .kl import KL_ESTIMATORS
 from .presets import PRESETS, preset_values
 
@@ -63,6 +63,38 @@ def option(
     """
     cli = {"group": group, "panel": panel, "choices": choices, "parse": parse, "metavar": metavar, "shown": shown, "flags": flags}
     return field(default=None, metadata={"default": default, "help": help, **cli})
+
+
+FIELD_TYPES = {"str": str, "float": float, "int": int, "bool": bool, "tuple": str}  # a field's annotation; a tuple is given as text
+
+
+def field_type(f) -> type:
+    """The type a config field's value is given as (its annotation; ``Optional`` dropped)."""
+    return FIELD_TYPES[getattr(f.type, "__name__", str(f.type)).removesuffix(" | None")]
+
+
+def from_text(cls, name: str, text: str, where: str) -> Any:
+    """Option ``name`` of config class ``cls`` given as ``text`` (a field's ``parse``, else its
+    type: a number, true or false, a name); ``where`` it was given, for the error.
+
+    >>> from_text(AdvantageConfig, "reward_clip", "-1 1", "grpo")
+    (-1.0, 1.0)
+    """
+    f = next((f for f in fields(cls) if f.name == name), None)
+    if f is None:
+        check_keywords([name], [f.name for f in fields(cls)], where)
+    assert f is not None
+    if f.metadata["parse"] is not None:
+        return f.metadata["parse"](",".join(text.replace(",", " ").split()), name)  # several numbers: spaces or commas
+    kind = field_type(f)
+    if kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise UsageError(f"{where}: `{name}` takes true or false (found {text!r})")
+        return text.lower() == "true"
+    try:
+        return kind(text)
+    except ValueError:
+        raise UsageError(f"{where}: `{name}` takes a number (found {text!r})") from None
 
 
 def listing(entries: dict[str, str]) -> str:

@@ -63,6 +63,22 @@ class Interrupted(GrpoError):
         return self if self.detail else Interrupted(self.signal_name, self.exit_code, detail)
 
 
+SHOWN_CHARACTERS = 60  # of a prompt text used as a group's id, in messages and tables
+
+
+def shortened(key: object) -> object:
+    r"""A prompt id as messages and tables show it: a text cut to its first line and
+    :data:`SHOWN_CHARACTERS` characters, an ellipsis saying so; any other id as it is.
+
+    >>> shortened("Solve: 2 + 2 = ?\nShow your work.")
+    'Solve: 2 + 2 = ?…'
+    """
+    if not isinstance(key, str):
+        return key
+    line = key.split("\n", 1)[0]
+    return key if line == key and len(key) <= SHOWN_CHARACTERS else line[:SHOWN_CHARACTERS] + "…"
+
+
 def check_keywords(given: Iterable[str], valid: Iterable[str], where: str, within: dict[str, str] | None = None) -> None:
     """Refuse keywords that no option has, listing the valid ones (and the closest match; a
     flag's spelling, ``reward-col``, finds its parameter, ``reward_col``; an option of a config

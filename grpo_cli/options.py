@@ -22,7 +22,7 @@ from typing import Annotated, Any, Callable, Optional, cast
 import typer
 from typer.core import TyperCommand, TyperOption
 
-from .config import CLIP, COLUMNS, ESTIMATOR, INPUT, KL_PANEL, OUTPUT, ROLLOUT, AdvantageConfig
+from .config import CLIP, COLUMNS, ESTIMATOR, INPUT, KL_PANEL, OUTPUT, ROLLOUT, AdvantageConfig, field_type
 from .engines import ENGINES
 from .errors import UsageError
 from .io import CODECS, FORMATS
@@ -141,12 +141,9 @@ def flag(name: str, help: str, panel: str, *flags: str, convert: Callable = plai
     )
 
 
-FIELD_TYPES = {"str": str, "float": float, "int": int, "bool": bool, "tuple": str}  # a field's annotation; a tuple is given as text
-
-
 def _field_option(cls, f: Field) -> Option:
     """The option of field ``f`` of config class ``cls``, all from the field's declaration."""
-    meta, name, type = f.metadata, f.name, FIELD_TYPES[getattr(f.type, "__name__", str(f.type)).removesuffix(" | None")]
+    meta, name, type = f.metadata, f.name, field_type(f)
     panel, help = meta["panel"] or cls.PANEL, config_help(cls, name)
     if type is bool:
         return flag(name, help, panel, *meta["flags"], convert=_given_flag, group=meta["group"])
@@ -191,7 +188,11 @@ INPUT_ARGUMENT = inspect.Parameter(
 )
 
 PROMPT_COL = Option(
-    "prompt_col", list[str], typer.Option(help=_column_help("prompt", "Prompt id column."), rich_help_panel=COLUMNS), None, _one_prompt
+    "prompt_col",
+    list[str],
+    typer.Option(help=_column_help("prompt", "Prompt id column; none: read no id column (group by --num-generations)."), rich_help_panel=COLUMNS),
+    None,
+    _one_prompt,
 )
 NUM_GENERATIONS = option(
     "num_generations",

@@ -36,10 +36,13 @@ OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or 
 class Grouping:
     """How rows form groups: by the ``prompt`` id column, else consecutive blocks of
     ``num_generations`` rows, else one group of the whole input. With both, every group
-    must have ``num_generations`` rows."""
+    must have ``num_generations`` rows. ``detected``: the id column was found by its name
+    (not given) for a run whose numbers need groups, so an id unique on every row, which
+    would make every group one row, is refused (OpenRLHF's ``index`` numbers samples)."""
 
     prompt: str | None
     num_generations: int | None
+    detected: bool = False
 
     @property
     def described(self) -> str:
@@ -90,14 +93,15 @@ class Inputs:
 @dataclass(frozen=True)
 class AdvantagesPlan:
     """`grpo advantages`: read ``inputs`` grouped by ``grouping``, compute with ``estimator``,
-    write ``advantage`` (rounded to ``round_digits`` if given), or for a token-level
-    estimator the list columns ``token_advantage`` and ``token_return``."""
+    write the column ``advantage_name`` (rounded to ``round_digits`` if given), or for a
+    token-level estimator the list columns ``advantage_name`` and ``token_return``."""
 
     grouping: Grouping
     inputs: Inputs
     estimator: AdvantageConfig
     output: Output
     round_digits: int | None = None
+    advantage_name: str = "advantage"
 
     @property
     def token_level(self) -> bool:
@@ -142,9 +146,10 @@ def default_estimator(preset: str | None) -> AdvantageConfig:
     return AdvantageConfig(preset=preset) if preset is not None else AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR)
 
 
-def resolve_grouping(source: Source, prompt_col: str | None, num_generations: int | None, *, required: bool) -> Grouping:
+def resolve_grouping(source: Source, prompt_col: str | None, num_generations: int | None, *, required: bool, grouped: bool | None = None) -> Grouping:
     """The groups: the prompt id column if there is one, else ``num_generations``; ``required``:
-    one of them must be there."""
+    one of them must be there; ``grouped`` (default ``required``): the run's numbers need
+    groups (an id column found by name must then not be unique on every row)."""
     schema.positive_int(num_generations, "num_generations")
     prompt = schema.resolve_column(source.schema, "prompt", prompt_col, required=False, source=source.name)
     if prompt is None and num_generations is None and required:
@@ -152,7 +157,7 @@ def resolve_grouping(source: Source, prompt_col: str | None, num_generations: in
             f"{source.name}: no prompt id column (looked for {', '.join(schema.ROLES['prompt'].candidates)}); "
             "pass `prompt_col`, or `num_generations` N to group consecutive blocks of N rows"
         )
-    return Grouping(prompt, num_generations)
+    return Grouping(prompt, num_generations, detected=prompt is not None and prompt_col is None and (required if grouped is None else grouped))
 
 
 def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...] | None, config: AdvantageConfig) -> tuple[str, ...]:
@@ -261,12 +266,16 @@ def plan_advantages(
     ref_logprobs_col: str | None = None,
     values_col: str | None = None,
     round_digits: int | None = None,
+    advantage_name: str | None = None,
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
     compression: str | None = None,
 ) -> AdvantagesPlan:
-    """The plan of `grpo advantages` on ``source`` (see :func:`grpo_cli.advantages_file`)."""
+    """The plan of `grpo advantages` on ``source`` (see :func:`grpo_cli.advantages_file`):
+    the advantages are written as column ``advantage_name`` (default ``advantage``, or
+    ``token_advantage`` for a token-level estimator), replacing a column of that name the
+    input has (a trainer's own, say) unless the run reads it."""
     config = config or AdvantageConfig()
     if round_digits is not None and lookup(config.estimator).level == "token":
         raise UsageError(f"`round_digits` rounds the per-row advantage column, and estimator {config.estimator!r} writes per-token lists; drop it")
@@ -285,4 +294,12 @@ def plan_advantages(
         ref_logprobs_col=ref_logprobs_col,
         values_col=values_col,
     )
-    return AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps), config, out, round_digits)
+    if advantage_name is not None and output is None and output_dir is None:
+        raise UsageError("`advantage_name` names the written column; pass `output` or `output_dir` too, or drop it")
+    name = advantage_name or ("token_advantage" if lookup(config.estimator).level == "token" else "advantage")
+    plan = AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps), config, out, round_digits, name)
+    for role, columns in plan.roles.items():
+        for column in [columns] if isinstance(columns, str) else columns or []:
+            if name in (column, column.split(".")[0]):
+                raise UsageError(f"`advantage_name` {name!r} would overwrite the {role} column the run reads; pass another `advantage_name`")
+    return plan

@@ -34,6 +34,14 @@ OPTIONS = (
         o.OUTPUT,
         "--round",
     ),
+    o.option(
+        "advantage_name",
+        str,
+        "Name of the written advantage column (default: advantage; token_advantage for a token-level estimator); "
+        "a column of that name in the input (a trainer's own) is replaced unless the run reads it.",
+        o.OUTPUT,
+        metavar="NAME",
+    ),
     o.OUTPUT_FORMAT,
     o.COMPRESSION,
     *o.RUN,

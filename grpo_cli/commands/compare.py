@@ -16,7 +16,7 @@ from .. import passes
 from ..compare import column_name, compare_figures, parse_estimators
 from ..config import AdvantageConfig
 from ..engines import Engine, kernels
-from ..errors import UsageError
+from ..errors import UsageError, shortened
 from ..estimators import lookup
 from ..files import file_function
 from ..io import Source
@@ -29,7 +29,8 @@ OPTIONS = (
         "estimators",
         str,
         "Two or more, comma-separated: an estimator or a preset's name, each with options as "
-        "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl).",
+        "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl; several numbers separated by spaces: "
+        "'trl:reward_clip=-1 1,rloo').",
         o.ESTIMATOR,
         default=...,
     ),
@@ -79,7 +80,7 @@ def render(figures: dict, console) -> None:
         for column in ("group", "rows", "max |difference|"):
             g.add_column(column, justify="left" if column == "group" else "right")
         for e in f["most_affected_groups"]:
-            g.add_row(str(e["group"]), str(e["rows"]), f"{e['max_abs_difference']:.6g}")
+            g.add_row(str(shortened(e["group"])), str(e["rows"]), f"{e['max_abs_difference']:.6g}")
         console.print(g)
 
 

@@ -313,7 +313,9 @@ def plan_objective(
         advantage=column if per_token else None,
         rollout=rollout,
     )
-    grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
+    grouping = resolve_grouping(
+        source, prompt_col, num_generations, required=False, grouped=estimator is not None and lookup(estimator.estimator).grouped
+    )
     inputs = None
     if estimator is not None:
         if lookup(estimator.estimator).level == "token":

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError, RowError
+from ..errors import InputError, RowError, shortened
 from ..io import Outputs, Source
 from ..parallel import default_threads
 
@@ -125,7 +125,7 @@ def row_labeller(source: Source, prompt: str | None) -> Callable[[int], str]:
 def row_names(source: Source, prompt: str | None, rows: list[int]) -> list[str]:
     """How a report names rows: ``file: row 12 (prompt id 'p3')``, the ids read once."""
     keys = source.read_columns([prompt]).column(prompt).take(rows).to_pylist() if prompt is not None and rows else [None] * len(rows)
-    return [source.locate(row) if key is None else f"{source.locate(row)} (prompt id {key!r})" for row, key in zip(rows, keys)]
+    return [source.locate(row) if key is None else f"{source.locate(row)} (prompt id {shortened(key)!r})" for row, key in zip(rows, keys)]
 
 
 def labelled(label: Callable[[int], str], fn: Callable, *args: Any) -> Any:

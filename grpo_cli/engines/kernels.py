@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import schema
-from ..errors import InputError, RowError
+from ..errors import InputError, RowError, shortened
 from ..estimators import GroupIndex, RowInputs, Runs, row_advantages
 from ..summaries import GroupSummary
 
@@ -115,11 +115,17 @@ def index(runs: Runs | None, grouping: Grouping, rows: int, source: str) -> Grou
     """Each row's group, as ``grouping`` says (``runs``: of the prompt ids, if there are any)."""
     if runs is not None:
         found = runs.index()
+        if grouping.detected and rows > 1 and found.sizes.max() == 1:
+            raise InputError(
+                f"{source}: column {grouping.prompt!r}, found as the prompt id, is unique on every row: every group would be one row, "
+                "every advantage 0; pass `num_generations` N to group consecutive blocks of N rows (with `prompt_col` 'none'), "
+                "or `prompt_col` the column that names the prompt"
+            )
         if grouping.num_generations is not None:
             wrong = np.flatnonzero(found.sizes != grouping.num_generations)
             if len(wrong):
                 key, size = runs.key_at(int(found.first[wrong[0]])), int(found.sizes[wrong[0]])
-                raise InputError(f"{source}: prompt id {key!r} has {size} rows, expected `num_generations` {grouping.num_generations}")
+                raise InputError(f"{source}: prompt id {shortened(key)!r} has {size} rows, expected `num_generations` {grouping.num_generations}")
         return found
     if grouping.num_generations is not None:
         if rows % grouping.num_generations:

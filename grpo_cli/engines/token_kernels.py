@@ -86,12 +86,12 @@ def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
 
 
 def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, w: Whitening) -> Written:
-    """The ``token_advantage`` (whitened, ``(A - mu) / s``) and ``token_return`` list columns
-    of a batch: one entry per list entry, 0 where masked or unscorable."""
+    """The token advantage (whitened, ``(A - mu) / s``; named ``plan.advantage_name``) and
+    ``token_return`` list columns of a batch: one entry per list entry, 0 where masked or unscorable."""
     data, _, valid, a, returns = token_estimates(batch, plan, r[first_row : first_row + batch.num_rows])
     offsets = arrow_array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
     out = {}
-    for name, values in (("token_advantage", w(a)), ("token_return", returns)):
+    for name, values in ((plan.advantage_name, w(a)), ("token_return", returns)):
         flat = np.zeros(len(valid))
         flat[valid] = values
         out[name] = pa.ListArray.from_arrays(offsets, arrow_array(flat))

@@ -208,9 +208,9 @@ def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict
             engine.write_pass(
                 source,
                 plan.output,
-                [pa.field("advantage", pa.float64())],
+                [pa.field(plan.advantage_name, pa.float64())],
                 kernels.row_columns,
-                {"advantage": written},
+                {plan.advantage_name: written},
                 columns=[],
                 prompt=plan.grouping.prompt,
                 held=held,
@@ -237,7 +237,7 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
         engine.write_pass(
             source,
             plan.output,
-            [pa.field(name, pa.list_(pa.float64())) for name in ("token_advantage", "token_return")],
+            [pa.field(name, pa.list_(pa.float64())) for name in (plan.advantage_name, "token_return")],
             token_kernels.token_columns,
             plan,
             inputs.r,

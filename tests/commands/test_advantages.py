@@ -83,6 +83,24 @@ def test_num_generations_without_id_column(tmp_path):
     assert pl.read_ndjson(out)["advantage"].to_list() == [-0.5, 0.5, -0.5, 0.5, 0.75, -0.25, -0.25, -0.25]
 
 
+def test_an_id_column_found_by_name_and_unique_on_every_row_is_refused_with_the_fix(tmp_path):
+    """OpenRLHF's ``index`` numbers samples, not prompts: taken as the prompt id, every group
+    would be one row and every advantage 0. Refused, naming the fix; the fix works."""
+    rows = [{"index": i, "reward": r, "greedy_reward": 0.5} for i, r in enumerate([1.0, 0.0, 0.5, 0.5])]
+    path = write_jsonl_rows(tmp_path / "openrlhf.jsonl", rows)
+    proc = run_grpo("advantages", str(path), "-q", check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (
+        f"Error: {path}: column 'index', found as the prompt id, is unique on every row: every group would be one row, "
+        "every advantage 0; pass --num-generations N to group consecutive blocks of N rows (with --prompt-col 'none'), "
+        "or --prompt-col the column that names the prompt\n"
+    )
+    out = tmp_path / "out.jsonl"
+    run_grpo("advantages", str(path), "--prompt-col", "none", "--num-generations", "2", "-o", str(out), "-q")
+    assert [json.loads(line)["advantage"] for line in out.read_text().splitlines()] == [1.0, -1.0, 0.0, 0.0]
+    run_grpo("advantages", str(path), "--prompt-col", "index", "-q")  # given: the user says so
+    run_grpo("advantages", str(path), "--estimator", "remax", "-q")  # its numbers need no groups: no refusal
+
+
 def test_missing_reward_column_suggests_names(tmp_path):
     src = tmp_path / "bad.jsonl"
     src.write_text('{"prompt_id": 1, "rewards": 1.0}\n')
@@ -173,3 +191,31 @@ def test_overflowing_rewards_are_computed_with_no_numpy_warning(tmp_path):
     assert refused.stderr.decode().strip().splitlines() == [
         f"Error: {src}: row 1 (prompt id 0): the advantage is beyond float64 (rewards up to 1e+308); rescale the rewards"
     ]
+
+
+def test_a_long_prompt_text_as_group_id_is_shortened_where_it_is_shown(tmp_path):
+    """verl dumps name groups by their prompt text: messages and tables show its first line,
+    60 characters at most, and an ellipsis (the JSON figures and outputs keep it whole)."""
+    prompt = "Solve the following problem step by step, then give the final answer in a box.\nProblem: 2 + 2"
+    path = write_jsonl_rows(tmp_path / "long.jsonl", [{"input": prompt, "reward": 1.0}, {"input": prompt, "reward": float("inf")}])
+    proc = run_grpo("advantages", str(path), "--prompt-col", "input", "-q", check=False)
+    shown = "Solve the following problem step by step, then give the fina…"
+    assert proc.returncode == 1 and proc.stderr.decode() == f"Error: {path}: row 1 (prompt id {shown!r}): column 'reward' is infinite\n"
+
+
+def test_advantage_name_keeps_the_trainers_own_column(tmp_path):
+    """TRL logs its ``advantage``: written under another name, both are kept side by side; a
+    name the run reads is refused, and a name without a written output too."""
+    import pyarrow as pa
+
+    path = tmp_path / "trl.parquet"
+    pq.write_table(pa.table({"prompt_id": [0, 0, 1, 1], "reward": [1.0, 0.0, 1.0, 0.5], "advantage": [0.7, -0.7, 0.7, -0.7]}), path)
+    out = tmp_path / "out.parquet"
+    run_grpo("advantages", str(path), "--advantage-name", "grpo_advantage", "-o", str(out), "-q")
+    table = pq.read_table(out)
+    assert table.column_names == ["prompt_id", "reward", "advantage", "grpo_advantage"]
+    assert table["advantage"].to_pylist() == [0.7, -0.7, 0.7, -0.7] and table["grpo_advantage"].to_pylist() == [1.0, -1.0, 1.0, -1.0]
+    proc = run_grpo("advantages", str(path), "--advantage-name", "reward", "-o", str(out), check=False)
+    assert proc.returncode == 2 and "Error: --advantage-name 'reward' would overwrite the reward column the run reads" in proc.stderr.decode()
+    proc = run_grpo("advantages", str(path), "--advantage-name", "a", check=False)
+    assert proc.returncode == 2 and "--advantage-name names the written column; pass --output or --output-dir too" in proc.stderr.decode()

@@ -54,6 +54,25 @@ def test_spec_syntax_and_errors():
         parse_estimators("grpo,,rloo")
 
 
+def test_spec_values_are_parsed_as_their_options_take_them():
+    """Several numbers are separated by spaces (a comma starts the next part); a value an
+    option cannot take is one line naming the estimator and the option, never an internal error."""
+    specs = dict(parse_estimators("grpo:reward_weights=1 0.5,reward_clip=-1 1,whiten=true,rloo:reward_weights=2"))
+    assert specs["grpo:reward_weights=1 0.5,reward_clip=-1 1,whiten=true"].reward_weights == (1.0, 0.5)
+    assert specs["grpo:reward_weights=1 0.5,reward_clip=-1 1,whiten=true"].reward_clip == (-1.0, 1.0)
+    assert specs["rloo:reward_weights=2"].reward_weights == (2.0,)
+    for text, message in (
+        ("grpo:eps=abc,rloo", "estimator 'grpo': `eps` takes a number (found 'abc')"),
+        ("grpo:whiten=yes,rloo", "estimator 'grpo': `whiten` takes true or false (found 'yes')"),
+        ("grpo:reward_clip=1,rloo", "`reward_clip` takes LO,HI (two numbers; found '1')"),
+        ("grpo:estimator=rloo,rloo", "estimator 'grpo': `estimator` is its name in `estimators`; drop `estimator=rloo`"),
+        ("grpo:bogus=1,rloo", "estimator 'grpo' has no option `bogus`"),
+    ):
+        with pytest.raises(UsageError) as raised:
+            parse_estimators(text)
+        assert str(raised.value).startswith(message), text
+
+
 def test_cli_json_and_columns(sample_parquet, tmp_path):
     proc = run_grpo("compare", str(sample_parquet), "--estimators", "grpo,rloo:std=sample", "--json", "--top", "2")
     figures = json.loads(proc.stdout)

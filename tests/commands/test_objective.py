@@ -90,7 +90,7 @@ GOOD = {"prompt_id": "p0", "reward": 1.0, "logprobs": [-0.1, -0.2], "old_logprob
     ],
 )
 def test_bad_token_data(tmp_path, bad, message):
-    src = jsonl(tmp_path, [GOOD, {**GOOD, "prompt_id": "p1", **bad}])
+    src = jsonl(tmp_path, [GOOD, {**GOOD, "prompt_id": "p1", **bad}, {**GOOD, "prompt_id": "p1"}])
     out = tmp_path / "out.parquet"
     proc = run_grpo("objective", str(src), "-o", str(out), check=False)
     lines = proc.stderr.decode().strip().splitlines()
