@@ -53,10 +53,11 @@ def _shown(figures: dict, chosen: dict) -> dict[str, Any]:
     return {k: v for k, v in figures.items() if k in chosen and k not in ("estimator", "loss") and v is not None and v == chosen[k]}
 
 
-def _text(values: dict[str, Any]) -> str:
+def shown_text(values: dict[str, Any]) -> str:
+    """The options as they are typed (``-``: none)."""
     from ..report import fmt
 
-    return ", ".join(f"--{k.replace('_', '-')} {fmt(v)}" for k, v in values.items()) or "-"
+    return " ".join(f"--{k.replace('_', '-')} {fmt(v)}" for k, v in values.items()) or "-"
 
 
 def _render_all(console) -> None:
@@ -92,7 +93,7 @@ def _render_one(name: str, console) -> None:
         t.add_column(kind, style="bold")
         t.add_column("what the preset sets", overflow="fold")
         for key, shown in values.items():
-            t.add_row(key, _text(shown))
+            t.add_row(key, shown_text(shown))
         console.print(t)
     t = Table(title=f"what {preset.framework} {preset.version} ships", title_justify="left")
     t.add_column("name", overflow="fold")
