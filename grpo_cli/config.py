@@ -144,18 +144,22 @@ class Options:
     preset: str | None
     __dataclass_fields__: ClassVar[dict[str, Any]]  # each config class is a dataclass
 
-    def _fill_defaults(self, part: str, key: str, canonical: Callable[[str], str], own: Callable[[str], dict] = lambda _: {}) -> frozenset[str]:
+    def _fill_defaults(
+        self, part: str, key: str = "", canonical: Callable[[str], str] = str, own: Callable[[str], dict] = lambda _: {}
+    ) -> frozenset[str]:
         """Fill what was not given and return what was. A field not given takes the preset's
         value for the ``key`` option's value in use (the estimator, the loss: given, else the
         preset's, by its ``canonical`` name), else that one's ``own`` definition, else the
         preset's base value, else its default."""
         given = frozenset(f.name for f in fields(self) if getattr(self, f.name) is not None)
-        if self.preset is not None:
-            check_choice("preset", self.preset, NAMES)
-            object.__setattr__(self, "preset", lookup(self.preset).name)
-        base = preset_values(self.preset, part, "")[1]
-        chosen = canonical(getattr(self, key) if key in given else base.get(key, self.__dataclass_fields__[key].metadata["default"]))
-        layers = (preset_values(self.preset, part, chosen)[0], own(chosen), base)
+        preset = getattr(self, "preset", None)
+        if preset is not None:
+            check_choice("preset", preset, NAMES)
+            preset = lookup(preset).name
+            object.__setattr__(self, "preset", preset)
+        base = preset_values(preset, part, "")[1]
+        chosen = canonical(getattr(self, key) if key in given else base.get(key, self.__dataclass_fields__[key].metadata["default"])) if key else ""
+        layers = (preset_values(preset, part, chosen)[0], own(chosen), base)
         for f in fields(self):
             if f.name not in given:
                 object.__setattr__(self, f.name, next((layer[f.name] for layer in layers if f.name in layer), f.metadata["default"]))

@@ -189,7 +189,7 @@ TRL_ADVANTAGE = {
     "whiten_eps": 1e-4,
 }
 TRL_ESTIMATORS = {"rloo": {"scale": "none", "kl_in_reward": 0.05, "kl": "k1"}}  # RLOOTrainer: never scaled, beta 0.05 in the reward
-TRL_LOSSES = {
+TRL_LOSSES: dict[str, dict] = {
     "gspo": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},  # importance_sampling_level sequence, loss_type dapo
     "gspo-token": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},
     "cispo": {"epsilon_low": 1.0},  # from above only
@@ -335,7 +335,7 @@ TWINKLE_OBJECTIVE = {
     "tau_neg": 1.0,
     "max_length": 1024,
 }
-TWINKLE_LOSSES = {
+TWINKLE_LOSSES: dict[str, dict] = {
     "gspo": {"logratio_clamp": 20.0},
     "gspo-token": {"logratio_clamp": 20.0},
     "cispo": {"epsilon_low": 1.0, "agg": "token-mean"},  # min(rho, 1 + epsilon): from above only; token mean
