@@ -309,9 +309,10 @@ def test_twinkle_gae_lambda_and_whitening(tmp_path):
 
 # Losses, per framework and release ------------------------------------------------------
 
-NEW = [[-0.1, -1.2, -0.3], [-0.5, -0.9], [-2.0, -0.4]]
-OLD = [[-0.3, -1.0, -0.6], [-0.1, -1.1], [-1.5, -0.6]]
-ADV = [1.0, -0.5, 0.8]
+# rho < 0.8, rho > 1.2 and, where A < 0, rho = e^1.3 > 3 (the dual clip) all occur
+NEW = [[-0.1, -1.2, -0.3], [-0.5, -0.9], [-2.0, -0.4], [-0.2, -0.5]]
+OLD = [[-0.3, -1.0, -0.6], [-0.1, -1.1], [-1.5, -0.6], [-1.5, -0.6]]
+ADV = [1.0, -0.5, 0.8, -1.2]
 
 
 def objective(preset: str, **options) -> float:
@@ -333,7 +334,7 @@ def test_verl_gspo_token_mean_and_verl_07_seq_mean_token_mean():
     forces seq-mean-token-mean (mean_i L_i). The objective is minus the loss."""
     losses, n = gspo_row_losses(10.0), [len(row) for row in NEW]
     assert objective("verl", loss="gspo") == pytest.approx(-sum(k * x for k, x in zip(n, losses)) / sum(n), abs=1e-14)
-    assert objective("verl@0.7", loss="gspo") == pytest.approx(-sum(losses) / 3, abs=1e-14)
+    assert objective("verl@0.7", loss="gspo") == pytest.approx(-sum(losses) / len(losses), abs=1e-14)
 
 
 def test_trl_and_openrlhf_gspo_take_no_clamp():
@@ -369,4 +370,72 @@ def test_trl_dr_grpo_divides_by_rows_times_max_completion_length(preset, constan
         for n, o in zip(row_n, row_o):
             rho = math.exp(n - o)
             terms.append(min(rho * a, min(max(rho, 0.8), 1.2) * a))
-    assert objective(preset, agg="dr_grpo") == pytest.approx(sum(terms) / (3 * constant), abs=1e-15)
+    assert objective(preset, agg="dr_grpo") == pytest.approx(sum(terms) / (len(NEW) * constant), abs=1e-15)
+
+
+def test_openrlhf_reinforce_puts_its_default_kl_in_the_reward(tmp_path):
+    """OpenRLHF 0.11.2 (experience_maker.py:205-213, :300-338; models/utils.py:131-159): the KL
+    is in the reward by default, init_coef 0.01, k1 = old - ref per token; the token reward is
+    -0.01 kl_t, plus r on the last token; G_t = sum_{k >= t} of them (gamma 1); then whitened over
+    every valid token: (G - mu) / sqrt(max(population var, 1e-8))."""
+    rows = [
+        {"prompt_id": "p", "reward": 1.0, "old_logprobs": [-0.5, -0.2, -0.1], "ref_logprobs": [-0.4, -0.3, -0.3]},
+        {"prompt_id": "q", "reward": 0.0, "old_logprobs": [-1.0, -0.3], "ref_logprobs": [-1.2, -0.1]},
+    ]
+    returns = []
+    for row in rows:
+        kl = [o - r for o, r in zip(row["old_logprobs"], row["ref_logprobs"])]
+        step = [-0.01 * k for k in kl]
+        step[-1] += row["reward"]
+        returns += [sum(step[t:]) for t in range(len(step))]
+    g = np.array(returns)
+    want = (g - g.mean()) / math.sqrt(max(g.var(), 1e-8))
+    src, out = write_jsonl_rows(tmp_path / "r.jsonl", rows), tmp_path / "o.jsonl"
+    run_grpo("advantages", str(src), "--preset", "openrlhf", "--estimator", "reinforce", "-q", "-o", str(out))
+    got = np.concatenate([json.loads(line)["token_advantage"] for line in out.read_text().splitlines()])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# (preset, dual clip, log-ratio clamp, aggregation, SAPO's tau where A < 0), from each release's defaults
+LOSS_CONVENTIONS = [
+    ("verl", 3.0, 20.0, "token-mean", 1.05),  # actor.yaml: clip_ratio_c 3, loss_agg_mode token-mean; core_algos: +-20
+    ("verl@0.7", 3.0, 20.0, "token-mean", 1.05),
+    ("trl", None, math.inf, "token-mean", 1.05),  # loss_type dapo, no clamp, sapo_temperature_neg 1.05
+    ("trl@1.9", None, math.inf, "token-mean", 1.05),
+    ("openrlhf", None, 20.0, "token-mean", 1.05),  # sapo is not OpenRLHF's; its tau is unused
+    ("twinkle", None, 20.0, "seq-mean-token-mean", 1.0),  # GRPOLoss: mean of row token-means; SAPOLoss tau 1/1
+    ("twinkle@0.1", None, 20.0, "seq-mean-token-mean", 1.0),
+]
+
+
+def aggregated(terms: list[list[float]], agg: str) -> float:
+    """token-mean: all tokens' sum / token count; seq-mean-token-mean: mean of the row means."""
+    if agg == "token-mean":
+        return sum(map(sum, terms)) / sum(map(len, terms))
+    return sum(sum(row) / len(row) for row in terms) / len(terms)
+
+
+@pytest.mark.parametrize("preset, dual, clamp, agg, tau_neg", LOSS_CONVENTIONS)
+def test_ppo_and_sapo_of_every_preset(preset, dual, clamp, agg, tau_neg):
+    """PPO (verl vanilla, TRL dapo, OpenRLHF ppo, Twinkle grpo): per token A min(rho, 1.2) for
+    A > 0, A min(max(rho, 0.8), C) for A < 0 (C: the dual clip, verl only), rho = exp of the
+    clamped log-ratio. SAPO (verl and TRL forced/grpo-aggregated, Twinkle): sigma(tau (rho - 1))
+    4 / tau A, tau 1 where A > 0, seq-mean-token-mean."""
+    ppo, sapo = [], []
+    for row_n, row_o, a in zip(NEW, OLD, ADV):
+        rho = [math.exp(max(-clamp, min(clamp, n - o))) for n, o in zip(row_n, row_o)]
+        ppo.append([a * min(r, 1.2) if a > 0 else a * min(max(r, 0.8), dual or math.inf) for r in rho])
+        tau = 1.0 if a > 0 else tau_neg
+        sapo.append([a * 4 / tau / (1 + math.exp(-tau * (r - 1))) for r in rho])
+    assert objective(preset, loss="ppo") == pytest.approx(aggregated(ppo, agg), abs=1e-14)
+    assert objective(preset, loss="sapo") == pytest.approx(aggregated(sapo, "seq-mean-token-mean"), abs=1e-14)
+
+
+@pytest.mark.parametrize("preset", ["verl", "verl@0.7"])
+def test_verl_cispo_clips_both_sides_and_gpg(preset):
+    """verl compute_policy_loss_cispo: -clip(rho, 0.8, 1.2) A log pi per token (two-sided,
+    rho clamped at +-20); compute_policy_loss_gpg: -A log pi; both token-mean."""
+    cispo = [[min(max(math.exp(n - o), 0.8), 1.2) * a * n for n, o in zip(rn, ro)] for rn, ro, a in zip(NEW, OLD, ADV)]
+    gpg = [[a * n for n in rn] for rn, a in zip(NEW, ADV)]
+    assert objective(preset, loss="cispo") == pytest.approx(aggregated(cispo, "token-mean"), abs=1e-14)
+    assert objective(preset, loss="gpg") == pytest.approx(aggregated(gpg, "token-mean"), abs=1e-14)
