@@ -359,7 +359,7 @@ TWINKLE_MISSING = {
 
 TWINKLE = Preset(
     "twinkle",
-    "ModelScope Twinkle",
+    "Twinkle",
     "0.5.1",
     "twinkle-kit==0.5.1",
     "PyPI wheel; no release tag",
@@ -379,7 +379,7 @@ TWINKLE = Preset(
 
 TWINKLE_01 = Preset(
     "twinkle@0.1",
-    "ModelScope Twinkle",
+    "Twinkle",
     "0.1",
     "twinkle-kit==0.1",
     "tag v0.1, 4e3a6dba",

@@ -34,17 +34,17 @@ def settings(name: str) -> dict[str, dict[str, dict[str, Any]]]:
 
     preset = lookup(name)
     out: dict[str, dict[str, dict[str, Any]]] = {"estimator": {}, "loss": {}}
-    for name, spec in estimators.ESTIMATORS.items():
-        specific, base = preset.values("advantage", name)
-        config = AdvantageConfig(preset=preset.name, estimator=name)
+    for estimator, spec in estimators.ESTIMATORS.items():
+        specific, base = preset.values("advantage", estimator)
+        config = AdvantageConfig(preset=preset.name, estimator=estimator)
         skip = ({"std", "eps"} if config.scale == "none" else set()) | (set() if spec.grouped else {"singleton"})
-        out["estimator"][name] = _shown(config.figures, {k: v for k, v in {**base, **specific}.items() if k not in skip})
-    for name, loss in LOSSES.items():
-        specific, base = preset.values("objective", name)
-        chosen = {**base, **dict(loss.defaults), **specific}
+        out["estimator"][estimator] = _shown(config.figures, {k: v for k, v in {**base, **specific}.items() if k not in skip})
+    for loss, defined in LOSSES.items():
+        specific, base = preset.values("objective", loss)
+        chosen = {**base, **dict(defined.defaults), **specific}
         if "epsilon" in chosen:  # the figures give each side
             chosen |= {side: chosen.get(side, chosen["epsilon"]) for side in ("epsilon_low", "epsilon_high")}
-        out["loss"][name] = _shown(ObjectiveConfig(preset=preset.name, loss=name).figures, chosen)
+        out["loss"][loss] = _shown(ObjectiveConfig(preset=preset.name, loss=loss).figures, chosen)
     return out
 
 
@@ -68,7 +68,7 @@ def _render_all(console) -> None:
     from ..report import fmt
 
     t = Table(title="grpo presets", title_justify="left")
-    t.add_column("option", style="bold")
+    t.add_column("option", style="bold", overflow="fold")
     for name in PRESETS:
         t.add_column(name, overflow="fold")
     t.add_row("framework", *(p.framework for p in PRESETS.values()))
