@@ -3,7 +3,9 @@
 - the navigation's command pages, from the CLI's list of commands (``commands/<name>.md``);
 - ``<!-- options: NAME -->``: the options of command NAME, from its click parameters;
 - ``<!-- estimators -->``, ``<!-- losses -->``: the registries, from their docstrings;
-- ``<!-- presets -->``: each preset's option values, from ``grpo_cli.presets.PRESETS``;
+- ``<!-- presets -->``: each preset's base option values, from ``grpo_cli.presets.PRESETS``;
+  ``<!-- presets: frameworks -->`` what each sets per estimator and loss and what its
+  framework ships; ``<!-- presets: changes -->`` what changed between releases;
 - ``<!-- api -->``: a mkdocstrings block for each name the package exports;
 - ``<!-- benchmarks -->``: the latest ``benchmarks/results.csv`` rows of each machine;
 - ``<!-- tried: KIND -->``: the ``benchmarks/tried.csv`` rows of KIND (``kept``, ``not-kept``,
@@ -190,9 +192,30 @@ def losses(_) -> str:
     return "\n".join(parts)
 
 
-def presets(_) -> str:
-    from grpo_cli.presets import PRESETS
+def presets(part: str | None) -> str:
+    """The presets' base values (``<!-- presets -->``), what changed between the releases of a
+    framework (``changes``), or, per preset, what it sets for each estimator and loss and
+    what its framework ships, reproduced or not (``frameworks``)."""
+    from grpo_cli.commands.presets import settings, shown_text
+    from grpo_cli.presets import CHANGES, PRESETS
 
+    if part == "changes":
+        rows = [[f"`{old}` → `{new}`", item, before, after] for (old, new), changes in CHANGES.items() for item, before, after in changes]
+        return table(["presets", "what", "older", "newer"], rows)
+    if part == "frameworks":
+        sections = []
+        for p in PRESETS.values():
+            kinds = settings(p.name)
+            rows = [[f"`--{kind} {name}`", f"`{shown_text(values)}`"] for kind, by_name in kinds.items() for name, values in by_name.items()]
+            shipped = [[name, f"`--preset {p.name} {form}`"] for name, form in p.ships.items()]
+            shipped += [[name, f"not reproduced: {why}"] for name, why in p.missing.items()]
+            sections.append(
+                f"### `{p.name}`: {p.framework} {p.version}\n\nRead from {p.source}.\n\n"
+                + table([f"with `--preset {p.name}`", "the preset sets"], rows)
+                + "\n"
+                + table([f"{p.framework} {p.version} ships", "reproduced by"], shipped)
+            )
+        return "\n".join(sections)
     names = list(PRESETS)
     keys = list(dict.fromkeys(k for p in PRESETS.values() for k in (*p.advantage, *p.objective)))
 
@@ -200,8 +223,9 @@ def presets(_) -> str:
         values = {**preset.advantage, **preset.objective}
         return "-" if key not in values else "off" if values[key] is None else str(values[key])
 
-    rows = [[f"`--{key.replace('_', '-')}`", *(value(PRESETS[n], key) for n in names)] for key in keys]
-    rows += [["read from", *(PRESETS[n].source for n in names)], ["not modelled", *(PRESETS[n].differs or "-" for n in names)]]
+    rows = [["framework", *(PRESETS[n].framework for n in names)], ["version", *(PRESETS[n].version for n in names)]]
+    rows += [[f"`--{key.replace('_', '-')}`", *(value(PRESETS[n], key) for n in names)] for key in keys]
+    rows += [["read from", *(PRESETS[n].source for n in names)]]
     return table(["option", *(f"`{n}`" for n in names)], rows)
 
 

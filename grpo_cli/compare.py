@@ -17,7 +17,7 @@ import numpy as np
 from .config import AdvantageConfig, from_text
 from .errors import UsageError
 from .estimators import GroupIndex, lookup
-from .presets import PRESETS
+from .presets import NAMES
 from .summaries import describe, described
 
 
@@ -43,7 +43,7 @@ def parse_estimators(text: str, *, preset: str | None = None, **common) -> list[
     out = []
     for name, *options in ([*spec[0].split(":", 1), *spec[1:]] for spec in specs):
         values = {**common, **dict(_option(o, name) for o in options)}
-        config = AdvantageConfig(preset=name, **values) if name in PRESETS else AdvantageConfig(preset=preset, estimator=name, **values)
+        config = AdvantageConfig(preset=name, **values) if name in NAMES else AdvantageConfig(preset=preset, estimator=name, **values)
         if lookup(config.estimator).level == "token":
             raise UsageError(f"`grpo compare` compares one advantage per row; estimator {config.estimator!r} gives one per token")
         out.append((":".join([name, ",".join(options)]) if options else name, config))

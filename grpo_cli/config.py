@@ -20,7 +20,7 @@ import numpy as np
 from . import estimators
 from .errors import UsageError, check_keywords
 from .kl import KL_ESTIMATORS
-from .presets import PRESETS, preset_values
+from .presets import NAMES, lookup, preset_values
 
 STD_KINDS = {"population": 0, "sample": 1}
 WHITEN_EPS_AT_KINDS = ("std", "var", "var-floor")
@@ -176,15 +176,25 @@ class Options:
     preset: str | None
     __dataclass_fields__: ClassVar[dict[str, Any]]  # each config class is a dataclass
 
-    def _fill_defaults(self, part: str) -> frozenset[str]:
-        """Fill what was not given from the preset (if any), else the default; return what was given."""
+    def _fill_defaults(
+        self, part: str, key: str = "", canonical: Callable[[str], str] = str, own: Callable[[str], dict] = lambda _: {}
+    ) -> frozenset[str]:
+        """Fill what was not given and return what was. A field not given takes the preset's
+        value for the ``key`` option's value in use (the estimator, the loss: given, else the
+        preset's, by its ``canonical`` name), else that one's ``own`` definition, else the
+        preset's base value, else its default."""
         given = frozenset(f.name for f in fields(self) if getattr(self, f.name) is not None)
-        if getattr(self, "preset", None) is not None:
-            check_choice("preset", self.preset, tuple(PRESETS))
-        chosen = preset_values(getattr(self, "preset", None), part)
+        preset = getattr(self, "preset", None)
+        if preset is not None:
+            check_choice("preset", preset, NAMES)
+            preset = lookup(preset).name
+            object.__setattr__(self, "preset", preset)
+        base = preset_values(preset, part, "")[1]
+        chosen = canonical(getattr(self, key) if key in given else base.get(key, self.__dataclass_fields__[key].metadata["default"])) if key else ""
+        layers = (preset_values(preset, part, chosen)[0], own(chosen), base)
         for f in fields(self):
             if f.name not in given:
-                object.__setattr__(self, f.name, chosen.get(f.name, f.metadata["default"]))
+                object.__setattr__(self, f.name, next((layer[f.name] for layer in layers if f.name in layer), f.metadata["default"]))
         return given - {"preset"}
 
     @property
@@ -236,7 +246,9 @@ class AdvantageConfig(Options):
 
     PANEL: ClassVar[str] = ESTIMATOR
 
-    preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).", panel=INPUT, choices=PRESETS)
+    preset: str = option(
+        None, "A framework's conventions, at a release (verl@0.7), for every option not given (see `grpo presets`).", panel=INPUT, choices=NAMES
+    )
     estimator: str = option(
         "grpo",
         "The baseline b of A = (r - b) / s. " + listing({" = ".join((e.name, *e.aliases)): e.help for e in estimators.ESTIMATORS.values()}),
@@ -319,8 +331,10 @@ class AdvantageConfig(Options):
     whiten_eps: float = option(1e-8, "The epsilon of --whiten.", group="whitening")
 
     def __post_init__(self) -> None:
-        given = self._fill_defaults("advantage")
+        given = self._fill_defaults("advantage", "estimator", lambda name: estimators.lookup(name).name)
         spec = estimators.lookup(self.estimator)
+        base = defaults(AdvantageConfig)
+        self._set(**{name: base[name] for name in ESTIMATOR_PARAMS - set(spec.params) - given})  # a preset's, for another estimator
         for name in sorted(given & ESTIMATOR_PARAMS - set(spec.params)):
             why = "; it is never scaled" if spec.scales == ("none",) else ""
             raise UsageError(f"estimator {self.estimator!r} takes no `{name}`{why}; drop `{name}`, or pass another `estimator`")
@@ -375,6 +389,7 @@ class AdvantageConfig(Options):
                 raise UsageError(
                     f"`{name}` applies only to scaled advantages and `scale` is 'none'; drop `{name}`, or pass `scale` 'group' or 'batch'"
                 )
+            self._set(std=base["std"], eps=base["eps"])  # a preset's, for scaled advantages
         self._set(estimator=spec.name, scale=scale, _given=given)
 
     @property

@@ -1,8 +1,16 @@
-"""Presets: the conventions of each framework's default GRPO run, as option values.
+"""Presets: a framework at one release, every estimator and loss of it, as option values.
 
-A preset fills the options the caller did not give (explicit options override it); what it
-does not set keeps this tool's default. Each entry names the source it was read from. Where a
-framework does something no option here models, ``differs`` says so.
+A preset fills the options the caller did not give. For :class:`~grpo_cli.config.AdvantageConfig`
+it takes, in order, its values for the estimator in use (``estimators``), then its base
+values (``advantage``); for :class:`~grpo_cli.objective.config.ObjectiveConfig` its values for
+the loss in use (``losses``), then the loss's own definition (GSPO's sequence ratio), then its
+base values (``objective``). What none of them sets keeps this tool's default; an option a
+given estimator or loss does not take is never set by a preset.
+
+Each preset names the release it was read from (``package``, ``commit``, ``files``), what
+the framework ships and the preset form that reproduces it (``ships``), and what it ships
+that no option reproduces yet, with the reason (``missing``). ``verl`` is the newest verl;
+``verl@0.7`` is verl 0.7.0's own conventions; ``verl@0.9`` names the newest too.
 """
 
 from __future__ import annotations
@@ -14,84 +22,413 @@ from .numerics import LOGRATIO_CLAMP_MAX
 
 @dataclass(frozen=True)
 class Preset:
-    """``advantage``: :class:`~grpo_cli.config.AdvantageConfig` values (``estimator`` is also
-    what `grpo objective` computes from rewards); ``objective``:
-    :class:`~grpo_cli.objective.config.ObjectiveConfig` values; ``source``: where they were read."""
+    """``advantage`` and ``objective``: the base option values; ``estimators`` and ``losses``:
+    the values for one estimator or loss (by this tool's name), over the base; ``ships``:
+    ``"kind name"`` of what the framework ships -> the options (with ``--preset name``) that
+    reproduce it; ``missing``: ``"kind name"`` -> why no option reproduces it yet."""
 
     name: str
-    source: str
+    framework: str
+    version: str
+    package: str
+    commit: str
+    files: str
     advantage: dict = field(default_factory=dict)
     objective: dict = field(default_factory=dict)
-    differs: str = ""
+    estimators: dict[str, dict] = field(default_factory=dict)
+    losses: dict[str, dict] = field(default_factory=dict)
+    ships: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        """Where the values were read: the package, its commit, the files."""
+        return f"{self.package} ({self.commit}): {self.files}"
+
+    def values(self, part: str, name: str) -> tuple[dict, dict]:
+        """The values for estimator (``part`` 'advantage') or loss ('objective') ``name``, and the base values."""
+        specific = self.estimators if part == "advantage" else self.losses
+        return specific.get(name, {}), getattr(self, part)
 
 
-PRESETS = {
-    p.name: p
-    for p in (
-        Preset(
-            "verl",
-            "verl 0.7.0 (b178a3cd): trainer/ppo/core_algos.py, examples/grpo_trainer",
-            advantage={
-                "estimator": "grpo",
-                "scale": "group",
-                "std": "sample",
-                "eps": 1e-6,
-                "singleton": "unit-std",
-                "whiten_std": "sample",
-                "whiten_eps_at": "var",
-                "whiten_eps": 1e-8,
-            },
-            objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": 3.0, "agg": "token-mean", "logratio_clamp": 20.0},
-            differs="token-mean is per micro-batch in verl (one micro-batch here); the KL loss is logged apart (actor/kl_loss), so beta stays 0",
-        ),
-        Preset(
-            "trl",
-            "TRL 1.9.0 (f2cd5771): trainer/grpo_trainer.py, grpo_config.py",
-            advantage={
-                "estimator": "grpo",
-                "scale": "group",
-                "std": "sample",
-                "eps": 1e-4,
-                "singleton": "zero",
-                "whiten_std": "sample",
-                "whiten_eps_at": "std",
-                "whiten_eps": 1e-4,
-            },
-            objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},
-            differs="loss_type 'dapo' normalises by the generation batch's tokens (the whole file here); its CISPO caps the "
-            "ratio at epsilon_high itself, from above only (pass --epsilon-low 1 --epsilon-high C-1); with vLLM its "
-            "importance sampling is on by default (sequence_mask, clip_max 3): pass --is sequence_mask --is-mask 0,3",
-        ),
-        Preset(
-            "openrlhf",
-            "OpenRLHF 0.11.0 (3c3be623): trainer/ppo_utils/experience_maker.py, models/loss.py",
-            advantage={
-                "estimator": "grpo",
-                "scale": "group",
-                "std": "sample",
-                "eps": 1e-9,
-                "singleton": "zero",
-                "whiten_std": "population",
-                "whiten_eps_at": "var-floor",
-                "whiten_eps": 1e-8,
-            },
-            objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": 20.0},
-            differs="its reward clip to [-10, 10], applied after the baseline (group_norm), is not "
-            "(|A| < 10 anyway in groups of fewer than 100 rows); nor its KL in the reward (init_kl_coef 0.01 by "
-            "default, each token's KL clamped to +-10): pass --kl-in-reward to add one",
-        ),
-        Preset(
-            "twinkle",
-            "ModelScope Twinkle 0.1 (1a1d8845): advantage/grpo.py, loss/grpo.py",
-            advantage={"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-8, "singleton": "reward"},
-            objective={"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "seq-mean-token-mean", "logratio_clamp": 20.0, "tau_neg": 1.0},
-            differs="its seq-mean-token-mean also counts rows without tokens (as 0); its CISPO caps the ratio at 1 + epsilon "
-            "from above only (pass --epsilon-low 1)",
-        ),
-    )
+# verl ------------------------------------------------------------------------------------
+
+VERL_ADVANTAGE = {
+    "estimator": "grpo",
+    "scale": "group",
+    "std": "sample",
+    "eps": 1e-6,
+    "singleton": "unit-std",
+    "whiten_std": "sample",
+    "whiten_eps_at": "var",
+    "whiten_eps": 1e-8,
+}
+VERL_ESTIMATORS = {
+    "rloo": {"scale": "none", "singleton": "reward"},  # compute_rloo_outcome_advantage: never scaled, a lone row keeps r
+    "opo": {"singleton": "reward"},
+    "reinforce-baseline": {"singleton": "reward"},  # mean 0 for a lone row: r, then whitened
+}
+VERL_OBJECTIVE = {"loss": "ppo", "epsilon": 0.2, "dual_clip": 3.0, "agg": "token-mean", "logratio_clamp": 20.0}
+VERL_SHIPS = {
+    "estimator grpo": "--estimator grpo",
+    "estimator grpo (norm_adv_by_std_in_grpo false)": "--estimator grpo --scale none",
+    "estimator rloo": "--estimator rloo",
+    "estimator rloo_vectorized": "--estimator rloo --singleton zero",
+    "estimator opo": "--estimator opo",
+    "estimator gpg": "--estimator gpg",
+    "estimator grpo_passk": "--estimator passk",
+    "estimator reinforce_plus_plus_baseline": "--estimator reinforce-baseline",
+    "estimator reinforce_plus_plus": "--estimator reinforce --gamma G",
+    "estimator remax": "--estimator remax",
+    "estimator gae": "--estimator gae --gamma G --lam L",
+    "kl in reward (kl_penalty kl)": "--kl-in-reward BETA --kl k1",
+    "loss vanilla": "--loss ppo",
+    "loss gspo": "--loss gspo",
+    "loss sapo": "--loss sapo",
+    "loss gpg": "--loss gpg",
+    "loss cispo": "--loss cispo",
+    "loss geo_mean": "--loss gmpo",
+    "aggregation token-mean": "--agg token-mean",
+    "aggregation seq-mean-token-sum": "--agg seq-mean-token-sum",
+    "aggregation seq-mean-token-mean": "--agg seq-mean-token-mean",
+    "kl loss (use_kl_loss, low_var_kl)": "--beta 0.001 --kl k3",
+    "rollout_is token": "--is token --is-cap 2",
+    "rollout_is sequence": "--is sequence --is-cap 2",
+}
+VERL_MISSING = {
+    "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
+    "estimator gpg, a group of one row": "verl gives alpha * r; --singleton reward gives r",
+    "estimator grpo_passk, a group of one row": "verl refuses it (ValueError); this tool gives 0",
+    "estimator remax with kl in reward": "verl subtracts the KL as a per-token reward-to-go; --kl-in-reward subtracts the row's sum from every token",
+    "loss clip_cov": "needs the clip_cov loss",
+    "loss kl_cov": "needs the kl_cov loss",
+    "loss bypass_mode (ppo_clip, reinforce)": "needs the bypass mode (old := rollout log-probs; weights from new - rollout)",
+    "rollout_is_batch_normalize": "needs the batch normalisation of the weights",
+    "kl loss low_var_kl": "verl caps each token's k3 at 10; this tool's k3 has no cap (equal while new - ref > -2.6)",
+    "micro-batches": "verl's means are over its (mini-)batch; here the input is one batch",
+}
+
+VERL = Preset(
+    "verl",
+    "verl",
+    "0.9.1",
+    "verl==0.9.1",
+    "PyPI wheel; no release tag",
+    "trainer/ppo/core_algos.py, trainer/ppo/rollout_corr_helper.py, workers/utils/losses.py, trainer/config/actor/actor.yaml",
+    VERL_ADVANTAGE,
+    VERL_OBJECTIVE,
+    VERL_ESTIMATORS,
+    losses={
+        "gspo": {"agg": "token-mean"},  # 0.9.1 uses the configured loss_agg_mode (core_algos.py:1604-1607)
+        "gspo-token": {"agg": "token-mean"},
+        "gmpo": {"logratio_clamp": LOGRATIO_CLAMP_MAX},  # geo_mean takes exp of the raw log-ratios
+    },
+    ships={
+        **VERL_SHIPS,
+        "aggregation token-sum": "--agg token-sum",
+        "aggregation seq-mean-token-sum-norm": "--agg seq-mean-token-sum-norm --max-length LOSS_SCALE_FACTOR",
+        "rollout_is token, 'L_U' threshold (IcePop)": "--is token --is-mask L,U",
+        "rollout_is sequence, 'L_U' threshold (IcePop)": "--is sequence --is-mask L,U",
+        "rollout_rs token_k1, seq_sum_k1, seq_mean_k1 ('L_U' or 'U')": "--reject token_k1 --reject-threshold L,U",
+        "rollout_rs token_k2/k3, seq_sum_k2/k3, seq_mean_k2/k3": "--reject seq_mean_k3 --reject-threshold U",
+    },
+    missing={
+        **VERL_MISSING,
+        "estimator gdpo": "needs verl's GDPO mode (each reward normalized per group, weighted sum, whitened over valid tokens)",
+        "estimator optimal_token_baseline": "needs a per-token sum of pi^2 column",
+        "estimator tir_optimal_token_baseline": "needs a per-token sum of pi^2 column",
+        "loss dppo_tv": "needs the dppo_tv loss",
+        "loss dppo_kl": "needs the dppo_kl loss",
+        "loss dro": "needs the dro loss",
+        "loss sapo, geo_mean and seq-mean-* with rows without tokens": "verl 0.9.1 divides by every row of the mini-batch: needs --empty-rows count",
+        "rollout_rs seq_max_k2, seq_max_k3": "needs the sequence-max rejection level",
+        "rollout_rs several options (comma list)": "needs several rejections at once",
+    },
+)
+
+VERL_07 = Preset(
+    "verl@0.7",
+    "verl",
+    "0.7.0",
+    "verl==0.7.0",
+    "tag v0.7.0, f9c855f7",
+    "trainer/ppo/core_algos.py, trainer/ppo/rollout_corr_helper.py, workers/actor/dp_actor.py, trainer/config/actor/actor.yaml",
+    VERL_ADVANTAGE,
+    VERL_OBJECTIVE,
+    VERL_ESTIMATORS,
+    losses={
+        "gspo": {"agg": "seq-mean-token-mean"},  # forced (core_algos.py:1060)
+        "gspo-token": {"agg": "seq-mean-token-mean"},
+        "gmpo": {"logratio_clamp": LOGRATIO_CLAMP_MAX},
+    },
+    ships={
+        **VERL_SHIPS,
+        "rollout_rs token": "--reject k1 --reject-threshold U",
+        "rollout_rs sequence": "--reject k1 --reject-level sequence-sum --reject-threshold U",
+        "rollout_rs geometric": "--reject k1 --reject-level sequence-mean --reject-threshold U",
+    },
+    missing={
+        **VERL_MISSING,
+        "estimator reinforce_plus_plus, masks with gaps": "0.7.0 restarts the return after every masked token; needs that mode (the same without gaps inside a row)",
+        "aggregation seq-mean-token-sum with rows without tokens": "0.7.0 leaves them out of the row count: needs --empty-rows skip",
+        "aggregation seq-mean-token-sum-norm": "0.7.0 divides by the constant only, not rows x constant",
+        "rollout_token_veto_threshold": "needs a veto on any token's ratio",
+    },
+)
+
+# TRL -------------------------------------------------------------------------------------
+
+TRL_ADVANTAGE = {
+    "estimator": "grpo",
+    "scale": "group",
+    "std": "sample",
+    "eps": 1e-4,
+    "singleton": "zero",
+    "whiten_std": "sample",
+    "whiten_eps_at": "std",
+    "whiten_eps": 1e-4,
+}
+TRL_ESTIMATORS = {"rloo": {"scale": "none", "kl_in_reward": 0.05, "kl": "k1"}}  # RLOOTrainer: never scaled, beta 0.05 in the reward
+TRL_LOSSES: dict[str, dict] = {
+    "gspo": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},  # importance_sampling_level sequence, loss_type dapo
+    "gspo-token": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},
+    "cispo": {"epsilon_low": 1.0},  # from above only
+    "gmpo": {"epsilon": 0.4},  # experimental GMPOTrainer
+}
+TRL_SHIPS = {
+    "estimator GRPOTrainer (scale_rewards group, batch, none)": "--estimator grpo --scale group|batch|none",
+    "estimator multi_objective_aggregation normalize_then_sum": "--multi-reward normalize-then-sum",
+    "estimator RLOOTrainer": "--estimator rloo",
+    "estimator RLOOTrainer normalize_advantages": "--estimator rloo --whiten",
+    "estimator experimental AsyncGRPO": "--estimator grpo --std population --eps 1e-8",
+    "loss_type dapo": "--loss ppo",
+    "loss_type bnpo": "--agg bnpo",
+    "loss_type grpo": "--agg grpo",
+    "loss_type dr_grpo": "--agg dr_grpo",
+    "loss_type sapo": "--loss sapo",
+    "loss_type luspo (importance_sampling_level sequence)": "--loss gspo --agg seq-mean-token-sum",
+    "importance_sampling_level sequence (GSPO)": "--loss gspo",
+    "delta": "--delta DELTA",
+    "loss experimental GMPO": "--loss gmpo",
+    "vllm_importance_sampling_mode sequence_mask (on with vLLM)": "--is sequence_mask --is-mask 0,3",
+    "vllm_importance_sampling_mode token_mask": "--is token_mask --is-mask 0,3",
+    "vllm_importance_sampling_mode token_truncate": "--is token_truncate --is-cap 3",
+    "vllm_importance_sampling_mode sequence_truncate": "--is sequence_truncate --is-cap 3",
+}
+TRL_MISSING = {
+    "loss_type cispo": "caps the weight at epsilon_high itself (default 0.2), from above: needs the CISPO cap option "
+    "(today --epsilon-high C-1 gives the cap C, for C > 1)",
+    "loss_type grpo, sapo and GMPO with rows without tokens": "TRL counts every row in the mean (GMPO adds -A for an empty row): needs --empty-rows count",
+    "loss_type vespo": "needs the vespo loss",
+    "loss RLOOTrainer": "needs the ratio of the row's summed log-ratios and a per-row mean",
+    "vllm_importance_sampling_clip_min (truncate)": "needs a lower truncation bound",
+    "off_policy_mask_threshold": "needs a sign-aware sequence rejection against the new policy",
+    "top_entropy_quantile": "needs an entropy column",
+    "rollout correction on by default": "--preset trl does not turn on --is (a file may have no rollout column)",
+}
+
+TRL = Preset(
+    "trl",
+    "TRL",
+    "1.16.0",
+    "trl==1.16.0",
+    "PyPI wheel; no release tag",
+    "trainer/grpo_trainer.py, trainer/grpo_config.py, trainer/rloo_trainer.py, trainer/rloo_config.py",
+    TRL_ADVANTAGE,
+    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX, "max_length": 512},
+    TRL_ESTIMATORS,
+    TRL_LOSSES,
+    ships={**TRL_SHIPS, "loss_type luspo (token level)": "--agg seq-mean-token-sum"},
+    missing={
+        **TRL_MISSING,
+        "beta (use_bias_correction_kl, on by default)": "the KL term is multiplied by the ratio: needs the KL x ratio option",
+    },
+)
+
+TRL_19 = Preset(
+    "trl@1.9",
+    "TRL",
+    "1.9.0",
+    "trl==1.9.0",
+    "tag v1.9.0, 35def3ee",
+    "trainer/grpo_trainer.py, trainer/grpo_config.py, trainer/rloo_trainer.py, experimental/ppo/ppo_trainer.py",
+    TRL_ADVANTAGE,
+    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX, "max_length": 256},
+    {
+        **TRL_ESTIMATORS,
+        # experimental PPOTrainer: GAE lambda 0.95, KL 0.05 per token in the reward, verl-like whitening
+        "gae": {"lam": 0.95, "kl_in_reward": 0.05, "kl": "k1", "whiten_std": "sample", "whiten_eps_at": "var", "whiten_eps": 1e-8},
+    },
+    TRL_LOSSES,
+    ships={**TRL_SHIPS, "beta (KL loss, k3)": "--beta BETA", "estimator experimental PPOTrainer (GAE)": "--estimator gae"},
+    missing={
+        **TRL_MISSING,
+        "loss_type luspo (token level)": "1.9.0 divides by rows x the padded width (its bug)",
+        "estimator experimental PPOTrainer, its padding": "its padding mask takes one position past the last token (read, not run)",
+    },
+)
+
+# OpenRLHF --------------------------------------------------------------------------------
+
+OPENRLHF = Preset(
+    "openrlhf",
+    "OpenRLHF",
+    "0.11.2",
+    "openrlhf==0.11.2",
+    "PyPI wheel; no release tag",
+    "trainer/ppo_utils/experience_maker.py, models/loss.py, models/utils.py, cli/train_ppo_ray.py",
+    {
+        "estimator": "grpo",
+        "scale": "group",
+        "std": "sample",
+        "eps": 1e-9,
+        "singleton": "zero",
+        "whiten_std": "population",
+        "whiten_eps_at": "var-floor",
+        "whiten_eps": 1e-8,
+    },
+    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": 20.0},
+    {
+        "rloo": {"scale": "none"},
+        # the KL is in the reward by default (init_coef 0.01, k1), per token for these
+        "reinforce": {"kl_in_reward": 0.01, "kl": "k1"},
+        "gae": {"kl_in_reward": 0.01, "kl": "k1"},
+    },
+    {"gspo": {"agg": "seq-mean-token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX}},  # forced, and no clamp
+    ships={
+        "estimator group_norm": "--estimator grpo",
+        "estimator rloo": "--estimator rloo",
+        "estimator dr_grpo": "--estimator drgrpo",
+        "estimator reinforce_baseline": "--estimator reinforce-baseline",
+        "estimator reinforce": "--estimator reinforce --gamma G",
+        "estimator gae": "--estimator gae --gamma G --lam L",
+        "policy_loss_type ppo": "--loss ppo",
+        "dual_clip": "--dual-clip C",
+        "policy_loss_type gspo": "--loss gspo",
+        "loss_agg_mode seq-mean-token-mean": "--agg seq-mean-token-mean",
+        "kl use_loss": "--beta BETA --kl k1|k2|k3",
+        "is_correction token, mask, ratio (IcePop)": "--is token --is-mask 0.5,5",
+    },
+    missing={
+        "estimator flash_reinforce": "needs the flash_reinforce estimator (r - the batch's mean reward)",
+        "reward clip_range (-10, 10)": "applied after the baseline; --reward-clip clips before it (no effect while |A| < 10)",
+        "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline": "added after the baseline as a per-token reward-to-go (on by default, 0.01, k1)",
+        "kl value clamp (+-10)": "each token's KL is clamped to [-10, 10]; here it is not",
+        "estimator gae and reinforce, masks with gaps": "a masked position inside a row is a zero-reward step; here it is skipped",
+        "is_correction token, clip, ratio (TIS)": "clamps the weight to [0.5, 5] on both sides: needs a lower bound",
+        "is_correction seq, mask, ratio": "a rejected row stays counted: needs that rejection",
+        "is_correction gating binary_kl, tv": "needs those gating statistics",
+        "policy_loss_type gspo with is_correction": "the ratio is new / rollout: needs the bypass mode",
+        "kl use_loss aggregation": "the KL loss is always a token mean and clamped to [-10, 10]",
+    },
+)
+
+# Twinkle ---------------------------------------------------------------------------------
+
+TWINKLE_ADVANTAGE = {"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-8, "singleton": "reward"}
+TWINKLE_OBJECTIVE = {
+    "loss": "ppo",
+    "epsilon": 0.2,
+    "dual_clip": None,
+    "agg": "seq-mean-token-mean",
+    "logratio_clamp": 20.0,
+    "tau_neg": 1.0,
+    "max_length": 1024,
+}
+TWINKLE_LOSSES: dict[str, dict] = {
+    "gspo": {"logratio_clamp": 20.0},
+    "gspo-token": {"logratio_clamp": 20.0},
+    "cispo": {"epsilon_low": 1.0, "agg": "token-mean"},  # min(rho, 1 + epsilon): from above only; token mean
+}
+TWINKLE_SHIPS = {
+    "estimator GRPOAdvantage (scale group, batch, none)": "--estimator grpo --scale group|batch|none",
+    "estimator RLOOAdvantage (scale group, batch, none)": "--estimator rloo --scale group|batch|none",
+    "loss grpo": "--loss ppo",
+    "loss gspo": "--loss gspo",
+    "loss sapo": "--loss sapo",
+    "loss cispo": "--loss cispo",
+    "loss bnpo": "--agg token-mean",
+    "loss dr_grpo": "--agg seq-mean-token-sum-norm",
+    "beta (KL, k3)": "--beta BETA",
+}
+TWINKLE_MISSING = {
+    "loss grpo, gspo, sapo with rows without tokens": "Twinkle counts every row in the row mean: needs --empty-rows count",
+    "estimator GRPOAdvantage num_generations 1, scale batch or none": "the baseline is the batch's mean reward: needs a batch-mean baseline",
+    "micro-batches": "a step averages the micro-batches' losses; here the input is one batch",
+}
+
+TWINKLE = Preset(
+    "twinkle",
+    "Twinkle",
+    "0.5.1",
+    "twinkle-kit==0.5.1",
+    "PyPI wheel; no release tag",
+    "advantage/grpo.py, advantage/rloo.py, advantage/gae.py, loss/grpo.py",
+    TWINKLE_ADVANTAGE,
+    TWINKLE_OBJECTIVE,
+    {"gae": {"lam": 0.95, "whiten_std": "population", "whiten_eps_at": "std", "whiten_eps": 1e-8}},
+    TWINKLE_LOSSES,
+    ships={
+        **TWINKLE_SHIPS,
+        "estimator GAEAdvantage": "--estimator gae",
+        "estimator GAEAdvantage kl_coef": "--estimator gae --kl-in-reward BETA --kl k1",
+        "loss ppo": "--agg token-mean",
+    },
+    missing={**TWINKLE_MISSING, "loss ppo_value": "a value loss, not a policy objective"},
+)
+
+TWINKLE_01 = Preset(
+    "twinkle@0.1",
+    "Twinkle",
+    "0.1",
+    "twinkle-kit==0.1",
+    "tag v0.1, 4e3a6dba",
+    "advantage/grpo.py, advantage/rloo.py, loss/grpo.py",
+    TWINKLE_ADVANTAGE,
+    TWINKLE_OBJECTIVE,
+    {},
+    TWINKLE_LOSSES,
+    ships=TWINKLE_SHIPS,
+    missing={**TWINKLE_MISSING, "a row without tokens, advantages per row": "Twinkle 0.1 fails (RuntimeError); per-token advantages count it as 0"},
+)
+
+PRESETS = {p.name: p for p in (VERL, VERL_07, TRL, TRL_19, OPENRLHF, TWINKLE, TWINKLE_01)}
+ALIASES = {"verl@0.9": "verl", "trl@1.16": "trl", "openrlhf@0.11": "openrlhf", "twinkle@0.5": "twinkle"}  # the newest release, by its version
+NAMES = (*PRESETS, *ALIASES)
+
+# What changed between the releases a framework's presets are read from: (item, older, newer)
+CHANGES = {
+    ("verl@0.7", "verl"): (
+        ("GSPO's aggregation", "seq-mean-token-mean, forced", "loss_agg_mode (token-mean)"),
+        ("seq-mean-token-sum-norm", "sum / constant", "sum / (rows x constant)"),
+        ("rows without tokens in seq-mean-*", "left out (per micro-batch)", "counted (the whole mini-batch)"),
+        ("aggregation token-sum", "absent", "new"),
+        ("REINFORCE++ return at a masked token", "restarts", "carried through"),
+        ("estimators gdpo, optimal_token_baseline, tir_optimal_token_baseline", "absent", "new"),
+        ("losses dppo_tv, dppo_kl, dro", "absent", "new"),
+        ("rollout rejection", "token, sequence, geometric on pi_old / pi_rollout, veto", "token/seq_sum/seq_mean/seq_max k1-k3"),
+        ("IcePop thresholds 'L_U'", "absent", "new"),
+    ),
+    ("trl@1.9", "trl"): (
+        ("max_completion_length (dr_grpo's constant)", "256", "512"),
+        ("use_bias_correction_kl", "False", "True"),
+        ("luspo's aggregation", "mean over rows x padded width", "mean over rows of the row sums"),
+        ("experimental PPOTrainer", "shipped", "removed"),
+    ),
+    ("twinkle@0.1", "twinkle"): (
+        ("GAEAdvantage", "absent", "lambda 0.95, whitened (population std + 1e-8)"),
+        ("loss ppo (token mean)", "absent", "new"),
+        ("a row without tokens, advantages per row", "RuntimeError", "counted as 0"),
+    ),
 }
 
 
-def preset_values(name: str | None, part: str) -> dict:
-    """The option values preset ``name`` sets for ``part`` ('advantage' or 'objective')."""
-    return {} if name is None else getattr(PRESETS[name], part)
+def lookup(name: str) -> Preset:
+    """Preset ``name`` (or the newest release named by its version, ``verl@0.9``)."""
+    return PRESETS[ALIASES.get(name, name)]
+
+
+def preset_values(name: str | None, part: str, chosen: str) -> tuple[dict, dict]:
+    """Preset ``name``'s values for estimator or loss ``chosen`` (``part``: 'advantage' or
+    'objective') and its base values; ``({}, {})`` without a preset."""
+    return ({}, {}) if name is None else lookup(name).values(part, chosen)

@@ -14,7 +14,7 @@ from ..config import CLIP, INPUT, KL_PANEL, ROLLOUT, Options, check_choice, chec
 from ..errors import UsageError
 from ..kl import KL_ESTIMATORS
 from ..numerics import LOGRATIO_CLAMP_MAX
-from ..presets import PRESETS
+from ..presets import NAMES
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .rollout import IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS
 
@@ -66,7 +66,9 @@ class ObjectiveConfig(Options):
 
     PANEL: ClassVar[str] = CLIP
 
-    preset: str = option(None, "Another framework's conventions for every option not given (see `grpo presets`).", panel=INPUT, choices=PRESETS)
+    preset: str = option(
+        None, "A framework's conventions, at a release (verl@0.7), for every option not given (see `grpo presets`).", panel=INPUT, choices=NAMES
+    )
     loss: str = option("ppo", "The per-token objective: " + listing({n: loss.help for n, loss in LOSSES.items()}), choices=LOSSES)
     epsilon: float = option(0.2, "Clip range: clip(rho, 1 - eps, 1 + eps).")
     epsilon_low: float = option(None, "Override the low side of the clip range.", shown="--epsilon")
@@ -120,20 +122,17 @@ class ObjectiveConfig(Options):
     )
 
     def __post_init__(self) -> None:
-        given = self._fill_defaults("objective")
+        given = self._fill_defaults("objective", "loss", str, lambda name: dict(LOSSES[name].defaults) if name in LOSSES else {})
         self._rollout_correction(given)
         check_choice("loss", self.loss, tuple(LOSSES))
         loss = LOSSES[self.loss]
+        fixed = dict(loss.defaults)
         for name in sorted(given & (loss_params() - set(loss.params))):
             taken = ", ".join(f"`{p}`" for p in loss.params) or "none of them"
-            fixed = dict(loss.defaults)
             why = f" (it is defined with `{name}` {fixed[name]!r})" if name in fixed else ""
             raise UsageError(f"loss {self.loss!r} takes no `{name}`{why}; of the loss options it takes {taken}")
         base = defaults(ObjectiveConfig)
-        self._set(
-            **{name: base[name] for name in loss_params() - set(loss.params)}  # a preset's, for another loss
-            | {name: value for name, value in loss.defaults if name not in given}
-        )
+        self._set(**{name: base[name] for name in loss_params() - set(loss.params) - set(fixed)})  # a preset's, for another loss
         if self.delta is not None:
             if "dual_clip" in given:
                 raise UsageError("`dual_clip` and `delta` both cap the ratio where A < 0 (verl's and TRL's name); pass one")
@@ -163,6 +162,8 @@ class ObjectiveConfig(Options):
         elif "max_length" in given:
             normed = " or ".join(repr(name) for name, a in AGGREGATIONS.items() if a.needs_max_length)
             raise UsageError(f"`max_length` applies only to `agg` {normed} (found `agg` {self.agg!r}); drop it")
+        else:
+            self._set(max_length=None)  # a preset's, for another aggregation
         check_range("beta", self.beta, 0)
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)

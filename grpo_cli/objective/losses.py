@@ -65,7 +65,7 @@ class Loss:
     """A policy objective: its factors, the options it reads (of
     :class:`~grpo_cli.objective.config.ObjectiveConfig`; any other loss option is refused), the flags
     it reports, and ``defaults``: option values it is defined with (e.g. GSPO's sequence
-    ratio and per-sequence mean), which apply unless the option is given (before a preset's)."""
+    ratio and per-sequence mean), which apply unless the option is given or a preset sets it for this loss (they come before its base values)."""
 
     name: str
     factors: Callable[[LossInputs, object], SignedFactors]
