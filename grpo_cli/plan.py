@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import schema
 from .config import AdvantageConfig, check_range
 from .errors import ColumnNotFoundError, UsageError
-from .estimators import lookup
+from .estimators import lookup, needs
 from .io import Layout, Source, Writes, resolve_output_format
 from .numerics import ROUND_DIGITS_MAX
 from .passes import run_advantages
@@ -186,9 +186,9 @@ def resolve_inputs(source: Source, config: AdvantageConfig, reward_col, baseline
 
 
 def reads_tokens(config: AdvantageConfig) -> bool:
-    """Whether the estimator reads token columns: token-level, a row's length, or the KL in the reward."""
-    spec = lookup(config.estimator)
-    return spec.level == "token" or "length" in spec.needs or config.kl_in_reward is not None
+    """Whether the estimator reads token columns: token-level, a row's length (also to whiten
+    over tokens, :func:`~grpo_cli.estimators.needs`), or the KL in the reward."""
+    return lookup(config.estimator).level == "token" or "length" in needs(config) or config.kl_in_reward is not None
 
 
 def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None) -> StepColumns | None:
@@ -199,7 +199,8 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
         for option, value in columns.items():
             if value is not None:
                 raise UsageError(
-                    f"`{option}` is not read: estimator {config.estimator!r} reads no token column (without `kl_in_reward`); drop `{option}`"
+                    f"`{option}` is not read: estimator {config.estimator!r} reads no token column "
+                    f"(without `kl_in_reward` or `multi_reward` 'normalize-then-sum-tokens'); drop `{option}`"
                 )
         return None
     from .token_columns import StepColumns  # imported only by a plan that reads token columns
@@ -222,7 +223,7 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     count = mask or old or new
     if count is None:
         raise ColumnNotFoundError(
-            f"{name}: estimator {config.estimator!r} needs each row's tokens: no mask or log-probs column "
+            f"{name}: {_counting(config)} needs each row's tokens: no mask or log-probs column "
             f"(looked for {', '.join(schema.ROLES['mask'].candidates + schema.ROLES['old'].candidates)}); "
             "pass `mask_col` or `logprobs_col`"
         )
@@ -232,6 +233,13 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     elif columns["values_col"] is not None:
         raise UsageError(f"`values_col` is read only by estimator 'gae' (found {config.estimator!r}); drop it, or pass `estimator` 'gae'")
     return StepColumns(count, mask, policy, ref, values)
+
+
+def _counting(config: AdvantageConfig) -> str:
+    """What reads each row's token count, as an error names it."""
+    if "length" in lookup(config.estimator).needs or lookup(config.estimator).level == "token" or config.kl_in_reward is not None:
+        return f"estimator {config.estimator!r}"
+    return f"`multi_reward` {config.multi_reward!r}"
 
 
 def resolve_output(source: Source, output: str | None, output_dir: str | None, output_format: str | None, compression: str | None) -> Output:
