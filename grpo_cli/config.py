@@ -25,6 +25,7 @@ from .presets import PRESETS, preset_values
 STD_KINDS = {"population": 0, "sample": 1}
 WHITEN_EPS_AT_KINDS = ("std", "var", "var-floor")
 ESTIMATOR_PARAMS = {"scale", "std", "eps", "gamma", "lam"}  # the options some estimators take and others refuse
+KL_AT = ("before-baseline", "after-baseline")
 MULTI_REWARD = ("sum-then-normalize", "normalize-then-sum", "normalize-then-sum-tokens")
 ON_NULL = ("unscorable", "error")
 
@@ -194,9 +195,11 @@ class AdvantageConfig(Options):
     advantage_clip
         ``(lo, hi)``: ``(r - b) / s`` is clipped to it after the baseline, before any
         whitening (OpenRLHF's reward clip); a token-level estimator's ``r`` (its ``b`` is 0).
-    kl_in_reward, kl
+    kl_in_reward, kl, kl_at
         ``r - kl_in_reward * sum_t KL_t`` (old vs reference log-probs, estimator ``kl``)
-        before the baseline; token-level estimators subtract it per token.
+        before the baseline; token-level estimators subtract it per token. ``kl_at``
+        'after-baseline': ``A_t = A - kl_in_reward * sum_{s >= t} KL_s`` per token, after a
+        row-level estimator's baseline (OpenRLHF).
     whiten, whiten_std, whiten_eps_at, whiten_eps
         Whiten the advantages over the whole input: ``(A - mean) / s`` with the std of
         ``whiten_std`` and ``whiten_eps`` added where ``whiten_eps_at`` says.
@@ -270,6 +273,14 @@ class AdvantageConfig(Options):
         parse=value_range,
         metavar="LO,HI",
     )
+    kl_at: str = option(
+        "before-baseline",
+        "Where --kl-in-reward applies: before-baseline = r - BETA * sum_t KL_t, then the estimator (TRL's RLOO, verl); "
+        "after-baseline = A_t = A - BETA * sum_{s >= t} KL_s, a row-level estimator's advantage minus the KL to go at each "
+        "token, written as per-token lists and whitened after, if at all (OpenRLHF). Token-level estimators: the same either way.",
+        group="kl_in_reward",
+        choices=KL_AT,
+    )
     kl_in_reward: float = option(
         None,
         "r - BETA * sum of the row's KL (old vs reference log-probs) before the baseline; token-level estimators subtract BETA * KL_t at each token.",
@@ -326,9 +337,12 @@ class AdvantageConfig(Options):
             self._set(reward_weights=tuple(float(w) for w in self.reward_weights))
             if not all(np.isfinite(self.reward_weights)):
                 raise UsageError(f"`reward_weights` must be finite (found {self.reward_weights!r})")
+        check_choice("kl_at", self.kl_at, KL_AT)
         if self.kl_in_reward is None:
             if "kl" in given:
                 raise UsageError("`kl` is the estimator of `kl_in_reward`; pass `kl_in_reward` BETA too, or drop `kl`")
+            if "kl_at" in given:
+                raise UsageError("`kl_at` says where `kl_in_reward` applies; pass `kl_in_reward` BETA too, or drop `kl_at`")
         else:
             check_range("kl_in_reward", self.kl_in_reward, 0)
             if self.multi_reward != "sum-then-normalize":
@@ -388,6 +402,7 @@ class AdvantageConfig(Options):
             **({"advantage_clip": self.advantage_clip} if self.advantage_clip is not None else {}),  # older summaries have no key
             "kl_in_reward": self.kl_in_reward,
             "kl": self.kl if self.kl_in_reward is not None else None,
+            **({"kl_at": self.kl_at} if self.kl_in_reward is not None and self.kl_at != "before-baseline" else {}),  # older summaries have no key
             **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")},
             **whiten,
         }

@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import schema
 from .config import AdvantageConfig, check_range
 from .errors import ColumnNotFoundError, UsageError
-from .estimators import lookup, needs
+from .estimators import kl_after_baseline, lookup, needs
 from .io import Layout, Source, Writes, resolve_output_format
 from .numerics import ROUND_DIGITS_MAX
 from .passes import run_advantages
@@ -101,7 +101,8 @@ class AdvantagesPlan:
 
     @property
     def token_level(self) -> bool:
-        return lookup(self.estimator.estimator).level == "token"
+        """It writes per-token lists: a token-level estimator, or the KL after the baseline."""
+        return lookup(self.estimator.estimator).level == "token" or kl_after_baseline(self.estimator)
 
     @property
     def roles(self) -> dict[str, str | None]:
@@ -173,9 +174,17 @@ def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...
     return rewards
 
 
-def resolve_inputs(source: Source, config: AdvantageConfig, reward_col, baseline_col: str | None, steps: StepColumns | None) -> Inputs:
-    """The rewards, and the baseline column if the estimator reads one."""
+def resolve_inputs(
+    source: Source, config: AdvantageConfig, reward_col, baseline_col: str | None, steps: StepColumns | None, *, per_token: bool = False
+) -> Inputs:
+    """The rewards, and the baseline column if the estimator reads one. ``per_token``: the
+    command writes per-token advantages (`grpo advantages`); the others take one per row."""
     spec = lookup(config.estimator)
+    if kl_after_baseline(config) and not per_token:
+        raise UsageError(
+            "`kl_at` 'after-baseline' gives each token its own advantage: write them with `grpo advantages -o FILE`, "
+            "then pass that file here; or pass `kl_at` 'before-baseline'"
+        )
     baseline = None
     if "baseline" in spec.needs:
         baseline = schema.resolve_column(source.schema, "baseline", baseline_col, source=source.name)
@@ -276,7 +285,7 @@ def plan_advantages(
 ) -> AdvantagesPlan:
     """The plan of `grpo advantages` on ``source`` (see :func:`grpo_cli.advantages_file`)."""
     config = config or AdvantageConfig()
-    if round_digits is not None and lookup(config.estimator).level == "token":
+    if round_digits is not None and (lookup(config.estimator).level == "token" or kl_after_baseline(config)):
         raise UsageError(f"`round_digits` rounds the per-row advantage column, and estimator {config.estimator!r} writes per-token lists; drop it")
     if round_digits is not None:
         check_range("round_digits", round_digits, 0, ROUND_DIGITS_MAX)
@@ -293,4 +302,4 @@ def plan_advantages(
         ref_logprobs_col=ref_logprobs_col,
         values_col=values_col,
     )
-    return AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps), config, out, round_digits)
+    return AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps, per_token=True), config, out, round_digits)

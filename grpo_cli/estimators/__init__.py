@@ -35,6 +35,7 @@ __all__ = [
     "advantage",
     "group_index",
     "in_units",
+    "kl_after_baseline",
     "lookup",
     "names",
     "needs",
@@ -83,11 +84,17 @@ def needs(config) -> tuple[str, ...]:
     return spec.needs + ("length",) if token_whitened(config) and "length" not in spec.needs else spec.needs
 
 
+def kl_after_baseline(config) -> bool:
+    """The KL in the reward comes after a row-level estimator's baseline, token by token
+    (``kl_at`` 'after-baseline', OpenRLHF): its advantages are per token."""
+    return config.kl_in_reward is not None and config.kl_at == "after-baseline" and lookup(config.estimator).level == "row"
+
+
 def whitened_rows(a: np.ndarray, inputs: RowInputs, config) -> np.ndarray:
     """With ``config.whiten``, ``a`` whitened as ``config`` says (:func:`.whiten.whitened`) over
     the scored rows, each counted once, or once per valid token where :func:`token_whitened`;
-    else ``a``."""
-    if not config.whiten:
+    else ``a``, as when the KL comes after the baseline (the tokens are whitened then)."""
+    if not config.whiten or kl_after_baseline(config):
         return a
     per_row = inputs.length if token_whitened(config) else 1
     return whitened(a, config, np.where(inputs.scored, per_row, 0))

@@ -47,7 +47,8 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
     .. math:: r_i = \\mathrm{clip}\\left(\\sum_k w_k R_{ik}\\right) - \\beta \\sum_t \\mathrm{KL}_{it}
 
     (``config.reward_weights`` w, default 1; a null ``R_ik`` counts 0; ``config.reward_clip``;
-    ``config.kl_in_reward`` beta with ``kl``, each row's summed KL). A token-level estimator
+    ``config.kl_in_reward`` beta with ``kl``, each row's summed KL, unless ``config.kl_at`` puts
+    it after the baseline). A token-level estimator
     has no baseline, so ``config.advantage_clip`` clips its ``r`` too (OpenRLHF clips the
     score of reinforce and gae before the per-token KL). With ``on_null`` 'error', a null
     reward raises :class:`RowError` at its row.
@@ -80,7 +81,7 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
     r = clip(summed(values))
     if config.advantage_clip is not None and lookup(config.estimator).level == "token":
         r = np.clip(r, *config.advantage_clip)  # r - b with b = 0
-    if kl is not None:
+    if kl is not None and config.kl_at == "before-baseline":
         r = r - config.kl_in_reward * kl
     if unscorable.any():
         r = np.where(unscorable, np.nan, r)
