@@ -50,6 +50,8 @@ def advantages(
     spec = lookup(config.estimator)
     if spec.level == "token":
         raise UsageError(f"estimator {config.estimator!r} gives per-token advantages; run it on a file with `advantages_file`")
+    if config.kl_in_reward is not None:
+        raise UsageError("`kl_in_reward` reads each token's old and reference log-probs; run it on a file with `advantages_file`")
     extras, read = {"lengths": lengths, "baseline": baseline}, needs(config)
     for name, needed in (("lengths", "length"), ("baseline", "baseline")):
         if (extras[name] is None) == (needed in read):

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import AdvantageConfig, UsageError, objective_file
+from grpo_cli import AdvantageConfig, UsageError, advantages, objective_file
 
 from ..conftest import run_grpo
 
@@ -95,6 +95,8 @@ def test_whitened_after_the_kl(rollout, tmp_path):
 def test_refused_where_it_does_not_apply(rollout):
     with pytest.raises(UsageError, match="`kl_at` says where `kl_in_reward` applies"):
         AdvantageConfig(kl_at="after-baseline")
+    with pytest.raises(UsageError, match="`kl_in_reward` reads each token's old and reference log-probs"):
+        advantages([1.0, 0.0], "aa", AdvantageConfig(kl_in_reward=0.1))  # rewards alone: no tokens to read it from
     config = AdvantageConfig(estimator="rloo", scale="none", kl_in_reward=0.1, kl_at="after-baseline")
     with pytest.raises(UsageError, match="`kl_at` 'after-baseline' gives each token its own advantage"):
         objective_file(str(rollout), advantage_config=config, logprobs_col="old_logprobs")
