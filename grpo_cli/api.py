@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from .config import AdvantageConfig
 from .errors import InputError, RowError, UsageError, check_keywords
-from .estimators import group_index, lookup, needs, row_advantages, row_inputs, whitened_rows
+from .estimators import group_index, lookup, needed_by, needs, row_advantages, row_inputs, whitened_rows
 from .objective import row_terms
 from .objective.config import ObjectiveConfig
 from .objective.summary import ObjectiveSummary
@@ -55,8 +55,7 @@ def advantages(
     extras, read = {"lengths": lengths, "baseline": baseline}, needs(config)
     for name, needed in (("lengths", "length"), ("baseline", "baseline")):
         if (extras[name] is None) == (needed in read):
-            reader = f"`multi_reward` {config.multi_reward!r}" if needed not in spec.needs and needed in read else f"estimator {config.estimator!r}"
-            raise UsageError(f"{reader} {'needs' if needed in read else 'takes no'} `{name}`")
+            raise UsageError(f"{needed_by(config, needed)} {'needs' if needed in read else 'takes no'} `{name}`")
     length, base = (None if x is None else np.asarray(x, dtype=np.float64) for x in (lengths, baseline))
     try:
         names = [f"reward {k}" for k in range(values.shape[1])]

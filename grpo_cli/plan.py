@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import schema
 from .config import AdvantageConfig, check_range
 from .errors import ColumnNotFoundError, UsageError
-from .estimators import kl_after_baseline, lookup, needs
+from .estimators import kl_after_baseline, lookup, needed_by, needs
 from .io import Layout, Source, Writes, resolve_output_format
 from .numerics import ROUND_DIGITS_MAX
 from .passes import run_advantages
@@ -232,7 +232,7 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     count = mask or old or new
     if count is None:
         raise ColumnNotFoundError(
-            f"{name}: {_counting(config)} needs each row's tokens: no mask or log-probs column "
+            f"{name}: {needed_by(config, 'length')} needs each row's tokens: no mask or log-probs column "
             f"(looked for {', '.join(schema.ROLES['mask'].candidates + schema.ROLES['old'].candidates)}); "
             "pass `mask_col` or `logprobs_col`"
         )
@@ -242,13 +242,6 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     elif columns["values_col"] is not None:
         raise UsageError(f"`values_col` is read only by estimator 'gae' (found {config.estimator!r}); drop it, or pass `estimator` 'gae'")
     return StepColumns(count, mask, policy, ref, values)
-
-
-def _counting(config: AdvantageConfig) -> str:
-    """What reads each row's token count, as an error names it."""
-    if "length" in lookup(config.estimator).needs or lookup(config.estimator).level == "token" or config.kl_in_reward is not None:
-        return f"estimator {config.estimator!r}"
-    return f"`multi_reward` {config.multi_reward!r}"
 
 
 def resolve_output(source: Source, output: str | None, output_dir: str | None, output_format: str | None, compression: str | None) -> Output:

@@ -38,6 +38,7 @@ __all__ = [
     "kl_after_baseline",
     "lookup",
     "names",
+    "needed_by",
     "needs",
     "pooled",
     "row_advantages",
@@ -88,6 +89,13 @@ def kl_after_baseline(config) -> bool:
     """The KL in the reward comes after a row-level estimator's baseline, token by token
     (``kl_at`` 'after-baseline', OpenRLHF): its advantages are per token."""
     return config.kl_in_reward is not None and config.kl_at == "after-baseline" and lookup(config.estimator).level == "row"
+
+
+def needed_by(config, need: str) -> str:
+    """What reads ``need`` (:func:`needs`), as an error names it."""
+    if need == "length" and need not in lookup(config.estimator).needs and token_whitened(config):
+        return f"`multi_reward` {config.multi_reward!r}"
+    return f"estimator {config.estimator!r}"
 
 
 def whitened_rows(a: np.ndarray, inputs: RowInputs, config) -> np.ndarray:
