@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from .config import AdvantageConfig
 from .errors import InputError, RowError, UsageError, check_keywords
-from .estimators import group_index, lookup, row_advantages, row_inputs, whitened_rows
+from .estimators import group_index, lookup, needed_by, needs, row_advantages, row_inputs, whitened_rows
 from .objective import row_terms
 from .objective.config import ObjectiveConfig
 from .objective.summary import ObjectiveSummary
@@ -50,10 +50,12 @@ def advantages(
     spec = lookup(config.estimator)
     if spec.level == "token":
         raise UsageError(f"estimator {config.estimator!r} gives per-token advantages; run it on a file with `advantages_file`")
-    extras = {"lengths": lengths, "baseline": baseline}
+    if config.kl_in_reward is not None:
+        raise UsageError("`kl_in_reward` reads each token's old and reference log-probs; run it on a file with `advantages_file`")
+    extras, read = {"lengths": lengths, "baseline": baseline}, needs(config)
     for name, needed in (("lengths", "length"), ("baseline", "baseline")):
-        if (extras[name] is None) == (needed in spec.needs):
-            raise UsageError(f"estimator {config.estimator!r} {'needs' if needed in spec.needs else 'takes no'} `{name}`")
+        if (extras[name] is None) == (needed in read):
+            raise UsageError(f"{needed_by(config, needed)} {'needs' if needed in read else 'takes no'} `{name}`")
     length, base = (None if x is None else np.asarray(x, dtype=np.float64) for x in (lengths, baseline))
     try:
         names = [f"reward {k}" for k in range(values.shape[1])]

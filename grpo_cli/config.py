@@ -25,7 +25,8 @@ from .presets import NAMES, lookup, preset_values
 STD_KINDS = {"population": 0, "sample": 1}
 WHITEN_EPS_AT_KINDS = ("std", "var", "var-floor")
 ESTIMATOR_PARAMS = {"scale", "std", "eps", "gamma", "lam"}  # the options some estimators take and others refuse
-MULTI_REWARD = ("sum-then-normalize", "normalize-then-sum")
+KL_AT = ("before-baseline", "after-baseline")
+MULTI_REWARD = ("sum-then-normalize", "normalize-then-sum", "normalize-then-sum-tokens")
 ON_NULL = ("unscorable", "error")
 
 
@@ -226,15 +227,21 @@ class AdvantageConfig(Options):
     reward_weights, multi_reward
         Several reward columns: their weights, and whether the weighted sum is estimated
         (``sum-then-normalize``) or each column is and the advantages are summed, then
-        whitened (``normalize-then-sum``, GDPO).
+        whitened over rows (``normalize-then-sum``, GDPO as TRL) or over valid tokens
+        (``normalize-then-sum-tokens``, GDPO as verl 0.9.1).
     on_null
         A row whose every reward is null: ``unscorable`` (left out of its group, advantage
         0) or ``error``.
     reward_clip
         ``(lo, hi)``: rewards are clipped to it before the baseline.
-    kl_in_reward, kl
+    advantage_clip
+        ``(lo, hi)``: ``(r - b) / s`` is clipped to it after the baseline, before any
+        whitening (OpenRLHF's reward clip); a token-level estimator's ``r`` (its ``b`` is 0).
+    kl_in_reward, kl, kl_at
         ``r - kl_in_reward * sum_t KL_t`` (old vs reference log-probs, estimator ``kl``)
-        before the baseline; token-level estimators subtract it per token.
+        before the baseline; token-level estimators subtract it per token. ``kl_at``
+        'after-baseline': ``A_t = A - kl_in_reward * sum_{s >= t} KL_s`` per token, after a
+        row-level estimator's baseline (OpenRLHF).
     whiten, whiten_std, whiten_eps_at, whiten_eps
         Whiten the advantages over the whole input: ``(A - mean) / s`` with the std of
         ``whiten_std`` and ``whiten_eps`` added where ``whiten_eps_at`` says.
@@ -282,7 +289,9 @@ class AdvantageConfig(Options):
     )
     multi_reward: str = option(
         "sum-then-normalize",
-        "Several reward columns: estimate their weighted sum (TRL's default), or estimate each and whiten the weighted sum of the advantages (GDPO).",
+        "Several reward columns: estimate their weighted sum (TRL's default), or estimate each and whiten the weighted sum "
+        "of the advantages (GDPO) over rows (normalize-then-sum, TRL) or over valid tokens, a row counted once per token "
+        "(normalize-then-sum-tokens, verl 0.9.1 gdpo; reads a mask or log-probs column).",
         group="rewards",
         choices=MULTI_REWARD,
     )
@@ -299,6 +308,22 @@ class AdvantageConfig(Options):
         group="rewards",
         parse=value_range,
         metavar="LO,HI",
+    )
+    advantage_clip: tuple = option(
+        None,
+        "Clip each advantage (r - b) / s to [LO, HI] after the baseline, before any whitening (OpenRLHF's reward clip, "
+        "its default -10,10); a token-level estimator's reward (its baseline is 0), before the per-token KL.",
+        group="estimator",
+        parse=value_range,
+        metavar="LO,HI",
+    )
+    kl_at: str = option(
+        "before-baseline",
+        "Where --kl-in-reward applies: before-baseline = r - BETA * sum_t KL_t, then the estimator (TRL's RLOO, verl); "
+        "after-baseline = A_t = A - BETA * sum_{s >= t} KL_s, a row-level estimator's advantage minus the KL to go at each "
+        "token, written as per-token lists and whitened after, if at all (OpenRLHF). Token-level estimators: the same either way.",
+        group="kl_in_reward",
+        choices=KL_AT,
     )
     kl_in_reward: float = option(
         None,
@@ -317,7 +342,7 @@ class AdvantageConfig(Options):
         "After the estimator, A = (A - mean) / s over the whole input (rows, or valid tokens "
         "for token-level estimators), as TRL's normalize_advantages. Always on for "
         + ", ".join(e.name for e in estimators.ESTIMATORS.values() if e.whitens)
-        + " and normalize-then-sum.",
+        + " and the normalize-then-sum modes.",
         group="whitening",
     )
     whiten_std: str = option("sample", "The std of --whiten.", group="whitening", choices=STD_KINDS)
@@ -346,31 +371,40 @@ class AdvantageConfig(Options):
             raise UsageError(f"estimator {self.estimator!r} takes `scale` {', '.join(spec.scales)} (found {scale!r})")
         check_choice("std", self.std, tuple(STD_KINDS))
         check_choice("singleton", self.singleton, tuple(estimators.SINGLETONS))
-        if self.reward_clip is not None:
-            lo, hi = self.reward_clip
-            if not lo < hi:
-                raise UsageError(f"`reward_clip` must be LO < HI (found {lo!r}, {hi!r})")
-            self._set(reward_clip=(float(lo), float(hi)))
+        for name in ("reward_clip", "advantage_clip"):
+            if getattr(self, name) is not None:
+                lo, hi = getattr(self, name)
+                if not lo < hi:
+                    raise UsageError(f"`{name}` must be LO < HI (found {lo!r}, {hi!r})")
+                self._set(**{name: (float(lo), float(hi))})
         check_choice("multi_reward", self.multi_reward, MULTI_REWARD)
         check_choice("on_null", self.on_null, ON_NULL)
         if self.reward_weights is not None:
             self._set(reward_weights=tuple(float(w) for w in self.reward_weights))
             if not all(np.isfinite(self.reward_weights)):
                 raise UsageError(f"`reward_weights` must be finite (found {self.reward_weights!r})")
+        check_choice("kl_at", self.kl_at, KL_AT)
         if self.kl_in_reward is None:
             if "kl" in given:
                 raise UsageError("`kl` is the estimator of `kl_in_reward`; pass `kl_in_reward` BETA too, or drop `kl`")
+            if "kl_at" in given:
+                raise UsageError("`kl_at` says where `kl_in_reward` applies; pass `kl_in_reward` BETA too, or drop `kl_at`")
         else:
             check_range("kl_in_reward", self.kl_in_reward, 0)
-            if self.multi_reward == "normalize-then-sum":
+            if self.multi_reward != "sum-then-normalize":
                 raise UsageError(
-                    "`kl_in_reward` subtracts from one reward, and `multi_reward` 'normalize-then-sum' estimates each "
+                    f"`kl_in_reward` subtracts from one reward, and `multi_reward` {self.multi_reward!r} estimates each "
                     "column apart; pass `multi_reward` 'sum-then-normalize', or drop `kl_in_reward`"
                 )
+        if self.multi_reward == "normalize-then-sum-tokens" and spec.level == "token":
+            raise UsageError(
+                f"`multi_reward` 'normalize-then-sum-tokens' estimates each reward column per row, and estimator {self.estimator!r} "
+                "is token-level; pass a row-level `estimator` (e.g. 'grpo'), or `multi_reward` 'sum-then-normalize'"
+            )
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         for name in ("gamma", "lam"):
             check_range(name, getattr(self, name), 0, 1)
-        if spec.whitens or self.multi_reward == "normalize-then-sum":
+        if spec.whitens or self.multi_reward != "sum-then-normalize":
             self._set(whiten=True)  # part of the estimator (REINFORCE++, GAE) or of the aggregation (GDPO)
         for name in sorted(given & {"whiten_std", "whiten_eps_at", "whiten_eps"}):
             if not self.whiten:
@@ -412,8 +446,10 @@ class AdvantageConfig(Options):
             "multi_reward": self.multi_reward,
             "on_null": self.on_null,
             "reward_clip": self.reward_clip,
+            **({"advantage_clip": self.advantage_clip} if self.advantage_clip is not None else {}),  # older summaries have no key
             "kl_in_reward": self.kl_in_reward,
             "kl": self.kl if self.kl_in_reward is not None else None,
+            **({"kl_at": self.kl_at} if self.kl_in_reward is not None and self.kl_at != "before-baseline" else {}),  # older summaries have no key
             **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")},
             **whiten,
         }

@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import schema
 from .config import AdvantageConfig, check_range
 from .errors import ColumnNotFoundError, UsageError
-from .estimators import lookup
+from .estimators import kl_after_baseline, lookup, needed_by, needs
 from .io import Layout, Source, Writes, resolve_output_format
 from .numerics import ROUND_DIGITS_MAX
 from .passes import run_advantages
@@ -105,7 +105,8 @@ class AdvantagesPlan:
 
     @property
     def token_level(self) -> bool:
-        return lookup(self.estimator.estimator).level == "token"
+        """It writes per-token lists: a token-level estimator, or the KL after the baseline."""
+        return lookup(self.estimator.estimator).level == "token" or kl_after_baseline(self.estimator)
 
     @property
     def roles(self) -> dict[str, str | None]:
@@ -178,9 +179,17 @@ def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...
     return rewards
 
 
-def resolve_inputs(source: Source, config: AdvantageConfig, reward_col, baseline_col: str | None, steps: StepColumns | None) -> Inputs:
-    """The rewards, and the baseline column if the estimator reads one."""
+def resolve_inputs(
+    source: Source, config: AdvantageConfig, reward_col, baseline_col: str | None, steps: StepColumns | None, *, per_token: bool = False
+) -> Inputs:
+    """The rewards, and the baseline column if the estimator reads one. ``per_token``: the
+    command writes per-token advantages (`grpo advantages`); the others take one per row."""
     spec = lookup(config.estimator)
+    if kl_after_baseline(config) and not per_token:
+        raise UsageError(
+            "`kl_at` 'after-baseline' gives each token its own advantage: write them with `grpo advantages -o FILE`, "
+            "then pass that file here; or pass `kl_at` 'before-baseline'"
+        )
     baseline = None
     if "baseline" in spec.needs:
         baseline = schema.resolve_column(source.schema, "baseline", baseline_col, source=source.name)
@@ -191,9 +200,9 @@ def resolve_inputs(source: Source, config: AdvantageConfig, reward_col, baseline
 
 
 def reads_tokens(config: AdvantageConfig) -> bool:
-    """Whether the estimator reads token columns: token-level, a row's length, or the KL in the reward."""
-    spec = lookup(config.estimator)
-    return spec.level == "token" or "length" in spec.needs or config.kl_in_reward is not None
+    """Whether the estimator reads token columns: token-level, a row's length (also to whiten
+    over tokens, :func:`~grpo_cli.estimators.needs`), or the KL in the reward."""
+    return lookup(config.estimator).level == "token" or "length" in needs(config) or config.kl_in_reward is not None
 
 
 def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None) -> StepColumns | None:
@@ -204,7 +213,8 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
         for option, value in columns.items():
             if value is not None:
                 raise UsageError(
-                    f"`{option}` is not read: estimator {config.estimator!r} reads no token column (without `kl_in_reward`); drop `{option}`"
+                    f"`{option}` is not read: estimator {config.estimator!r} reads no token column "
+                    f"(without `kl_in_reward` or `multi_reward` 'normalize-then-sum-tokens'); drop `{option}`"
                 )
         return None
     from .token_columns import StepColumns  # imported only by a plan that reads token columns
@@ -227,7 +237,7 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     count = mask or old or new
     if count is None:
         raise ColumnNotFoundError(
-            f"{name}: estimator {config.estimator!r} needs each row's tokens: no mask or log-probs column "
+            f"{name}: {needed_by(config, 'length')} needs each row's tokens: no mask or log-probs column "
             f"(looked for {', '.join(schema.ROLES['mask'].candidates + schema.ROLES['old'].candidates)}); "
             "pass `mask_col` or `logprobs_col`"
         )
@@ -277,7 +287,7 @@ def plan_advantages(
     ``token_advantage`` for a token-level estimator), replacing a column of that name the
     input has (a trainer's own, say) unless the run reads it."""
     config = config or AdvantageConfig()
-    if round_digits is not None and lookup(config.estimator).level == "token":
+    if round_digits is not None and (lookup(config.estimator).level == "token" or kl_after_baseline(config)):
         raise UsageError(f"`round_digits` rounds the per-row advantage column, and estimator {config.estimator!r} writes per-token lists; drop it")
     if round_digits is not None:
         check_range("round_digits", round_digits, 0, ROUND_DIGITS_MAX)
@@ -296,8 +306,8 @@ def plan_advantages(
     )
     if advantage_name is not None and output is None and output_dir is None:
         raise UsageError("`advantage_name` names the written column; pass `output` or `output_dir` too, or drop it")
-    name = advantage_name or ("token_advantage" if lookup(config.estimator).level == "token" else "advantage")
-    plan = AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps), config, out, round_digits, name)
+    name = advantage_name or ("token_advantage" if lookup(config.estimator).level == "token" or kl_after_baseline(config) else "advantage")
+    plan = AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps, per_token=True), config, out, round_digits, name)
     for role, columns in plan.roles.items():
         for column in [columns] if isinstance(columns, str) else columns or []:
             if name in (column, column.split(".")[0]):

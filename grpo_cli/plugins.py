@@ -32,7 +32,7 @@ def import_registering(package: str, folder: str, marker: str, registry: dict[st
     >>> import grpo_cli.estimators as e
     >>> import_registering(e.__name__, e.__path__[0], "@estimator(", e.ESTIMATORS)
     >>> list(e.ESTIMATORS)[:3]
-    ['gae', 'gpg', 'grpo']
+    ['flash-reinforce', 'gae', 'gpg']
     """
     for path in modules(folder):
         if marker in path.read_text(encoding="utf-8"):

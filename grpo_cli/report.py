@@ -69,6 +69,7 @@ def estimator_options(cfg: dict) -> list[str]:
         "multi-reward": cfg["multi_reward"] if cfg["reward_weights"] or cfg["multi_reward"] != "sum-then-normalize" else None,
         "nulls": "error" if cfg["on_null"] == "error" else None,
         "reward clip": cfg["reward_clip"] and "[{:g}, {:g}]".format(*cfg["reward_clip"]),
+        "advantage clip": cfg.get("advantage_clip") and "[{:g}, {:g}]".format(*cfg["advantage_clip"]),
         "kl in reward": cfg["kl_in_reward"] is not None and f"{cfg['kl_in_reward']:g} ({cfg['kl']})",
         "whitened": whiten and f"{cfg['whiten_std']} std, eps {cfg['whiten_eps']:g} at {cfg['whiten_eps_at']}",
     }

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from grpo_cli import AdvantageConfig, GRPOAdvantage, ObjectiveConfig, UsageError
-from grpo_cli.config import defaults
+from grpo_cli.config import REWARD_OPTIONS, defaults
 from grpo_cli.objective import LOSSES, Flag, Loss, SignedFactors
 
 
@@ -16,6 +16,16 @@ def test_defaults_are_resolved_and_what_was_given_is_recorded():
     objective = ObjectiveConfig(epsilon=0.1, epsilon_high=0.28)
     assert (objective.epsilon_low, objective.epsilon_high, objective.kl, objective.agg) == (0.1, 0.28, "k3", "seq-mean-token-sum")
     assert defaults(ObjectiveConfig)["epsilon"] == 0.2 and defaults(AdvantageConfig)["std"] == "population"
+
+
+def test_the_estimator_conventions_of_issue_41():
+    # advantage_clip: an estimator option (advantages and objective), not a reward one; off by default
+    assert defaults(AdvantageConfig)["advantage_clip"] is None and "advantage_clip" not in REWARD_OPTIONS
+    assert "multi_reward" in REWARD_OPTIONS and AdvantageConfig(advantage_clip=(-10, 10)).advantage_clip == (-10.0, 10.0)
+    # GDPO over tokens is whitened as verl's masked_whiten once its whitening options are given
+    gdpo = AdvantageConfig(multi_reward="normalize-then-sum-tokens", whiten_eps_at="var")
+    assert gdpo.whiten and gdpo.figures["whiten_eps_at"] == "var"
+    assert "advantage_clip" not in AdvantageConfig().figures  # recorded only when given: older summaries unchanged
 
 
 def test_mean_with_explicit_scale_is_an_error():
@@ -42,6 +52,10 @@ def test_unknown_names_list_the_valid_ones():
         ),
         ({"estimator": "rloo", "scale": "none", "eps": 1e-8}, "`eps` applies only to scaled advantages"),
         ({"eps": -1.0}, r"`eps` must be >= 0 and finite \(found -1.0\)"),
+        ({"advantage_clip": (2.0, 2.0)}, r"`advantage_clip` must be LO < HI \(found 2.0, 2.0\)"),
+        ({"multi_reward": "normalize-then-sum-tokens", "kl_in_reward": 0.1}, "`kl_in_reward` subtracts from one reward"),
+        ({"multi_reward": "normalize-then-sum-tokens", "estimator": "reinforce"}, "estimator 'reinforce' is token-level"),
+        ({"singleton": "none"}, r"unknown `singleton` 'none' \(valid: zero, reward, unit-std, error\)"),
     ],
 )
 def test_advantage_options_that_do_not_apply_are_refused(options, message):

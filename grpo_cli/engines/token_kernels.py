@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..errors import RowError
 from ..estimators import Steps, Whitening, lookup
+from ..estimators.returns import reinforce
 from ..kl import KL_ESTIMATORS
 from ..numerics import units
 from ..schema import arrow_array
@@ -57,12 +58,14 @@ def steps(data: StepData, r: np.ndarray, config) -> tuple[Steps, np.ndarray]:
 
 def token_estimates(batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray) -> tuple[StepData, Steps, np.ndarray, np.ndarray, np.ndarray]:
     """The batch's token data, its steps and where they sit, and the estimator's raw
-    per-step advantages and returns."""
+    per-step advantages and returns (a row-level estimator's, ``r``, with the KL after the
+    baseline: its sum to go, gamma 1, as OpenRLHF's cumulative returns)."""
     config, columns = plan.estimator, plan.inputs.steps
-    assert columns is not None  # a token-level estimator reads token columns
+    assert columns is not None  # these estimates read token columns
     data = read_steps(batch, columns)
     s, valid = steps(data, r, config)
-    a, returns = lookup(config.estimator).compute(s, config.gamma, config.lam)
+    spec = lookup(config.estimator)
+    a, returns = spec.compute(s, config.gamma, config.lam) if spec.level == "token" else reinforce(s, 1.0, 1.0)
     return data, s, valid, a, returns
 
 

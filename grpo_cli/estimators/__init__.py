@@ -35,11 +35,15 @@ __all__ = [
     "advantage",
     "group_index",
     "in_units",
+    "kl_after_baseline",
     "lookup",
     "names",
+    "needed_by",
+    "needs",
     "pooled",
     "row_advantages",
     "row_inputs",
+    "token_whitened",
     "Whitening",
     "whitened",
     "whitened_rows",
@@ -51,9 +55,10 @@ def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.nda
     """Each row's advantage before any whitening (0 for unscorable rows), and the scored rows
     in their groups (what the summary describes).
 
-    With ``multi_reward`` 'normalize-then-sum' each reward column is estimated over the rows
-    where it is not null, and the advantages are summed with the reward weights:
-    :math:`A_i = \\sum_k w_k A^{(k)}_i`.
+    With ``multi_reward`` 'normalize-then-sum' (or '-tokens') each reward column is estimated
+    over the rows where it is not null, and the advantages are summed with the reward weights:
+    :math:`A_i = \\sum_k w_k A^{(k)}_i`. With ``advantage_clip`` (lo, hi), the scored rows'
+    :math:`A_i` are clipped to it (OpenRLHF's reward clip, after the baseline).
     """
     groups = Groups(inputs.r, index, length=inputs.length, baseline=inputs.baseline)
     if inputs.columns is None:
@@ -62,16 +67,44 @@ def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.nda
         w = weights(config, inputs.columns.shape[1])
         a = sum(w[k] * _scored(groups.with_rewards(inputs.columns[:, k]), ~np.isnan(inputs.columns[:, k]), config) for k in range(len(w)))
     scored = inputs.scored
+    if config.advantage_clip is not None:
+        a = np.where(scored, np.clip(a, *config.advantage_clip), 0.0)
     return a, groups if scored.all() else groups.subset(scored)
+
+
+def token_whitened(config) -> bool:
+    """The advantages are whitened over valid tokens (a row counts once per token): an
+    estimator that whitens so, or ``multi_reward`` 'normalize-then-sum-tokens' (verl's GDPO)."""
+    return lookup(config.estimator).whitens == "tokens" or config.multi_reward == "normalize-then-sum-tokens"
+
+
+def needs(config) -> tuple[str, ...]:
+    """What the estimator of ``config`` reads besides the rewards and the grouping
+    (:attr:`Estimator.needs`), and ``length`` where the whitening counts tokens."""
+    spec = lookup(config.estimator)
+    return spec.needs + ("length",) if token_whitened(config) and "length" not in spec.needs else spec.needs
+
+
+def kl_after_baseline(config) -> bool:
+    """The KL in the reward comes after a row-level estimator's baseline, token by token
+    (``kl_at`` 'after-baseline', OpenRLHF): its advantages are per token."""
+    return config.kl_in_reward is not None and config.kl_at == "after-baseline" and lookup(config.estimator).level == "row"
+
+
+def needed_by(config, need: str) -> str:
+    """What reads ``need`` (:func:`needs`), as an error names it."""
+    if need == "length" and need not in lookup(config.estimator).needs and token_whitened(config):
+        return f"`multi_reward` {config.multi_reward!r}"
+    return f"estimator {config.estimator!r}"
 
 
 def whitened_rows(a: np.ndarray, inputs: RowInputs, config) -> np.ndarray:
     """With ``config.whiten``, ``a`` whitened as ``config`` says (:func:`.whiten.whitened`) over
-    the scored rows, each counted once, or once per valid token for an estimator that whitens
-    over tokens; else ``a``."""
-    if not config.whiten:
+    the scored rows, each counted once, or once per valid token where :func:`token_whitened`;
+    else ``a``, as when the KL comes after the baseline (the tokens are whitened then)."""
+    if not config.whiten or kl_after_baseline(config):
         return a
-    per_row = inputs.length if lookup(config.estimator).whitens == "tokens" else 1
+    per_row = inputs.length if token_whitened(config) else 1
     return whitened(a, config, np.where(inputs.scored, per_row, 0))
 
 
@@ -80,8 +113,16 @@ def _scored(groups: Groups, scored: np.ndarray, config) -> np.ndarray:
     if scored.all():
         return advantage(groups, config)
     a = np.zeros(len(groups.r))
-    a[scored] = advantage(groups.subset(scored), config)
+    a[scored] = _renumbered(advantage, np.flatnonzero(scored), groups.subset(scored), config)
     return a
+
+
+def _renumbered(fn, rows: np.ndarray, *args):
+    """``fn(*args)``, computed on ``rows`` only: a :class:`RowError` names its row among all."""
+    try:
+        return fn(*args)
+    except RowError as exc:
+        raise RowError(int(rows[exc.row]), exc.detail) from None
 
 
 def advantage(groups: Groups, config) -> np.ndarray:
@@ -91,7 +132,8 @@ def advantage(groups: Groups, config) -> np.ndarray:
 
     and exactly 0 in groups without signal (:attr:`Groups.informative`): never NaN, and never
     the noise that ``r - mean`` leaves when the mean of equal floats is not exact. A group of
-    one row gets what ``config.singleton`` says (:data:`.singleton.SINGLETONS`; default 0).
+    one row gets what ``config.singleton`` says (:data:`.singleton.SINGLETONS`; default 0;
+    'error' raises :class:`RowError` at its row).
     ``config`` is a resolved :class:`~grpo_cli.config.AdvantageConfig`.
 
     Rewards beyond 2^500 (or within 2^-500) of 0 are computed on ``r / U``, ``U`` a power of
@@ -112,8 +154,10 @@ def advantage(groups: Groups, config) -> np.ndarray:
         if config.scale == "none" and scaled is not groups:
             a *= groups.per_row(u) if len(u) > 1 else u[0]
         if config.singleton != "zero" and spec.grouped:
-            alone = groups.per_row(groups.count == 1)
-            a = np.where(alone, SINGLETONS[config.singleton](groups.r, config.scale, config.eps), a)
+            alone = np.flatnonzero(groups.per_row(groups.count == 1))
+            if alone.size:
+                gain = 1.0 if spec.gain is None else spec.gain(groups)
+                a[alone] = _renumbered(SINGLETONS[config.singleton], alone, groups.r[alone], config.scale, config.eps, gain)
     bad = np.flatnonzero(~np.isfinite(a))
     if bad.size:
         raise RowError(int(bad[0]), f"the advantage is beyond float64 (rewards up to {np.max(np.abs(groups.r)):.3g}); rescale the rewards")

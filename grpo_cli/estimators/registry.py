@@ -48,6 +48,9 @@ class Estimator:
         ``estimator``; any other option given with it is an error.
     scales
         The scales it accepts; ``default_scale`` applies when none is given.
+    gain
+        ``Groups -> float``: the factor its ``r - b`` carries (gpg's alpha), which a group of
+        one row keeps under ``singleton`` 'unit-std'; ``None``: 1.
     """
 
     name: str
@@ -61,6 +64,7 @@ class Estimator:
     params: tuple[str, ...] = ("scale", "std", "eps")
     scales: tuple[str, ...] = SCALES
     default_scale: str = "group"
+    gain: Callable | None = None
 
     @property
     def help(self) -> str:

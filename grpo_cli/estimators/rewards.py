@@ -3,7 +3,8 @@
 Several reward columns (one per reward function) combine as TRL combines them: the weighted
 sum, where a null counts as 0, and a row whose every reward is null is *unscorable* (NaN
 here): left out of its group's statistics, advantage 0. With ``multi_reward``
-``normalize-then-sum`` each column is estimated on its own and the advantages are summed.
+``normalize-then-sum`` (or ``normalize-then-sum-tokens``) each column is estimated on its own
+and the advantages are summed.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import RowError
+from .registry import lookup
 
 
 @dataclass(frozen=True)
 class RowInputs:
     """What a row-level estimator reads of each row: ``r``, the reward it sees (NaN:
-    unscorable); for ``normalize-then-sum``, ``columns``, each column's reward (rows x
+    unscorable); for ``normalize-then-sum(-tokens)``, ``columns``, each column's reward (rows x
     columns, NaN where null); and ``length`` (valid tokens) and ``baseline`` where an
     estimator needs them."""
 
-    r: np.ndarray  # normalize-then-sum: the weighted sum of the columns, for the summary
+    r: np.ndarray  # normalize-then-sum(-tokens): the weighted sum of the columns, for the summary
     columns: np.ndarray | None = None
     length: np.ndarray | None = None
     baseline: np.ndarray | None = None
@@ -45,8 +47,11 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
     .. math:: r_i = \\mathrm{clip}\\left(\\sum_k w_k R_{ik}\\right) - \\beta \\sum_t \\mathrm{KL}_{it}
 
     (``config.reward_weights`` w, default 1; a null ``R_ik`` counts 0; ``config.reward_clip``;
-    ``config.kl_in_reward`` beta with ``kl``, each row's summed KL). With ``on_null``
-    'error', a null reward raises :class:`RowError` at its row.
+    ``config.kl_in_reward`` beta with ``kl``, each row's summed KL, unless ``config.kl_at`` puts
+    it after the baseline). A token-level estimator
+    has no baseline, so ``config.advantage_clip`` clips its ``r`` too (OpenRLHF clips the
+    score of reinforce and gae before the per-token KL). With ``on_null`` 'error', a null
+    reward raises :class:`RowError` at its row.
 
     >>> from grpo_cli import AdvantageConfig
     >>> row_inputs(np.array([[1.0, np.nan], [np.nan, np.nan]]), ["a", "b"], AdvantageConfig()).r.tolist()
@@ -70,11 +75,13 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
             total += w[k] * np.where(null[:, k], 0.0, x[:, k])
         return total
 
-    if config.multi_reward == "normalize-then-sum":  # r: only what the summary describes
+    if config.multi_reward != "sum-then-normalize":  # r: only what the summary describes
         columns = clip(values)
         return RowInputs(np.where(unscorable, np.nan, summed(columns)), columns, length, baseline, unscorable)
     r = clip(summed(values))
-    if kl is not None:
+    if config.advantage_clip is not None and lookup(config.estimator).level == "token":
+        r = np.clip(r, *config.advantage_clip)  # r - b with b = 0
+    if kl is not None and config.kl_at == "before-baseline":
         r = r - config.kl_in_reward * kl
     if unscorable.any():
         r = np.where(unscorable, np.nan, r)

@@ -24,7 +24,7 @@ from ..config import AdvantageConfig
 from ..engines import Engine, kernels
 from ..engines.base import labelled, row_labeller
 from ..errors import InputError
-from ..estimators import GroupIndex, Groups, RowInputs, Runs, lookup, row_inputs, whitened_rows, whitening
+from ..estimators import GroupIndex, Groups, RowInputs, Runs, Whitening, lookup, row_inputs, whitened_rows, whitening
 from ..io import Source
 from ..numerics import round_decimals
 from ..parallel import ordered_map
@@ -220,15 +220,20 @@ def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict
 
 def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, index: GroupIndex, inputs: RowInputs) -> dict:
     """A token-level estimator: one pass for each row's moments of its raw token
-    advantages (the whitening needs the whole input's), one to write the columns."""
+    advantages (the whitening needs the whole input's), one to write the columns. A
+    row-level estimator with the KL after its baseline: each row's advantage is the reward
+    of its last token (NaN: unscorable)."""
     from ..engines import token_kernels
 
     steps = plan.inputs.steps
-    assert steps is not None  # a token-level estimator reads token columns
+    assert steps is not None  # per-token advantages read token columns
     config, columns, prompt = plan.estimator, steps.names, plan.grouping.prompt
-    parts = results(engine, source, token_kernels.token_moments, plan, inputs.r, columns=columns, prompt=prompt)
+    r = inputs.r
+    if lookup(config.estimator).level == "row":
+        r = np.where(inputs.scored, advantages(engine, source, plan.grouping, index, inputs, config)[0], np.nan)
+    parts = results(engine, source, token_kernels.token_moments, plan, r, columns=columns, prompt=prompt)
     moments = joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
-    w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"])
+    w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"]) if config.whiten else Whitening(0.0, 1.0)
     groups = Groups(inputs.r, index)
     figures = token_advantage_figures(
         GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(engine, scored(inputs)), len(inputs.r), moments, w, config
@@ -240,7 +245,7 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
             [pa.field(name, pa.list_(pa.float64())) for name in (plan.advantage_name, "token_return")],
             token_kernels.token_columns,
             plan,
-            inputs.r,
+            r,
             w,
             columns=columns,
             prompt=prompt,

@@ -8,7 +8,8 @@ from grpo_cli.estimators import ESTIMATORS, SCALES, lookup, names
 
 def test_names_and_aliases():
     # listed by name, each estimator's aliases after it
-    valid = ["gae", "gpg", "grpo", "mean", "drgrpo", "unbiased", "opo", "passk", "reinforce", "reinforce-baseline", "remax", "rloo"]
+    valid = ["flash-reinforce", "batch-mean", "gae", "gpg", "grpo", "mean", "drgrpo", "unbiased", "opo", "passk", "reinforce"]
+    valid += ["reinforce-baseline", "remax", "rloo"]
     assert names() == valid
     assert lookup("unbiased") is ESTIMATORS["mean"] and lookup("rloo").name == "rloo"
     with pytest.raises(UsageError, match=r"unknown `estimator` 'gdpo' \(valid: " + ", ".join(valid) + r"\)"):
