@@ -111,13 +111,13 @@ def _rollout_lines(r: dict) -> list[str]:
     return lines
 
 
-def _empty_rows_line(empty: int, rows: int, cfg: dict) -> str:
-    """How many rows have no counted tokens, and what the aggregation did with them."""
-    if cfg["empty_rows"] is None:
-        return f"{empty}  (no counted tokens; {cfg['agg']} takes no mean over rows)"
-    if cfg["empty_rows"] == "count":
-        return f"{empty}  (counted as 0: the mean is over {rows} rows; --empty-rows skip leaves them out)"
-    return f"{empty}  (left out: the mean is over {rows - empty} rows; --empty-rows count counts them as 0)"
+def _empty_rows_line(empty: int, rows: int, rule: str | None) -> str:
+    """How many rows have no counted tokens, and what the mean over rows (if any) did with them."""
+    if rule is None:
+        return f"{empty}  (no counted tokens)"
+    if rule == "count":
+        return f"{empty}  (counted as 0 in the mean over {rows} rows)"
+    return f"{empty}  (left out: the mean is over {rows - empty} rows)"
 
 
 def _advantages_from(source: dict) -> str:
@@ -160,7 +160,7 @@ def render(figures: dict, console) -> None:
     t.add_row("tokens", str(figures["tokens"]))
     t.add_row("rows", str(figures["rows"]))
     if figures["empty_rows"]:
-        t.add_row("empty rows", _empty_rows_line(figures["empty_rows"], figures["rows"], cfg))
+        t.add_row("empty rows", _empty_rows_line(figures["empty_rows"], figures["rows"], cfg["empty_rows"]))
     t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
     t.add_row("advantages", _advantages_from(cfg["advantages"]))
     t.add_row("columns", roles(figures["columns"]))
