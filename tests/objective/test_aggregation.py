@@ -182,3 +182,15 @@ def test_objective_file_does_not_depend_on_batch_size_with_empty_rows(table, agg
         path = Path(folder) / "rows.parquet"
         pq.write_table(table, path)
         assert objective_file(str(path), config=config, batch_rows=batch_rows) == objective_file(str(path), config=config)
+
+
+def test_a_row_emptied_by_sequence_rejection_is_an_empty_row():
+    # rho = 1; row 0 (A = 1, 2 tokens) matches its sampler, row 1 (A = 3) is off by log 2 per
+    # token: seq_sum_k1 with bounds [1/1.5, 1.5] rejects row 1 as a whole (sum 2 log 2 > log 1.5).
+    # seq-mean-token-mean: (2/2 + 0) / 2 counting the emptied row, 2/2 / 1 skipping it
+    new = [[-1.0, -1.0], [-1.0, -1.0]]
+    rollout = [[-1.0, -1.0], [-1.0 + np.log(2), -1.0 + np.log(2)]]
+    options = {"advantage_values": [1.0, 3.0], "rollout_log_probs": rollout, "reject": "seq_sum_k1", "reject_threshold": "1.5"}
+    count = policy_objective(new, new, agg="grpo", details=True, **options)
+    assert count["objective"] == 0.5 and count["empty_rows"] == 1 and count["rollout"]["rejected"]["rows"] == 1
+    assert policy_objective(new, new, agg="grpo", empty_rows="skip", **options) == 1.0
