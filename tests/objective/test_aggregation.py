@@ -194,3 +194,28 @@ def test_a_row_emptied_by_sequence_rejection_is_an_empty_row():
     count = policy_objective(new, new, agg="grpo", details=True, **options)
     assert count["objective"] == 0.5 and count["empty_rows"] == 1 and count["rollout"]["rejected"]["rows"] == 1
     assert policy_objective(new, new, agg="grpo", empty_rows="skip", **options) == 1.0
+
+
+# TRL 1.16's GRPOTrainer._compute_loss (grpo_trainer.py:3152-3184) on 6 rows of width 4, row 4
+# fully masked: L_it = -min(rho A_i, clip(rho, 0.8, 1.2) A_i); grpo (and sapo) = mean over ALL 6
+# rows of sum_t m L / max(n_i, 1), the empty row adding 0; dr_grpo = sum m L / (6 * 4); luspo =
+# mean over the 6 rows of sum_t m L. Numbers: TRL's own code, /work/research/41/ref-trl-1.16.0.json.
+TRL_NEW = [[-1.0, -0.5, -2.0, -0.3], [-0.7, -1.2, 0.0, 0.0], [-0.2, -3.0, -0.9, 0.0], [-1.5, 0.0, 0.0, 0.0], [0.0] * 4, [-0.4, -0.6, -0.8, -1.0]]
+TRL_OLD = [[-1.1, -0.4, -1.5, -0.35], [-0.9, -1.0, 0.0, 0.0], [-0.25, -2.0, -1.0, 0.0], [-1.2, 0.0, 0.0, 0.0], [0.0] * 4, [-0.5, -0.55, -1.4, -0.9]]
+TRL_MASK = [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]]
+TRL_ADVANTAGES = [0.7558146775799328, -1.133722016369899, 0.3779073387899664, -0.7067070073327899, 0.0, 0.7067070073327899]
+TRL_LOSSES = [
+    ({"agg": "grpo"}, -0.004064822725369195),
+    ({"agg": "dr_grpo", "max_length": 4}, -0.15785876277155392),
+    ({"agg": "luspo"}, -0.6314350510862159),
+    ({"agg": "luspo", "ratio_level": "sequence"}, -0.6610451479944427),
+    ({"loss": "sapo"}, -0.05772409692997438),
+]
+
+
+@pytest.mark.parametrize("options, expected", TRL_LOSSES)
+def test_trl_loss_types_count_the_empty_row(options, expected):
+    loss = -policy_objective(TRL_NEW, TRL_OLD, advantage_values=TRL_ADVANTAGES, mask=TRL_MASK, **options)
+    assert loss == pytest.approx(expected, rel=1e-12)
+    skipped = -policy_objective(TRL_NEW, TRL_OLD, advantage_values=TRL_ADVANTAGES, mask=TRL_MASK, empty_rows="skip", **options)
+    assert skipped == pytest.approx(expected * 6 / 5, rel=1e-12)  # 5 rows with tokens
