@@ -189,7 +189,7 @@ def policy_objective(
     **options: Any,
 ) -> float | dict:
     """Seed 002's objective, and every option of `grpo objective` as a keyword
-    (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``beta``, ``kl`` ...).
+    (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``empty_rows``, ``beta``, ``kl`` ...).
 
     Per-token inputs (log-probs, ``ref_log_probs``, ``rollout_log_probs``, ``mask``, per-token advantages) are
     ragged lists, Arrow list arrays, or 2-D arrays or tensors padded to one width with a

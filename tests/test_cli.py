@@ -34,7 +34,7 @@ from .conftest import grpo_executable, run_grpo, write_jsonl_rows
         (["objective", "--estimator", "mean", "--std", "sample"], "estimator 'mean' takes no --std; it is never scaled"),
         (
             ["objective", "--max-length", "512"],
-            "--max-length applies only to --agg 'seq-mean-token-sum-norm' (found --agg 'seq-mean-token-sum'); drop it",
+            "--max-length applies only to --agg 'seq-mean-token-sum-norm' or 'token-sum-norm' (found --agg 'seq-mean-token-sum'); drop it",
         ),
         (
             ["objective", "--epsilon", "0.2", "--epsilon-low", "0.1", "--epsilon-high", "0.3"],

@@ -85,7 +85,10 @@ def test_norm_aggregation_needs_max_length():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"max_length": 512}, "`max_length` applies only to `agg` 'seq-mean-token-sum-norm' \\(found `agg` 'seq-mean-token-sum'\\); drop it"),
+        (
+            {"max_length": 512},
+            "`max_length` applies only to `agg` 'seq-mean-token-sum-norm' or 'token-sum-norm' \\(found `agg` 'seq-mean-token-sum'\\); drop it",
+        ),
         (
             {"epsilon": 0.2, "epsilon_low": 0.1, "epsilon_high": 0.3},
             "`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three",

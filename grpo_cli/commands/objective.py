@@ -111,6 +111,15 @@ def _rollout_lines(r: dict) -> list[str]:
     return lines
 
 
+def _empty_rows_line(empty: int, rows: int, rule: str | None) -> str:
+    """How many rows have no counted tokens, and what the mean over rows (if any) did with them."""
+    if rule is None:
+        return f"{empty}  (no counted tokens)"
+    if rule == "count":
+        return f"{empty}  (counted as 0 in the mean over {rows} rows)"
+    return f"{empty}  (left out: the mean is over {rows - empty} rows)"
+
+
 def _advantages_from(source: dict) -> str:
     from ..report import estimator_options, lines
 
@@ -150,6 +159,8 @@ def render(figures: dict, console) -> None:
         t.add_row("rollout mismatch", lines(_rollout_lines(figures["rollout"])))
     t.add_row("tokens", str(figures["tokens"]))
     t.add_row("rows", str(figures["rows"]))
+    if figures["empty_rows"]:
+        t.add_row("empty rows", _empty_rows_line(figures["empty_rows"], figures["rows"], cfg["empty_rows"]))
     t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
     t.add_row("advantages", _advantages_from(cfg["advantages"]))
     t.add_row("columns", roles(figures["columns"]))

@@ -3,12 +3,21 @@
 Each is a function of running totals that merge exactly across batches and workers: the sum
 over rows of the row sums ``S_i``, the sum of ``S_i / n_i`` over rows with ``n_i > 0``
 counted tokens, the row count, the count of rows with counted tokens, and the token count.
+
+A row with no counted tokens (fully masked, or emptied by sequence-level rejection) has
+``S_i = 0``. An aggregation that averages over rows divides by ``B``, the rows that count:
+every row (``empty_rows`` ``count``, the default: an empty row adds 0 to the mean, as verl
+0.9.1's trainer divides by the whole mini-batch in every mode, TRL's grpo/sapo/dr_grpo and
+twinkle-kit 0.5.1 count them) or the rows with counted tokens (``skip``: verl 0.7.0's actor
+on one micro-batch, OpenRLHF 0.11.2's seq-mean-token-mean).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
+
+EMPTY_ROWS = ("count", "skip")
 
 
 @dataclass(frozen=True)
@@ -22,10 +31,19 @@ class Totals:
     tokens: int
     max_length: int | None = None
 
+    def batch_rows(self, empty_rows: str) -> int:
+        """``B``, the rows a mean over rows divides by: every row (``count``) or those with
+        counted tokens (``skip``)."""
+        return self.rows if empty_rows == "count" else self.counted_rows
+
 
 @dataclass(frozen=True)
 class Aggregation:
-    fn: Callable[[Totals], float]
+    """``fn(totals, B)``; ``over_rows``: it averages over the ``B`` rows (so ``empty_rows``
+    applies); ``needs_max_length``: it divides by the constant ``max_length``."""
+
+    fn: Callable[[Totals, int], float]
+    over_rows: bool = False
     needs_max_length: bool = False
 
     @property
@@ -33,48 +51,64 @@ class Aggregation:
         return (self.fn.__doc__ or "").strip()
 
 
-def seq_mean_token_sum(t: Totals) -> float:
-    """mean_i sum_t L_it (Dr.GRPO's unbiased objective; the default of the original GRPO notes)"""
-    return t.sum_s / t.rows
+def seq_mean_token_sum(t: Totals, b: int) -> float:
+    """sum_i sum_t L_it / B (Dr.GRPO's unbiased objective; TRL 1.16's luspo)"""
+    return t.sum_s / b if b else 0.0
 
 
-def seq_mean_token_mean(t: Totals) -> float:
-    """mean_i mean_t L_it over rows with counted tokens (original GRPO)"""
-    return t.sum_s_per_token / t.counted_rows if t.counted_rows else 0.0
+def seq_mean_token_mean(t: Totals, b: int) -> float:
+    """sum_i mean_t L_it / B (original GRPO; TRL's grpo and sapo)"""
+    return t.sum_s_per_token / b if b else 0.0
 
 
-def token_mean(t: Totals) -> float:
+def token_mean(t: Totals, b: int) -> float:
     """sum_i sum_t L_it / total counted tokens (DAPO, verl's default)"""
     return t.sum_s / t.tokens if t.tokens else 0.0
 
 
-def token_sum(t: Totals) -> float:
-    """sum_i sum_t L_it"""
+def token_sum(t: Totals, b: int) -> float:
+    """sum_i sum_t L_it (verl 0.9.1, core_algos.py agg_loss)"""
     return t.sum_s
 
 
-def seq_mean_token_sum_norm(t: Totals) -> float:
-    """sum_i sum_t L_it / (rows * max_length) (Dr.GRPO, as TRL's dr_grpo)"""
-    return t.sum_s / (t.rows * t.max_length)
+def seq_mean_token_sum_norm(t: Totals, b: int) -> float:
+    """sum_i sum_t L_it / (B * max_length) (Dr.GRPO, as TRL's dr_grpo and verl 0.9.1)"""
+    return t.sum_s / (b * t.max_length) if b else 0.0
+
+
+def token_sum_norm(t: Totals, b: int) -> float:
+    """sum_i sum_t L_it / max_length, no rows (verl 0.7.0's seq-mean-token-sum-norm, core_algos.py:819-823)"""
+    return t.sum_s / t.max_length
 
 
 AGGREGATIONS = {
-    "seq-mean-token-sum": Aggregation(seq_mean_token_sum),
-    "seq-mean-token-mean": Aggregation(seq_mean_token_mean),
+    "seq-mean-token-sum": Aggregation(seq_mean_token_sum, over_rows=True),
+    "seq-mean-token-mean": Aggregation(seq_mean_token_mean, over_rows=True),
     "token-mean": Aggregation(token_mean),
     "token-sum": Aggregation(token_sum),
-    "seq-mean-token-sum-norm": Aggregation(seq_mean_token_sum_norm, needs_max_length=True),
+    "seq-mean-token-sum-norm": Aggregation(seq_mean_token_sum_norm, over_rows=True, needs_max_length=True),
+    "token-sum-norm": Aggregation(token_sum_norm, needs_max_length=True),
 }
 
 
-# TRL's loss_type names (a generation batch is the whole input here)
-ALIASES = {"grpo": "seq-mean-token-mean", "bnpo": "token-mean", "dapo": "token-mean", "dr_grpo": "seq-mean-token-sum-norm"}
+# TRL's loss_type names whose loss is the clipped ratio (a generation batch is the whole input
+# here); luspo as TRL 1.16 aggregates it (1.9 divides by rows x padded width)
+ALIASES = {
+    "grpo": "seq-mean-token-mean",
+    "bnpo": "token-mean",
+    "dapo": "token-mean",
+    "dr_grpo": "seq-mean-token-sum-norm",
+    "luspo": "seq-mean-token-sum",
+}
 
 
-def aggregate(agg: str, totals: Totals) -> float:
-    """One number from the running totals, as aggregation ``agg`` says.
+def aggregate(agg: str, totals: Totals, empty_rows: str = "count") -> float:
+    """One number from the running totals, as aggregation ``agg`` says, a mean over rows
+    counting or skipping the rows without counted tokens as ``empty_rows`` says.
 
     >>> aggregate("seq-mean-token-sum", Totals(1.2 - 1.35, 0.6 - 0.675, rows=2, counted_rows=2, tokens=4))
     -0.07500000000000007
+    >>> [aggregate("seq-mean-token-mean", Totals(3.0, 1.5, rows=3, counted_rows=2, tokens=4), rule) for rule in EMPTY_ROWS]
+    [0.5, 0.75]
     """
-    return AGGREGATIONS[agg].fn(totals)
+    return AGGREGATIONS[agg].fn(totals, totals.batch_rows(empty_rows))

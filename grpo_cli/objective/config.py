@@ -16,6 +16,7 @@ from ..kl import KL_ESTIMATORS
 from ..numerics import LOGRATIO_CLAMP_MAX
 from ..presets import NAMES
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
+from .aggregation import EMPTY_ROWS
 from .rollout import IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS
 
 
@@ -46,7 +47,13 @@ class ObjectiveConfig(Options):
         How token terms become one number (see :data:`grpo_cli.objective.AGGREGATIONS`;
         TRL's loss_type names are accepted, :data:`grpo_cli.objective.ALIASES`).
     max_length
-        The constant of ``seq-mean-token-sum-norm`` (required by it, refused by the others).
+        The constant of ``seq-mean-token-sum-norm`` and ``token-sum-norm`` (required by them,
+        refused by the others).
+    empty_rows
+        Rows with no counted tokens (fully masked, or emptied by sequence-level rejection) in
+        an aggregation's mean over rows: ``count`` (as 0; verl 0.9.1, TRL, twinkle-kit 0.5.1)
+        or ``skip`` (left out; verl 0.7.0's actor, OpenRLHF). Refused by the aggregations
+        that take no mean over rows.
     beta, kl
         KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``.
     logratio_clamp
@@ -86,7 +93,12 @@ class ObjectiveConfig(Options):
         + listing({n: a.help for n, a in AGGREGATIONS.items()}),
         choices=(*AGGREGATIONS, *ALIASES),
     )
-    max_length: int = option(None, "The constant of seq-mean-token-sum-norm (required by it).")
+    max_length: int = option(None, "The constant of seq-mean-token-sum-norm and token-sum-norm (required by them).")
+    empty_rows: str = option(
+        "count",
+        "Rows with no counted tokens in a mean over rows: count (as 0; verl 0.9.1, TRL, Twinkle) or skip (left out; verl 0.7.0, OpenRLHF).",
+        choices=EMPTY_ROWS,
+    )
     logratio_clamp: float = option(20.0, "Clamp new - old (and old - rollout) to [-c, c] before exp (counted in the summary).")
     is_level: str = option(
         None,
@@ -164,6 +176,10 @@ class ObjectiveConfig(Options):
             raise UsageError(f"`max_length` applies only to `agg` {normed} (found `agg` {self.agg!r}); drop it")
         else:
             self._set(max_length=None)  # a preset's, for another aggregation
+        check_choice("empty_rows", self.empty_rows, EMPTY_ROWS)
+        if "empty_rows" in given and not AGGREGATIONS[self.agg].over_rows:
+            means = ", ".join(repr(name) for name, a in AGGREGATIONS.items() if a.over_rows)
+            raise UsageError(f"`empty_rows` applies only to the means over rows, `agg` {means} (found `agg` {self.agg!r}); drop it")
         check_range("beta", self.beta, 0)
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)
@@ -246,6 +262,7 @@ class ObjectiveConfig(Options):
             "beta": self.beta,
             "kl": self.kl,
             "max_length": self.max_length,
+            "empty_rows": self.empty_rows if AGGREGATIONS[self.agg].over_rows else None,
             "logratio_clamp": self.logratio_clamp,
             "is_level": self.is_level,
             "is_cap": self.is_cap,

@@ -15,6 +15,9 @@ def gmpo(inputs: LossInputs, config) -> SignedFactors:
 
     For A > 0 the log-ratio is capped at eps_high, for A < 0 floored at -eps_low. Each of the
     row's tokens carries the row's ratio, so the per-sequence mean gives ``A_i`` times it.
+    The mean over rows follows ``empty_rows``; its default ``count`` (an empty row adds 0) is
+    verl's geo_mean (0.9.1 core_algos.py:2000, ``torch.mean`` over the micro-batch's rows);
+    TRL's experimental GMPO, where an empty row adds ``A_i`` (exp(0) times it), is not modelled.
     Flags: ``low`` (A < 0, log rho < -eps_low), ``high`` (A > 0, log rho > eps_high).
     Gradient: -A ratio_i times the mean grad(log pi) over the row's unclipped tokens.
     """

@@ -74,8 +74,9 @@ class ObjectiveSummary:
         )
 
     def figures(self, config) -> dict:
-        """The figures, the objective aggregated as ``config.agg`` says (``config``: the
-        :class:`~grpo_cli.objective.config.ObjectiveConfig`)."""
+        """The figures, the objective aggregated as ``config.agg`` and ``config.empty_rows``
+        say (``config``: the :class:`~grpo_cli.objective.config.ObjectiveConfig`);
+        ``empty_rows``: how many rows have no counted tokens."""
         c = self.counts
         tokens = c["tokens"]
 
@@ -85,7 +86,7 @@ class ObjectiveSummary:
         def agg(key: str) -> float | None:
             totals = Totals(self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"], tokens, config.max_length)
             with np.errstate(invalid="ignore"):
-                return finite_or_null(float(aggregate(config.agg, totals)))
+                return finite_or_null(float(aggregate(config.agg, totals, config.empty_rows)))
 
         objective = agg("objective_sum")
         return {
@@ -102,6 +103,7 @@ class ObjectiveSummary:
             },
             "tokens": tokens,
             "rows": c["rows"],
+            "empty_rows": c["rows"] - c["counted_rows"],
             "zero_advantage_rows": c["zero_advantage_rows"],
             "clamped_tokens": c["clamped"],
             "rollout": self._rollout_figures(config, share),

@@ -129,3 +129,33 @@ def test_mask_column_and_whole_file_group(tmp_path):
     figures = read_json(summary)
     # no ids: one group, mean 0.5 -> A = +0.5, -0.5; masked token ignored: 2 * 0.5 - 0.5
     assert figures["objective"] == 0.5 and figures["tokens"] == 3 and figures["clip_frac"]["high"] == 0.0
+
+
+def test_empty_rows_skip_and_the_summary_line(tmp_path):
+    # rho = 1: rows' token means are A = 1 (2 tokens) and A = -2 (1 token); row 2 is fully masked.
+    # seq-mean-token-mean: (1 - 2) / 3 counting the empty row, (1 - 2) / 2 skipping it
+    rows = [
+        {"logprobs": [-1.0, -1.0], "old_logprobs": [-1.0, -1.0], "mask": [1, 1], "advantage": 1.0},
+        {"logprobs": [-1.0], "old_logprobs": [-1.0], "mask": [1], "advantage": -2.0},
+        {"logprobs": [-1.0, -1.0], "old_logprobs": [-1.0, -1.0], "mask": [0, 0], "advantage": 5.0},
+    ]
+    src = write_jsonl_rows(tmp_path / "in.jsonl", rows)
+    shown = {}
+    for rule, expected in (("count", (1 - 2) / 3), ("skip", (1 - 2) / 2)):
+        summary = tmp_path / f"{rule}.json"
+        proc = run_grpo("objective", str(src), "--agg", "seq-mean-token-mean", "--empty-rows", rule, "--summary-json", str(summary))
+        figures = read_json(summary)
+        assert figures["objective"] == pytest.approx(expected, rel=1e-15)
+        assert figures["empty_rows"] == 1 and figures["rows"] == 3 and figures["config"]["empty_rows"] == rule
+        shown[rule] = " ".join(proc.stderr.decode().split())
+    assert "empty rows │ 1 (counted as 0 in the mean over 3 rows)" in shown["count"]
+    assert "empty rows │ 1 (left out: the mean is over 2 rows)" in shown["skip"]
+    proc = run_grpo("objective", str(src), "--agg", "token-mean")
+    assert "empty rows │ 1 (no counted tokens)" in " ".join(proc.stderr.decode().split())
+    full = write_jsonl_rows(tmp_path / "full.jsonl", rows[:2])
+    assert "empty rows" not in run_grpo("objective", str(full)).stderr.decode()
+    refused = run_grpo("objective", str(src), "--agg", "token-mean", "--empty-rows", "skip", check=False)
+    assert refused.returncode == 2 and refused.stderr.decode().strip() == (
+        "Error: --empty-rows applies only to the means over rows, --agg 'seq-mean-token-sum', 'seq-mean-token-mean', "
+        "'seq-mean-token-sum-norm' (found --agg 'token-mean'); drop it"
+    )

@@ -46,3 +46,20 @@ def reference_row_objective(new, old, adv, config, mask=None) -> float:
     adv = list(adv) if isinstance(adv, (list, tuple)) else [adv] * len(new)
     kept = [t for t in range(len(new)) if mask is None or mask[t]]
     return references()[config.loss]([new[t] for t in kept], [old[t] for t in kept], [adv[t] for t in kept], config)
+
+
+def reference_aggregate(row_sums, n, agg, empty_rows="count", max_length=None) -> float:
+    """``agg`` of the rows' sums ``S_i`` over ``n_i`` counted tokens, row by row as its formula
+    reads; the means over rows take every row (``count``: an empty row adds 0) or the rows
+    with tokens (``skip``)."""
+    rows = [(s, k) for s, k in zip(row_sums, n) if empty_rows == "count" or k > 0]
+    total, tokens = sum(row_sums), sum(n)
+    formulas = {
+        "token-mean": lambda: total / tokens if tokens else 0.0,
+        "token-sum": lambda: total,
+        "token-sum-norm": lambda: total / max_length,
+        "seq-mean-token-sum": lambda: sum(s for s, _ in rows) / len(rows),
+        "seq-mean-token-mean": lambda: sum(s / k if k else 0.0 for s, k in rows) / len(rows),
+        "seq-mean-token-sum-norm": lambda: sum(s for s, _ in rows) / (len(rows) * max_length),
+    }
+    return formulas[agg]() if rows or agg.startswith("token") else 0.0

@@ -4,16 +4,18 @@ names, what a loss is defined with, and the on-policy reduction of the PPO famil
 import json
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from grpo_cli import ObjectiveConfig, policy_objective
 from grpo_cli.errors import UsageError
+from grpo_cli.objective import AGGREGATIONS
+from grpo_cli.objective.aggregation import EMPTY_ROWS
 
 from ..conftest import run_grpo
 from ..strategies import logprob_rollout, unpack
+from .references import reference_aggregate
 
 
 def row(*log_ratios, old=-1.0):
@@ -89,7 +91,14 @@ def test_gpg_is_the_advantage_times_the_log_prob():
 
 
 @pytest.mark.parametrize(
-    "alias, agg", [("grpo", "seq-mean-token-mean"), ("bnpo", "token-mean"), ("dapo", "token-mean"), ("dr_grpo", "seq-mean-token-sum-norm")]
+    "alias, agg",
+    [
+        ("grpo", "seq-mean-token-mean"),
+        ("bnpo", "token-mean"),
+        ("dapo", "token-mean"),
+        ("dr_grpo", "seq-mean-token-sum-norm"),
+        ("luspo", "seq-mean-token-sum"),
+    ],
 )
 def test_trl_loss_type_names_are_aggregations(alias, agg):
     extra = {"max_length": 8} if agg.endswith("norm") else {}
@@ -126,18 +135,18 @@ def test_loss_option_errors(options, words):
 
 
 @pytest.mark.parametrize("loss", ["ppo", "gspo", "gspo-token", "gmpo"])
-@given(rows=logprob_rollout, agg=st.sampled_from(["seq-mean-token-sum", "seq-mean-token-mean", "token-mean", "token-sum"]))
-def test_on_policy_the_ppo_family_is_the_aggregated_advantage(loss, rows, agg):
+@given(
+    rows=logprob_rollout,
+    agg=st.sampled_from(["seq-mean-token-sum", "seq-mean-token-mean", "token-mean", "token-sum"]),
+    rule=st.sampled_from(EMPTY_ROWS),
+)
+def test_on_policy_the_ppo_family_is_the_aggregated_advantage(loss, rows, agg, rule):
     # rho = 1 everywhere: every clip is idle and L_it = A_i, so the objective is agg(A)
     new, _, adv = unpack(rows)
-    n = np.array([len(r) for r in new])
-    expected = {
-        "seq-mean-token-sum": (adv * n).mean(),
-        "token-sum": (adv * n).sum(),
-        "token-mean": (adv * n).sum() / n.sum() if n.sum() else 0.0,
-        "seq-mean-token-mean": adv[n > 0].mean() if (n > 0).any() else 0.0,
-    }[agg]
-    assert policy_objective(new, new, advantage_values=adv, loss=loss, agg=agg) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    n = [len(r) for r in new]
+    given = {"empty_rows": rule} if AGGREGATIONS[agg].over_rows else {}
+    expected = reference_aggregate(adv * n, n, agg, rule)
+    assert policy_objective(new, new, advantage_values=adv, loss=loss, agg=agg, **given) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
 @pytest.mark.parametrize("loss", ["sapo", "cispo", "gmpo", "gpg", "gspo"])
