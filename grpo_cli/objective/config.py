@@ -114,7 +114,8 @@ class ObjectiveConfig(Options):
     reject: str = option(
         None,
         "Reject tokens or rows whose KL(rollout || old) estimate is out of bounds: k1, k2, k3 (or verl's "
-        "token_k1, seq_sum_k1, seq_mean_k3, ...); rejected tokens leave the mask.",
+        "token_k1, seq_sum_k1, seq_mean_k3, seq_max_k2, ...; several, comma-separated, reject what any rejects); "
+        "rejected tokens leave the mask.",
         panel=ROLLOUT,
         metavar="KL",
     )

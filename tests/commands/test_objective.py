@@ -189,3 +189,12 @@ def test_normalized_weights_take_the_mean_over_the_whole_input():
     plain = objective_file(VLLM, config=ObjectiveConfig(is_level="token", is_cap=2.0, agg="token-mean"))
     mu = plain["rollout"]["is"]["weight_mean"]  # over the counted tokens: the mean of the normalization
     assert whole["surrogate"] == pytest.approx(plain["surrogate"] / mu, rel=1e-6) and whole["config"]["is_normalize"]
+
+
+def test_the_summary_says_when_the_old_policy_is_the_rollouts():
+    def shown(*args: str) -> str:
+        ran = run_grpo("objective", VLLM, *args, env={"COLUMNS": "200"})
+        return (ran.stdout + ran.stderr).decode()
+
+    assert "the rollout's (bypass reinforce" in shown("--bypass", "reinforce", "--is", "token")
+    assert "old policy" not in shown()

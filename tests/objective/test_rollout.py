@@ -388,3 +388,14 @@ def test_bypass_and_veto_need_the_rollout_log_probs():
     for options in ({"bypass": "reinforce"}, {"reject_veto": 0.5}):
         with pytest.raises(UsageError, match="needs `rollout_log_probs`"):
             policy_objective(NEW, OLD, advantage_values=[1.0], **options)
+
+
+@given(rows=logprob_rollout)
+def test_bypass_with_the_rollout_as_old_is_the_plain_loss(rows):
+    new, old, adv = unpack(rows)
+    # ppo_clip with rollout = old is PPO on new - old; reinforce with rollout = new has weights exp(0) = 1: gpg
+    plain = policy_objective(new, old, advantage_values=adv)
+    assert policy_objective(new, new, advantage_values=adv, rollout_log_probs=old, bypass="ppo_clip") == pytest.approx(plain, rel=1e-12, abs=1e-12)
+    gpg = policy_objective(new, old, advantage_values=adv, loss="gpg")
+    reinforce = policy_objective(new, old, advantage_values=adv, rollout_log_probs=new, bypass="reinforce", is_level="sequence")
+    assert reinforce == pytest.approx(gpg, rel=1e-12, abs=1e-12)
