@@ -399,3 +399,42 @@ def test_bypass_with_the_rollout_as_old_is_the_plain_loss(rows):
     gpg = policy_objective(new, old, advantage_values=adv, loss="gpg")
     reinforce = policy_objective(new, old, advantage_values=adv, rollout_log_probs=new, bypass="reinforce", is_level="sequence")
     assert reinforce == pytest.approx(gpg, rel=1e-12, abs=1e-12)
+
+
+# OpenRLHF 0.11.2's own numbers (ref-openrlhf-0.11.2.json in the issue 41 research: its loss.py run in float64)
+ORL_MASK = [[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 1, 1]]
+ORL_NEW = [[-0.5, -1.2, -0.3, 0.0], [-2.0, -0.1, -0.7, -1.5], [-0.4, -0.9, 0.0, 0.0], [-1.1, -0.05, -2.5, -0.6], [-0.3] * 4, [-0.8, -1.0, -0.2, -3.0]]
+ORL_OLD = [
+    [-0.7, -1.0, -0.35, 0.0],
+    [-1.6, -0.12, -0.95, -1.4],
+    [-0.45, -0.6, 0.0, 0.0],
+    [-1.0, -0.3, -2.2, -0.7],
+    [-0.2] * 4,
+    [-0.9, -0.7, -0.25, -2.4],
+]
+ORL_ROLLOUT = [
+    [-0.9, -0.95, -0.35, 0.0],
+    [-0.5, -0.15, -1.0, -1.45],
+    [-0.4, -0.6, 0.0, 0.0],
+    [-1.05, -0.3, -3.1, -0.65],
+    [-0.2] * 4,
+    [-0.95, -0.7, -0.1, -2.5],
+]
+
+
+@pytest.mark.parametrize(
+    "options, loss",
+    [  # level token, mode clip: w clamped to [lo, hi] (TIS, both sides); level seq, mode mask: a row whose
+        # exp(mean_t (old - rollout)) is out of [lo, hi] weighs 0 and stays counted (k1 = rollout - old: bounds 1/hi, 1/lo)
+        ({"is_level": "token", "is_cap": 5.0, "is_floor": 0.5}, 0.34279302479369167),
+        ({"is_level": "token", "is_cap": 1.2, "is_floor": 0.8}, 0.2874411019144747),
+        (
+            {"is_level": "token", "reject": "k1", "reject_level": "sequence-mean", "reject_threshold": f"{1 / 5},{1 / 0.9}", "reject_counted": True},
+            0.15517505837105455,
+        ),
+    ],
+)
+def test_openrlhf_truncation_and_sequence_mask(options, loss):
+    adv = [1.2, -0.8, 0.3, -1.1, 0.5, -0.4]
+    out = policy_objective(ORL_NEW, ORL_OLD, advantage_values=adv, rollout_log_probs=ORL_ROLLOUT, mask=ORL_MASK, agg="token-mean", **options)
+    assert -out == pytest.approx(loss, rel=1e-12)
