@@ -120,7 +120,10 @@ class ObjectiveConfig(Options):
         metavar="KL",
     )
     reject_level: str = option(
-        "token", "Where --reject's estimate is taken: per token, or a row's sum or mean (rejects the row).", panel=ROLLOUT, choices=REJECT_LEVELS
+        "token",
+        "Where --reject's estimate is taken: per token, or a row's sum, mean or max (k2, k3; rejects the row).",
+        panel=ROLLOUT,
+        choices=REJECT_LEVELS,
     )
     reject_threshold: str = option(
         None,
@@ -270,8 +273,12 @@ class ObjectiveConfig(Options):
         loss = {"ppo_clip": "ppo", "reinforce": "gpg"}[self.bypass]
         if "loss" in given and self.loss != loss:
             raise UsageError(f"`bypass` {self.bypass!r} is loss {loss!r} (verl replaces the configured loss); drop `loss` {self.loss!r}")
+        weighting = {"is_level", "is_cap", "is_mask", "is_floor", "is_normalize"}
         if self.bypass == "ppo_clip" and self.is_level is not None:
-            raise UsageError("`bypass` 'ppo_clip' does not weight its terms (verl computes the weights for its metrics only); drop `is_level`")
+            for name in sorted(given & weighting):
+                raise UsageError(f"`bypass` 'ppo_clip' does not weight its terms (verl computes the weights for its metrics only); drop `{name}`")
+            base = defaults(ObjectiveConfig)
+            self._set(**{name: base[name] for name in weighting})  # a preset's weights give way
         self._set(loss=loss)
 
     @cached_property

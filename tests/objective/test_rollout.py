@@ -438,3 +438,14 @@ def test_openrlhf_truncation_and_sequence_mask(options, loss):
     adv = [1.2, -0.8, 0.3, -1.1, 0.5, -0.4]
     out = policy_objective(ORL_NEW, ORL_OLD, advantage_values=adv, rollout_log_probs=ORL_ROLLOUT, mask=ORL_MASK, agg="token-mean", **options)
     assert -out == pytest.approx(loss, rel=1e-12)
+
+
+def test_bypass_ppo_clip_drops_a_presets_weights(monkeypatch):
+    import grpo_cli.config
+
+    weighted = {"is_level": "sequence", "is_cap": 3.0}  # a preset that weights by default (TRL's vLLM correction)
+    monkeypatch.setattr(grpo_cli.config, "preset_values", lambda name, part: weighted if part == "objective" and name else {})
+    config = ObjectiveConfig(preset="trl", bypass="ppo_clip")
+    assert config.is_level is None and config.is_cap is None and config.loss == "ppo"
+    with pytest.raises(UsageError, match="drop `is_cap`"):
+        ObjectiveConfig(preset="trl", bypass="ppo_clip", is_cap=2.0)
