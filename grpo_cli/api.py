@@ -12,6 +12,7 @@ from .config import AdvantageConfig
 from .errors import InputError, RowError, UsageError, check_keywords
 from .estimators import group_index, lookup, needed_by, needs, row_advantages, row_inputs, whitened_rows
 from .objective import row_terms
+from .objective.rollout import is_mean, is_mean_part
 from .objective.config import ObjectiveConfig
 from .objective.summary import ObjectiveSummary
 from .plan import default_estimator
@@ -227,13 +228,17 @@ def policy_objective(
         raise InputError(f"{adv.shape[0]} {given} for {n_rows} rows of `log_probs_new`")
     if ref_log_probs is None and (config.beta > 0 or "kl" in config.given):
         raise UsageError(f"{'`beta` > 0' if config.beta > 0 else '`kl`'} needs `ref_log_probs`")
-    if rollout_log_probs is None and (config.is_level is not None or config.reject is not None):
-        raise UsageError(f"`{'is_level' if config.is_level is not None else 'reject'}` needs `rollout_log_probs`")
+    correcting = [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(config, option) is not None]
+    if rollout_log_probs is None and correcting:
+        raise UsageError(f"`{correcting[0]}` needs `rollout_log_probs`")
     columns = TokenColumns(*(name if name in arrays else None for name in ("new", "old", "ref", "mask", "advantage", "rollout")))
     try:  # as the CLI: a null, NaN or infinite advantage, or a row whose sum is beyond float64, is refused naming its row
         if adv is not None:
             check_finite_scalars(adv, "advantage_values")
-        terms = row_terms(read_tokens(batch, columns), adv, config)
+        tokens = read_tokens(batch, columns)
+        if config.is_normalize:  # the mean weight over every row
+            config = config.with_is_mean(is_mean(is_mean_part(tokens, config), config.is_level))
+        terms = row_terms(tokens, adv, config)
     except RowError as exc:
         raise InputError(f"log-probs: row {exc.row}: {exc.detail}") from None
     figures = ObjectiveSummary.of(terms).figures(config)

@@ -220,12 +220,13 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     from .token_columns import StepColumns  # imported only by a plan that reads token columns
 
     s, name = source.schema, source.name
-    mask = schema.resolve_column(s, "mask", columns["mask_col"], required=False, source=name)
-    old = schema.resolve_column(s, "old", columns["old_logprobs_col"], required=False, source=name)
-    new = schema.resolve_column(s, "new", columns["logprobs_col"], required=False, source=name)
+    given = schema.given_columns({role: columns[schema.ROLES[role].param] for role in ("mask", "old", "new", "ref", "values")})
+    mask = schema.resolve_column(s, "mask", columns["mask_col"], required=False, source=name, given=given)
+    old = schema.resolve_column(s, "old", columns["old_logprobs_col"], required=False, source=name, given=given)
+    new = schema.resolve_column(s, "new", columns["logprobs_col"], required=False, source=name, given=given)
     ref = policy = None
     if config.kl_in_reward is not None:
-        ref = schema.resolve_column(s, "ref", columns["ref_logprobs_col"], source=name)
+        ref = schema.resolve_column(s, "ref", columns["ref_logprobs_col"], source=name, given=given)
         policy = old or new
         if policy is None:
             raise ColumnNotFoundError(
@@ -243,7 +244,7 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
         )
     values = None
     if "values" in lookup(config.estimator).needs:
-        values = schema.resolve_column(s, "values", columns["values_col"], source=name)
+        values = schema.resolve_column(s, "values", columns["values_col"], source=name, given=given)
     elif columns["values_col"] is not None:
         raise UsageError(f"`values_col` is read only by estimator 'gae' (found {config.estimator!r}); drop it, or pass `estimator` 'gae'")
     return StepColumns(count, mask, policy, ref, values)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,9 +54,23 @@ ROLES = {
 NO_COLUMN = "none"  # an optional role's option set to this: no column plays it
 
 
-def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, required: bool = True, source: str = "input") -> str | None:
+def given_columns(explicit: Mapping[str, str | None]) -> dict[str, str]:
+    """The columns named for roles (``{role: column or None}``), each with the option that
+    names it: what auto-detection leaves to those roles.
+
+    >>> given_columns({"old": "rollout_logprobs", "rollout": None})
+    {'rollout_logprobs': 'old_logprobs_col'}
+    """
+    return {column: ROLES[role].param for role, column in explicit.items() if column is not None and column != NO_COLUMN}
+
+
+def resolve_column(
+    schema: pa.Schema, role: str, explicit: str | None, *, required: bool = True, source: str = "input", given: Mapping[str, str] | None = None
+) -> str | None:
     """Return the column playing ``role`` (a key of :data:`ROLES`): ``explicit`` if given,
-    else the one candidate present.
+    else the one candidate present that ``given`` (column: the option naming it for another
+    role, :func:`given_columns`) does not hold: a column named for one role is never also
+    found by name for another.
 
     A missing explicit or required column raises :class:`ColumnNotFoundError` naming the
     closest existing names; an optional role that is absent (or ``explicit`` is
@@ -73,17 +88,19 @@ def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, requir
         if explicit == NO_COLUMN and not required:
             return None
         raise ColumnNotFoundError(f"{source}: no column {explicit!r} for {r.label} (`{r.param}`){_suggest(explicit, known)}")
-    found = [name for name in r.candidates if name in names]
+    given = {} if given is None else given
+    found = [name for name in r.candidates if name in names and name not in given]
     if len(found) > 1:
         raise UsageError(f"{source}: columns {', '.join(repr(c) for c in found)} could each be the {r.label}; pick one with `{r.param}`")
     if found:
         return found[0]
     if required:
+        taken = _taken(role, names, given)
         raise ColumnNotFoundError(
-            f"{source}: no {r.label} column (looked for {', '.join(r.candidates)}; pass `{r.param}`)"
-            f"{_suggest(r.candidates[0], known) if r.candidates else ''}"
+            f"{source}: no {r.label} column (looked for {', '.join(r.candidates)}{taken}; pass `{r.param}`)"
+            f"{_suggest(r.candidates[0], known) if r.candidates and not taken else ''}"
         )
-    if like := lookalikes(schema, role):
+    if like := lookalikes(schema, role, tuple(given)):
         raise UsageError(
             f"{source}: column {like[0]!r} looks like the {r.label} but is not one of {', '.join(r.candidates)}; "
             f"pass `{r.param}` {like[0]!r} to use it, or `{r.param}` {NO_COLUMN!r} to do without"
@@ -91,10 +108,11 @@ def resolve_column(schema: pa.Schema, role: str, explicit: str | None, *, requir
     return None
 
 
-def explain_role(schema: pa.Schema, role: str, explicit: str | None, source: str = "input") -> dict:
+def explain_role(schema: pa.Schema, role: str, explicit: str | None, source: str = "input", given: Mapping[str, str] | None = None) -> dict:
     """Which column plays ``role`` and why (``given``, found by name, or why none does), and
-    the option that changes it. A given column that is missing raises, as it does for every
-    command.
+    the option that changes it; ``given``: the columns named for other roles, never found by
+    name for this one (:func:`resolve_column`). A given column that is missing raises, as it
+    does for every command.
 
     >>> explain_role(pa.schema([("uid", pa.string())]), "prompt", None)
     {'column': 'uid', 'why': 'found by name (looked for prompt_id, uid, index)', 'option': 'prompt_col'}
@@ -102,13 +120,13 @@ def explain_role(schema: pa.Schema, role: str, explicit: str | None, source: str
     r = ROLES[role]
     looked = f"looked for {', '.join(r.candidates)}"
     try:
-        column = resolve_column(schema, role, explicit, required=False, source=source)
+        column = resolve_column(schema, role, explicit, required=False, source=source, given=given)
     except UsageError as exc:  # two candidates, or a lookalike: the run would stop and ask
         return {"column": None, "why": str(exc).removeprefix(f"{source}: "), "option": r.param}
     if explicit is not None:
         why = "given" if column is not None else f"given as {NO_COLUMN!r}"
     else:
-        why = f"found by name ({looked})" if column is not None else f"not found ({looked})"
+        why = f"found by name ({looked})" if column is not None else f"not found ({looked}{_taken(role, schema.names, given or {})})"
     return {"column": column, "why": why, "option": r.param}
 
 
@@ -152,6 +170,11 @@ def lookalikes(schema: pa.Schema, role: str, used: tuple[str | None, ...] = ()) 
     """List columns whose names hold ``role``'s lookalike word and that play no role in ``used``."""
     word = ROLES[role].lookalike
     return [f.name for f in schema if word and word in f.name.lower() and is_list(f.type) and f.name not in used]
+
+
+def _taken(role: str, names: list[str], given: Mapping[str, str]) -> str:
+    """``; 'c' is the `option`` for each candidate of ``role`` present but named for another role."""
+    return "".join(f"; {name!r} is the `{given[name]}`" for name in ROLES[role].candidates if name in given and name in names)
 
 
 def _suggest(name: str, names: list[str]) -> str:

@@ -32,7 +32,8 @@ class TokenColumns:
 
     @property
     def names(self) -> list[str]:
-        return [c for c in (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout) if c is not None]
+        """The columns read, each once (one column may play two roles: new and old, old and rollout)."""
+        return list(dict.fromkeys(c for c in (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout) if c is not None))
 
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
@@ -118,14 +119,20 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     mask, only counted tokens are checked; masked ones (padding) read as 0."""
     lengths = _list_column(batch, columns.new)[0]
     mask = _mask(batch, columns.mask, lengths) if columns.mask else None
-    _, new = _logprobs(batch, columns.new, None, mask)
-    old = new if columns.old == columns.new else _logprobs(batch, columns.old, lengths, mask)[1]  # one column in both roles: read once
-    ref = _logprobs(batch, columns.ref, lengths, mask)[1] if columns.ref else None
+    read = {columns.new: _logprobs(batch, columns.new, None, mask)[1]}
+
+    def logprobs(name: str) -> np.ndarray:
+        if name not in read:  # one column in two roles: read once
+            read[name] = _logprobs(batch, name, lengths, mask)[1]
+        return read[name]
+
+    old = logprobs(columns.old)
+    ref = logprobs(columns.ref) if columns.ref else None
     advantage = None
     if columns.advantage:
         advantage = _finite(batch, columns.advantage, lengths, mask, "advantage")
-    rollout = _logprobs(batch, columns.rollout, lengths, mask)[1] if columns.rollout else None
-    return Tokens(lengths, new, old, ref, mask, advantage, rollout)
+    rollout = logprobs(columns.rollout) if columns.rollout else None
+    return Tokens(lengths, read[columns.new], old, ref, mask, advantage, rollout)
 
 
 @dataclass(frozen=True)

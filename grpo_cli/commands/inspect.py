@@ -184,7 +184,8 @@ def plan_inspect(
         "advantage": advantage_col,
         "truncated": truncated_col,
     }
-    roles = {role: schema.explain_role(s, role, given[role], name) for role in given}
+    named = schema.given_columns(given)
+    roles = {role: schema.explain_role(s, role, given[role], name, named) for role in given}
     schema.positive_int(num_generations, "num_generations")
     grouping = Grouping(roles["prompt"]["column"], num_generations)
     if several:

@@ -17,6 +17,7 @@ from ..engines import Engine
 from ..engines.base import row_names
 from ..engines.kernels import Written
 from ..engines.token_kernels import MISMATCH_COLUMNS, mismatch_columns
+from ..errors import UsageError
 from ..files import file_function
 from ..io import Source
 from ..mismatch import MismatchConfig, MismatchSummary, batch_terms
@@ -175,9 +176,13 @@ def plan_mismatch(
 ) -> MismatchPlan:
     """The plan of `grpo mismatch` on ``source`` (see :func:`grpo_cli.mismatch_file`)."""
     s, name = source.schema, source.name
-    old = schema.resolve_column(s, "old", old_logprobs_col, source=name)
-    rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, source=name)
-    tokens = TokenColumns(new=old, old=old, mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name), rollout=rollout)
+    given = schema.given_columns({"old": old_logprobs_col, "rollout": rollout_logprobs_col, "mask": mask_col})
+    old = schema.resolve_column(s, "old", old_logprobs_col, source=name, given=given)
+    rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, source=name, given=given)
+    if old == rollout:
+        raise UsageError(f"`old_logprobs_col` and `rollout_logprobs_col` are both {old!r}: a column does not differ from itself; pass two columns")
+    mask = schema.resolve_column(s, "mask", mask_col, required=False, source=name, given=given)
+    tokens = TokenColumns(new=old, old=old, mask=mask, rollout=rollout)
     grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
     return MismatchPlan(config or MismatchConfig(), tokens, grouping, resolve_output(source, output, output_dir, output_format, compression))
 

@@ -24,6 +24,7 @@ from ..files import file_function
 from ..io import Source
 from ..objective import LOSSES, row_terms
 from ..objective.config import ObjectiveConfig
+from ..objective.rollout import is_mean, is_mean_part
 from ..objective.summary import ObjectiveSummary
 from ..plan import (
     OBJECTIVE_ESTIMATOR,
@@ -155,6 +156,8 @@ def render(figures: dict, console) -> None:
     if figures["kl_ref"] is not None:
         kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
     t.add_row("KL", lines(kl))
+    if cfg["bypass"] is not None:
+        t.add_row("old policy", f"the rollout's (bypass {cfg['bypass']}: weights and rejection from new - rollout)")
     if figures["rollout"] is not None:
         t.add_row("rollout mismatch", lines(_rollout_lines(figures["rollout"])))
     t.add_row("tokens", str(figures["tokens"]))
@@ -220,7 +223,10 @@ class ObjectivePlan:
     def run(self, engine: Engine, source: Source) -> dict:
         """Compute the objective on ``engine`` and write the per-row columns; the figures of
         :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`."""
-        computed = held = None
+        plan, computed, held = self, None, None
+        if self.config.is_normalize:  # a pass for the mean weight over the whole input
+            parts = passes.results(engine, source, is_mean_batch, self, columns=self.tokens.names, prompt=self.grouping.prompt)
+            plan = replace(self, config=self.config.with_is_mean(is_mean(np.sum(parts, axis=0), self.config.is_level)))
         if self.first_pass:
             index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator, hold=bool(self.output.targets))
             if self.estimator is not None:
@@ -231,13 +237,13 @@ class ObjectivePlan:
             self.output,
             objective_fields(self),
             objective_batch,
-            self,
+            plan,
             computed,
             columns=self.columns,
             prompt=self.grouping.prompt,
             held=held,
         )
-        return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(self.config)
+        return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(plan.config)
 
     @property
     def figures(self) -> dict:
@@ -289,13 +295,23 @@ def plan_objective(
     config = config or ObjectiveConfig()
     out = resolve_output(source, output, output_dir, output_format, compression)
     s, name = source.schema, source.name
-    ref = schema.resolve_column(s, "ref", ref_logprobs_col, required=False, source=name)
+    given = schema.given_columns(
+        {
+            "new": logprobs_col,
+            "old": old_logprobs_col,
+            "ref": ref_logprobs_col,
+            "rollout": rollout_logprobs_col,
+            "mask": mask_col,
+            "advantage": advantage_col,
+        }
+    )
+    ref = schema.resolve_column(s, "ref", ref_logprobs_col, required=False, source=name, given=given)
     if ref is None and (config.beta > 0 or "kl" in config.given):
         looked = ", ".join(schema.ROLES["ref"].candidates)
         option = "`beta` > 0" if config.beta > 0 else "`kl`"
         raise UsageError(f"{option} needs reference log-probs: pass `ref_logprobs_col` (looked for {looked})")
-    rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, required=False, source=name)
-    correcting = [option for option in ("is_level", "reject") if getattr(config, option) is not None]
+    rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, required=False, source=name, given=given)
+    correcting = [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(config, option) is not None]
     if rollout is None and correcting:
         raise ColumnNotFoundError(
             f"{name}: `{correcting[0]}` needs the rollout sampler's log-probs: pass `rollout_logprobs_col` "
@@ -305,7 +321,7 @@ def plan_objective(
         raise UsageError("pass either `advantage_col` or `advantage_config` (an estimator), not both")
     column = None
     if advantage_config is None:
-        column = schema.resolve_column(s, "advantage", advantage_col, required=advantage_col is not None, source=name)
+        column = schema.resolve_column(s, "advantage", advantage_col, required=advantage_col is not None, source=name, given=given)
     for option, value in (("reward_col", reward_col), ("baseline_col", baseline_col)):
         if column is not None and value is not None:
             raise UsageError(
@@ -317,10 +333,10 @@ def plan_objective(
         schema.check_numeric(s.field(column), name, "advantage")
     estimator = None if column is not None else advantage_config or default_estimator(config.preset)
     tokens = TokenColumns(
-        new=schema.resolve_column(s, "new", logprobs_col, source=name),
-        old=schema.resolve_column(s, "old", old_logprobs_col, source=name),
+        new=schema.resolve_column(s, "new", logprobs_col, source=name, given=given),
+        old=_old_policy(s, name, config, old_logprobs_col, rollout, given),
         ref=ref,
-        mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name),
+        mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name, given=given),
         advantage=column if per_token else None,
         rollout=rollout,
     )
@@ -345,6 +361,23 @@ def plan_objective(
     return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
 
 
+def _old_policy(s: pa.Schema, name: str, config: ObjectiveConfig, old_logprobs_col: str | None, rollout: str | None, given: dict) -> str:
+    """The old policy's column: the rollout's in bypass mode, else the old log-probs, which
+    are not the rollout's (the same column in both roles is the bypass mode)."""
+    if config.bypass is not None:
+        if old_logprobs_col not in (None, rollout):
+            raise UsageError(f"`bypass` takes the rollout log-probs {rollout!r} as the old policy; drop `old_logprobs_col` {old_logprobs_col!r}")
+        assert rollout is not None  # checked with the other options that need it
+        return rollout
+    old = schema.resolve_column(s, "old", old_logprobs_col, source=name, given=given)
+    if old == rollout:
+        raise UsageError(
+            f"`old_logprobs_col` and `rollout_logprobs_col` are both {old!r}: the rollout policy as the old one is verl's "
+            "bypass mode; pass `bypass` ppo_clip or reinforce (weights and rejection from new - rollout), and drop `old_logprobs_col`"
+        )
+    return old
+
+
 def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
     """The per-row columns `grpo objective` writes, in order."""
     names = [] if plan.per_token else ["advantage"]
@@ -352,8 +385,13 @@ def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
     names += ["kl_ref"] if plan.tokens.ref else []
     names += list(MISMATCH_COLUMNS) if plan.tokens.rollout else []
     names += ["is_weight_mean"] if plan.config.is_level else []
-    names += ["rejected_tokens"] if plan.config.reject else []
+    names += ["rejected_tokens"] if plan.config.reject or plan.config.reject_veto is not None else []
     return [pa.field(name, pa.int64() if name in ("n_tokens", "rejected_tokens") else pa.float64()) for name in names]
+
+
+def is_mean_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan) -> np.ndarray:
+    """One batch's part of ``is_normalize``'s mean weight (:func:`~grpo_cli.objective.rollout.is_mean_part`)."""
+    return is_mean_part(read_tokens(batch, plan.tokens), plan.config)
 
 
 def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> Written:

@@ -5,7 +5,9 @@ default and help (see :mod:`grpo_cli.config` for how options are given and resol
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
@@ -17,7 +19,7 @@ from ..numerics import LOGRATIO_CLAMP_MAX
 from ..presets import NAMES
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .aggregation import EMPTY_ROWS
-from .rollout import IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS
+from .rollout import BYPASS_MODES, IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS, Criterion
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,9 +68,20 @@ class ObjectiveConfig(Options):
         names are accepted), truncated at ``is_cap``, set to 0 outside ``is_mask``.
     reject, reject_level, reject_threshold
         Rejection of tokens or rows whose KL estimate ``reject`` (per ``token``,
-        ``sequence-sum`` or ``sequence-mean``; verl's names are accepted) is out of bounds:
-        for ``k1`` the ratio bounds ``"LO,HI"`` (or ``"X"``: 1/X to X), for ``k2``/``k3``
-        the upper bound ``"X"``.
+        ``sequence-sum``, ``sequence-mean`` or ``sequence-max``; verl's names are accepted)
+        is out of bounds: for ``k1`` the ratio bounds ``"LO,HI"`` (or verl's ``"LO_HI"``, or
+        ``"X"``: 1/X to X), for ``k2``/``k3`` the upper bound ``"X"``. Several criteria,
+        comma-separated (verl's ``rollout_rs`` list), reject what any rejects; their
+        thresholds are one per criterion, comma-separated (k1 bounds ``"LO_HI"``), or one for all.
+    reject_veto, reject_counted
+        verl 0.7.0's veto: a row with a token of ``pi_old / pi_rollout < V`` is rejected;
+        rejected tokens stay counted with weight 0 instead of leaving the mask.
+    is_floor, is_normalize
+        The weights' lower truncation bound; their division by their mean over the input.
+    bypass
+        verl's bypass mode: the rollout log-probs are the old policy, and the weights and
+        rejection take ``new - rollout``; ``ppo_clip`` is loss ``ppo`` unweighted,
+        ``reinforce`` loss ``gpg`` times the weights.
     """
 
     PANEL: ClassVar[str] = CLIP
@@ -115,15 +128,47 @@ class ObjectiveConfig(Options):
     reject: str = option(
         None,
         "Reject tokens or rows whose KL(rollout || old) estimate is out of bounds: k1, k2, k3 (or verl's "
-        "token_k1, seq_sum_k1, seq_mean_k3, ...); rejected tokens leave the mask.",
+        "token_k1, seq_sum_k1, seq_mean_k3, seq_max_k2, ...; several, comma-separated, reject what any rejects); "
+        "rejected tokens leave the mask.",
         panel=ROLLOUT,
         metavar="KL",
     )
     reject_level: str = option(
-        "token", "Where --reject's estimate is taken: per token, or a row's sum or mean (rejects the row).", panel=ROLLOUT, choices=REJECT_LEVELS
+        "token",
+        "Where --reject's estimate is taken: per token, or a row's sum, mean or max (k2, k3; rejects the row).",
+        panel=ROLLOUT,
+        choices=REJECT_LEVELS,
     )
     reject_threshold: str = option(
-        None, "--reject's bounds: k1 'LO,HI' as ratios (or 'X': 1/X to X); k2, k3 'X' (upper).", panel=ROLLOUT, metavar="BOUNDS"
+        None,
+        "--reject's bounds: k1 'LO,HI' (or 'LO_HI') as ratios, or 'X': 1/X to X; k2, k3 'X' (upper). "
+        "Several criteria: one per criterion, comma-separated, or one for all.",
+        panel=ROLLOUT,
+        metavar="BOUNDS",
+    )
+    reject_veto: float = option(
+        None, "Reject a row holding a token with pi_old / pi_rollout < V (verl 0.7.0's rollout_token_veto_threshold).", panel=ROLLOUT, metavar="V"
+    )
+    reject_counted: bool = option(
+        False,
+        "Rejected tokens stay counted, weighted 0, instead of leaving the mask (verl 0.9.1's bypass mode, OpenRLHF's seq-mask-tis).",
+        panel=ROLLOUT,
+    )
+    is_floor: float = option(
+        None, "Truncate the weights from below at F (TRL's vllm_importance_sampling_clip_min; OpenRLHF's TIS: 0.5).", panel=ROLLOUT, metavar="F"
+    )
+    is_normalize: bool = option(
+        False,
+        "Divide the weights by their mean over the input's counted tokens (sequence: rows), verl's rollout_is_batch_normalize.",
+        panel=ROLLOUT,
+    )
+    bypass: str = option(
+        None,
+        "verl's bypass mode: the rollout log-probs are the old policy, weights and rejection take new - rollout: "
+        "ppo_clip (loss ppo, unweighted) or reinforce (loss gpg times the weights).",
+        panel=ROLLOUT,
+        choices=BYPASS_MODES,
+        metavar="LOSS",
     )
     beta: float = option(0.0, "KL penalty weight against reference log-probs: L - beta*KL.", panel=KL_PANEL)
     kl: str = option(
@@ -191,60 +236,108 @@ class ObjectiveConfig(Options):
     def _rollout_correction(self, given: frozenset[str]) -> None:
         """Resolve and check the rollout-correction options (TRL's and verl's names included)."""
         if self.is_level is None:
-            for name in sorted(given & {"is_cap", "is_mask"}):
-                raise UsageError(f"`{name}` bounds the importance weights; pass `is_level` token or sequence too, or drop it")
+            for name in sorted(given & {"is_cap", "is_mask", "is_floor", "is_normalize"}):
+                raise UsageError(f"`{name}` applies to the importance weights; pass `is_level` token or sequence too, or drop it")
         else:
             check_choice("is_level", self.is_level, ("token", "sequence", *IS_ALIASES))
             if self.is_level in IS_ALIASES:
-                level, bound = IS_ALIASES[self.is_level]
-                other = ({"is_cap", "is_mask"} - {bound}).pop()
-                if getattr(self, bound) is None or getattr(self, other) is not None:
-                    raise UsageError(f"`is_level` {self.is_level!r} takes `{bound}` (and not `{other}`); pass `is_level` {level!r} to combine both")
+                level, bounds = IS_ALIASES[self.is_level]
+                others = sorted({"is_cap", "is_mask", "is_floor"} - set(bounds))
+                if all(getattr(self, b) is None for b in bounds) or any(getattr(self, o) is not None for o in others):
+                    takes = " or ".join(f"`{b}`" for b in bounds)
+                    raise UsageError(
+                        f"`is_level` {self.is_level!r} takes {takes} (and not {', '.join(f'`{o}`' for o in others)}); "
+                        f"pass `is_level` {level!r} to combine them"
+                    )
                 self._set(is_level=level)
         if self.is_cap is not None:
             check_range("is_cap", self.is_cap, 0, open_low=True)
+        if self.is_floor is not None:
+            check_range("is_floor", self.is_floor, 0, np.inf if self.is_cap is None else self.is_cap, open_low=True)
+            if self.is_mask is not None:
+                raise UsageError("`is_floor` raises the weights `is_mask` sets to 0; pass one of them")
         self._set(is_mask=weight_bounds(self.is_mask))
+        if self.reject_veto is not None:
+            check_range("reject_veto", self.reject_veto, 0, open_low=True)
+        if self.reject_counted and self.reject is None and self.reject_veto is None:
+            raise UsageError("`reject_counted` applies to rejected tokens; pass `reject` or `reject_veto` too, or drop it")
+        self._bypass(given)
         if self.reject is None:
             for name in sorted(given & {"reject_level", "reject_threshold"}):
                 raise UsageError(f"`{name}` applies to `reject`; pass `reject` k1, k2 or k3 too, or drop it")
             return
-        if self.reject in REJECT_ALIASES:
-            kind, level = REJECT_ALIASES[self.reject]
-            if "reject_level" in given and self.reject_level != level:
-                raise UsageError(f"`reject` {self.reject!r} is taken per {level}; drop `reject_level` {self.reject_level!r}")
-            self._set(reject=kind, reject_level=level)
-        check_choice("reject", self.reject, ("k1", "k2", "k3", *REJECT_ALIASES))
+        names = str(self.reject).split(",")
+        if len(set(names)) < len(names):
+            raise UsageError(f"`reject` names a criterion twice (found {self.reject!r})")
+        for name in names:
+            check_choice("reject", name, ("k1", "k2", "k3", *REJECT_ALIASES))
+            level = REJECT_ALIASES.get(name, (name, self.reject_level))[1]
+            if name in REJECT_ALIASES and "reject_level" in given and self.reject_level != level:
+                raise UsageError(f"`reject` {name!r} is taken per {level}; drop `reject_level` {self.reject_level!r}")
+        if len(names) == 1 and self.reject in REJECT_ALIASES:
+            self._set(reject=REJECT_ALIASES[self.reject][0], reject_level=REJECT_ALIASES[self.reject][1])
         check_choice("reject_level", self.reject_level, REJECT_LEVELS)
         if self.reject_threshold is None:
             raise UsageError(f"`reject` {self.reject!r} needs `reject_threshold` (k1: 'LO,HI' ratio bounds or 'X'; k2, k3: 'X')")
         self._set(reject_threshold=str(self.reject_threshold))
-        self.reject_bounds  # noqa: B018  (checks the threshold now, not in the first batch)
+        self.reject_criteria  # noqa: B018  (checks the thresholds now, not in the first batch)
+
+    def _bypass(self, given: frozenset[str]) -> None:
+        """verl's bypass mode: its loss (``ppo_clip``: ``ppo``, ``reinforce``: ``gpg``) in place of a preset's."""
+        if self.bypass is None:
+            return
+        check_choice("bypass", self.bypass, BYPASS_MODES)
+        loss = {"ppo_clip": "ppo", "reinforce": "gpg"}[self.bypass]
+        if "loss" in given and self.loss != loss:
+            raise UsageError(f"`bypass` {self.bypass!r} is loss {loss!r} (verl replaces the configured loss); drop `loss` {self.loss!r}")
+        weighting = {"is_level", "is_cap", "is_mask", "is_floor", "is_normalize"}
+        if self.bypass == "ppo_clip" and self.is_level is not None:
+            for name in sorted(given & weighting):
+                raise UsageError(f"`bypass` 'ppo_clip' does not weight its terms (verl computes the weights for its metrics only); drop `{name}`")
+            base = defaults(ObjectiveConfig)
+            self._set(**{name: base[name] for name in weighting})  # a preset's weights give way
+        self._set(loss=loss)
+
+    @cached_property
+    def reject_criteria(self) -> tuple[Criterion, ...]:
+        """The rejection criteria of ``reject``: one, or one per name of a comma-separated list,
+        each with its bounds (see :func:`reject_bounds`).
+
+        >>> ObjectiveConfig(reject="token_k1,seq_max_k3", reject_threshold="0.5_2,0.1").reject_criteria[1]
+        Criterion(kl='k3', level='sequence-max', lo=-inf, hi=0.1)
+        """
+        if self.reject is None:
+            return ()
+        names = self.reject.split(",")
+        texts = [self.reject_threshold] if len(names) == 1 else self.reject_threshold.split(",")
+        if len(texts) == 1:
+            texts *= len(names)
+        if len(texts) != len(names):
+            raise UsageError(
+                f"`reject_threshold` takes one bound per `reject` criterion, or one for all (found {self.reject_threshold!r} for {self.reject!r})"
+            )
+        out = []
+        for name, text in zip(names, texts):
+            kl, level = REJECT_ALIASES.get(name, (name, self.reject_level))
+            if level == "sequence-max" and kl == "k1":
+                raise UsageError("`reject_level` 'sequence-max' takes k2 or k3 (verl's seq_max_k2, seq_max_k3); k1 is signed")
+            out.append(Criterion(kl, level, *reject_bounds(kl, text)))
+        return tuple(out)
 
     @property
-    def reject_bounds(self) -> tuple[float, float]:
-        """The kept range of the ``reject`` estimate: k1 in log space, ``[log LO, log HI]``; k2
-        and k3 ``[-inf, X]``.
+    def is_mean(self) -> float:
+        """``is_normalize``'s divisor, the mean weight over the whole input (:meth:`with_is_mean`)."""
+        mean = getattr(self, "_is_mean", None)
+        if mean is None:
+            raise RuntimeError("`is_normalize` needs the mean weight of the input: call `with_is_mean` first")
+        return mean
 
-        >>> ObjectiveConfig(reject="k1", reject_threshold="2").reject_bounds == (-np.log(2), np.log(2))
-        True
-        """
-        text = self.reject_threshold
-        parts = text.split(",")
-        try:
-            values = [float(p) for p in parts]
-        except ValueError:
-            raise UsageError(f"`reject_threshold` takes numbers (found {text!r})") from None
-        if self.reject != "k1":
-            if len(values) != 1 or not values[0] > 0:
-                raise UsageError(f"`reject` {self.reject!r} takes one upper bound X > 0 as `reject_threshold` (found {text!r})")
-            return -np.inf, values[0]
-        if len(values) == 1:
-            if not values[0] > 1:
-                raise UsageError(f"`reject_threshold` X for k1 keeps ratios in [1/X, X], so X must be > 1 (found {text!r})")
-            values = [1.0 / values[0], values[0]]
-        if len(values) != 2 or not 0 < values[0] < values[1]:
-            raise UsageError(f"`reject_threshold` for k1 takes ratio bounds 0 < LO < HI (found {text!r})")
-        return float(np.log(values[0])), float(np.log(values[1]))
+    def with_is_mean(self, mean: float) -> ObjectiveConfig:
+        """This config with ``is_normalize``'s divisor, which a pass over the whole input finds
+        (:func:`~grpo_cli.objective.rollout.is_mean`)."""
+        config = copy.copy(self)
+        config._set(_is_mean=mean)
+        return config
 
     @property
     def figures(self) -> dict:
@@ -269,7 +362,38 @@ class ObjectiveConfig(Options):
             "is_mask": self.is_mask,
             "reject": self.reject,
             **{k: getattr(self, k) if self.reject else None for k in ("reject_level", "reject_threshold")},
+            "reject_veto": self.reject_veto,
+            "reject_counted": self.reject_counted,
+            "is_floor": self.is_floor,
+            "is_normalize": self.is_normalize,
+            "bypass": self.bypass,
         }
+
+
+def reject_bounds(kl: str, text: str) -> tuple[float, float]:
+    """The kept range of a ``kl`` estimate from its threshold ``text``: k1 in log space,
+    ``[log LO, log HI]`` from ``"LO,HI"``, ``"LO_HI"`` or ``"X"`` (1/X to X); k2 and k3
+    ``[-inf, X]``.
+
+    >>> reject_bounds("k1", "2") == (-np.log(2), np.log(2))
+    True
+    """
+    parts = text.replace("_", ",").split(",")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise UsageError(f"`reject_threshold` takes numbers (found {text!r})") from None
+    if kl != "k1":
+        if len(values) != 1 or not values[0] > 0:
+            raise UsageError(f"`reject` {kl!r} takes one upper bound X > 0 as `reject_threshold` (found {text!r})")
+        return -np.inf, values[0]
+    if len(values) == 1:
+        if not values[0] > 1:
+            raise UsageError(f"`reject_threshold` X for k1 keeps ratios in [1/X, X], so X must be > 1 (found {text!r})")
+        values = [1.0 / values[0], values[0]]
+    if len(values) != 2 or not 0 < values[0] < values[1]:
+        raise UsageError(f"`reject_threshold` for k1 takes ratio bounds 0 < LO < HI (found {text!r})")
+    return float(np.log(values[0])), float(np.log(values[1]))
 
 
 def loss_params() -> set[str]:

@@ -136,6 +136,6 @@ class ObjectiveSummary:
                 "masked_tokens": c["is_masked"],
                 "truncated_tokens": c["is_truncated"],
             }
-        if config.reject is not None:
+        if config.reject is not None or config.reject_veto is not None:
             figures["rejected"] = {"tokens": c["rejected_tokens"], "rows": c["rejected_rows"], "token_share": c["rejected_tokens"] / n if n else 0.0}
         return figures

@@ -9,7 +9,7 @@ import pytest
 
 from grpo_cli import AdvantageConfig, ObjectiveConfig, objective_file
 
-from ..conftest import read_json, run_grpo, write_jsonl_rows
+from ..conftest import SAMPLE, read_json, run_grpo, write_jsonl_rows
 from ..objective.references import reference_row_objective
 
 PER_ROW = ["advantage", "objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old", "kl_ref"]
@@ -159,3 +159,72 @@ def test_empty_rows_skip_and_the_summary_line(tmp_path):
         "Error: --empty-rows applies only to the means over rows, --agg 'seq-mean-token-sum', 'seq-mean-token-mean', "
         "'seq-mean-token-sum-norm' (found --agg 'token-mean'); drop it"
     )
+
+
+VLLM = str(SAMPLE / "rollouts_vllm.parquet")  # logprobs, old_logprobs, ref_logprobs, rollout_logprobs
+
+
+def objective_run(*args: str, command: str = "objective", file: str = VLLM):
+    """The run's exit code, first error line and summary figures (``None`` on error)."""
+    proc = run_grpo(command, file, *args, "-q", "--summary-json", "-", check=False)
+    err = proc.stderr.decode()
+    assert "Traceback" not in err and "internal error" not in err
+    return proc.returncode, err.strip(), json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+def test_a_column_named_for_one_role_is_not_found_for_another():
+    # the old policy named as the rollout column: the rollout role is left empty (the KeyError of issue 41 before)
+    code, _, figures = objective_run("--old-logprobs-col", "rollout_logprobs")
+    assert code == 0 and figures["columns"]["old_logprobs"] == "rollout_logprobs" and figures["columns"]["rollout_logprobs"] is None
+    # as verl's bypass ppo_clip, which says the old policy is the rollout's
+    bypass = objective_run("--bypass", "ppo_clip")[2]
+    assert bypass["objective"] == figures["objective"] and bypass["config"]["bypass"] == "ppo_clip"
+    assert bypass["columns"]["old_logprobs"] == bypass["columns"]["rollout_logprobs"] == "rollout_logprobs"
+    # the new log-probs' one candidate named as the old ones: not taken for both
+    code, err, _ = objective_run("--old-logprobs-col", "logprobs")
+    assert code != 0 and "no new log-probs column" in err and "'logprobs' is the --old-logprobs-col" in err
+    code, err, _ = objective_run("--ref-logprobs-col", "old_logprobs", "--beta", "0.1")
+    assert code != 0 and "'old_logprobs' is the --ref-logprobs-col" in err
+    # one column named for two roles: new and old is on-policy (ratio 1); old and rollout is the bypass mode
+    code, _, on_policy = objective_run("--logprobs-col", "logprobs", "--old-logprobs-col", "logprobs")
+    assert code == 0 and on_policy["ratio"]["max"] == on_policy["ratio"]["min"] == 1.0
+    code, err, _ = objective_run("--old-logprobs-col", "rollout_logprobs", "--rollout-logprobs-col", "rollout_logprobs", "--is", "token")
+    assert code != 0 and "--bypass" in err
+    code, err, _ = objective_run("--bypass", "reinforce", "--old-logprobs-col", "old_logprobs")
+    assert code != 0 and "drop --old-logprobs-col" in err
+    code, err, _ = objective_run("--bypass", "reinforce", "--rollout-logprobs-col", "none")
+    assert code != 0 and "rollout sampler's log-probs" in err
+
+
+def test_other_commands_leave_a_named_column_to_its_role():
+    code, err, _ = objective_run("--old-logprobs-col", "rollout_logprobs", command="mismatch")  # was a silent 0
+    assert code != 0 and "'rollout_logprobs' is the --old-logprobs-col" in err
+    code, err, _ = objective_run("--old-logprobs-col", "old_logprobs", "--rollout-logprobs-col", "old_logprobs", command="mismatch")
+    assert code != 0 and "does not differ from itself" in err
+    roles = json.loads(run_grpo("inspect", VLLM, "--old-logprobs-col", "rollout_logprobs", "--json").stdout)["columns"]
+    assert roles["old"]["column"] == "rollout_logprobs" and roles["rollout"]["column"] is None
+    assert "'rollout_logprobs' is the `old_logprobs_col`" in roles["rollout"]["why"]
+    # the KL in the reward: the reference named as the old log-probs leaves the policy to the new ones
+    kl = ("--kl-in-reward", "0.1", "--ref-logprobs-col", "old_logprobs")
+    named = objective_run(*kl, command="advantages")[2]
+    assert named == objective_run(*kl, "--old-logprobs-col", "none", command="advantages")[2]
+    assert named["advantage"] != objective_run("--kl-in-reward", "0.1", command="advantages")[2]["advantage"]
+
+
+def test_normalized_weights_take_the_mean_over_the_whole_input():
+    config = ObjectiveConfig(is_level="token", is_cap=2.0, is_normalize=True, agg="token-mean")
+    whole = objective_file(VLLM, config=config)
+    batched = objective_file(VLLM, config=config, batch_rows=7)
+    assert batched["objective"] == pytest.approx(whole["objective"], rel=1e-12)
+    plain = objective_file(VLLM, config=ObjectiveConfig(is_level="token", is_cap=2.0, agg="token-mean"))
+    mu = plain["rollout"]["is"]["weight_mean"]  # over the counted tokens: the mean of the normalization
+    assert whole["surrogate"] == pytest.approx(plain["surrogate"] / mu, rel=1e-6) and whole["config"]["is_normalize"]
+
+
+def test_the_summary_says_when_the_old_policy_is_the_rollouts():
+    def shown(*args: str) -> str:
+        ran = run_grpo("objective", VLLM, *args, env={"COLUMNS": "200"})
+        return (ran.stdout + ran.stderr).decode()
+
+    assert "the rollout's (bypass reinforce" in shown("--bypass", "reinforce", "--is", "token")
+    assert "old policy" not in shown()

@@ -99,6 +99,6 @@ def test_refused_where_it_does_not_apply(rollout):
         advantages([1.0, 0.0], "aa", AdvantageConfig(kl_in_reward=0.1))  # rewards alone: no tokens to read it from
     config = AdvantageConfig(estimator="rloo", scale="none", kl_in_reward=0.1, kl_at="after-baseline")
     with pytest.raises(UsageError, match="`kl_at` 'after-baseline' gives each token its own advantage"):
-        objective_file(str(rollout), advantage_config=config, logprobs_col="old_logprobs")
+        objective_file(str(rollout), advantage_config=config, logprobs_col="old_logprobs", old_logprobs_col="old_logprobs")
     proc = run_grpo("advantages", str(rollout), "--kl-in-reward", "0.1", "--kl-at", "after-baseline", "-o", "x.parquet", "--round", "3", check=False)
     assert proc.returncode == 2 and "--round rounds the per-row advantage column" in proc.stderr.decode()

@@ -167,3 +167,287 @@ def test_cli_rollout_columns_and_errors(sample_parquet, tmp_path):
     assert np.abs(diff[n > 0] - 0.01).max() < 1e-12
     proc = run_grpo("objective", str(sample_parquet), "--is", "token", "-q", check=False)
     assert proc.returncode == 1 and "rollout sampler's log-probs" in proc.stderr.decode() and "Traceback" not in proc.stderr.decode()
+
+
+def test_floor_truncates_from_below():
+    # w = 2 and 0.5: the floor 0.6 lifts 0.5 to 0.6 (TRL's clip_min; OpenRLHF's TIS clamps to [lo, hi])
+    floored = objective(is_level="token", is_floor=0.6)
+    assert floored["objective"] == pytest.approx(2.6, rel=1e-14) and floored["rollout"]["is"]["truncated_tokens"] == 1
+    assert objective(is_level="token_truncate", is_floor=0.6)["objective"] == floored["objective"]  # TRL: truncate with clip_min only
+    clamped = objective(is_level="token", is_cap=1.5, is_floor=0.6)  # both sides: 1.5 + 0.6
+    assert clamped["objective"] == pytest.approx(2.1, rel=1e-14) and clamped["rollout"]["is"]["truncated_tokens"] == 2
+
+
+def test_normalize_divides_by_the_mean_weight():
+    # token: mu = (2 + 0.5) / (2 + 1e-8) (verl's masked mean), so sum_t w_t / mu = 2 + 1e-8
+    assert objective(is_level="token", is_normalize=True)["objective"] == pytest.approx(2 + 1e-8, rel=1e-14)
+    # sequence: row A (the two tokens above) w_A = exp(log 2 - log 2) = 1, row B one token w_B = exp(log 3) = 3;
+    # mu = mean over rows of sum_t w / (n_i + 1e-8) = (2 / (2 + 1e-8) + 3 / (1 + 1e-8)) / 2, the token-sum 2 * 1 + 3 over mu
+    rollout = [ROLLOUT[0], [-1.0 - math.log(3.0)]]
+    out = policy_objective(
+        [*NEW, [-1.0]],
+        [*OLD, [-1.0]],
+        advantage_values=[1.0, 1.0],
+        rollout_log_probs=rollout,
+        agg="token-sum",
+        is_level="sequence",
+        is_normalize=True,
+    )
+    mu = (2 / (2 + 1e-8) + 3 / (1 + 1e-8)) / 2
+    assert out == pytest.approx(5 / mu, rel=1e-14)
+
+
+def test_sequence_max_rejects_on_the_rows_largest_estimate():
+    # verl 0.9.1 seq_max_k3: the row's largest k3 over counted tokens; d = rollout - old = -log 2, +log 2 give
+    # k3 = exp(-d) + d - 1 = 1 - log 2 and log 2 - 0.5, the largest 1 - log 2; k2 = d^2 / 2 = (log 2)^2 / 2 on both
+    for name, largest in (("seq_max_k3", 1 - L2), ("seq_max_k2", L2 * L2 / 2)):
+        for threshold, tokens in ((largest * 1.01, 2), (largest * 0.99, 0)):
+            out = objective(reject=name, reject_threshold=str(threshold))
+            assert out["tokens"] == tokens and out["config"]["reject_level"] == "sequence-max"
+
+
+def test_several_criteria_reject_what_any_rejects():
+    # token_k1 2.5 keeps both ratios rollout/old = 0.5, 2 (in [0.4, 2.5]); seq_max_k3 0.25 < 1 - log 2 rejects the row
+    assert objective(reject="token_k1,seq_max_k3", reject_threshold="2.5,0.25")["tokens"] == 0
+    assert objective(reject="token_k1,seq_max_k3", reject_threshold="2.5,0.35")["tokens"] == 2
+    assert objective(reject="token_k1,seq_max_k3", reject_threshold="0.45_1.5,0.35")["tokens"] == 1  # 2 > 1.5: rejected
+    # one threshold for all (verl broadcasts it): token k2 (log 2)^2 / 2 = 0.24 <= 0.25 kept, the row's max k3 0.307 not
+    assert objective(reject="token_k2,seq_max_k3", reject_threshold="0.25")["tokens"] == 0
+    assert objective(reject="k2,k3", reject_level="sequence-max", reject_threshold="0.25,0.35")["tokens"] == 2
+
+
+def test_veto_rejects_a_row_with_a_token_below_it():
+    # verl 0.7.0's rollout_token_veto_threshold: pi_old / pi_rollout = 2 and 0.5 per token
+    assert objective(reject_veto=0.6)["tokens"] == 0 and objective(reject_veto=0.6)["rollout"]["rejected"]["rows"] == 1
+    assert objective(reject_veto=0.4)["tokens"] == 2
+
+
+def test_rejected_tokens_can_stay_counted():
+    # token_k1 1.5 rejects the token of rollout / old = 1/2; leaving the mask, token-mean is 1 / 1; counted, (1 + 0) / 2
+    rollout = [[-1.0 - math.log(1.2), -1.0 - L2]]
+    options = dict(advantage_values=[1.0], rollout_log_probs=rollout, agg="token-mean", reject="token_k1", reject_threshold="1.5", details=True)
+    assert policy_objective(NEW, OLD, **options)["objective"] == 1.0
+    counted = policy_objective(NEW, OLD, reject_counted=True, **options)
+    assert counted["objective"] == 0.5 and counted["tokens"] == 2 and counted["rollout"]["rejected"]["tokens"] == 1
+
+
+def test_bypass_takes_the_rollout_as_the_old_policy():
+    # new - rollout = log 2, -log 2: rho = 2, 0.5; the old log-probs given are not read
+    old = [[-3.0, -0.5]]
+    ppo_clip = policy_objective(NEW, old, advantage_values=[1.0], rollout_log_probs=ROLLOUT, agg="token-sum", bypass="ppo_clip", details=True)
+    assert ppo_clip["objective"] == pytest.approx(1.2 + 0.5, rel=1e-14) and ppo_clip["config"]["loss"] == "ppo"  # min(rho, 1 + 0.2)
+    # reinforce: A log pi w, w = exp(new - rollout) = 2, 0.5 (1 without is_level): -1 * 2 - 1 * 0.5
+    reinforce = dict(advantage_values=[1.0], rollout_log_probs=ROLLOUT, agg="token-sum", bypass="reinforce")
+    assert policy_objective(NEW, old, is_level="token", **reinforce) == pytest.approx(-2.5, rel=1e-14)
+    assert policy_objective(NEW, old, **reinforce) == pytest.approx(-2.0, rel=1e-14)
+    # rejection takes new - rollout too: k1 = rollout - new = -log 2, log 2, out of [1/1.5, 1.5]
+    assert policy_objective(NEW, old, reject="k1", reject_threshold="1.5", **reinforce) == 0.0
+
+
+# verl's own numbers (ref-verl-losses-0.9.1.json / -0.7.0.json in the issue 41 research, verl's
+# rollout_corr_helper.py and core_algos.py run in float64): 6 rows x 4 slots, row 5 fully masked
+VERL_MASK = [[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 0, 0]]
+VERL_OLD = [
+    [-0.4, -1.2, -2.5, -0.05],
+    [-1.9, -0.3, -1.6, -0.7],
+    [-2.2, -0.35, -0.8, -1.0],
+    [-0.6, -1.8, -0.25, -3.0],
+    [-1.1, -0.5, -0.9, -1.3],
+    [-1.5, -0.7, -0.7, -0.7],
+]
+VERL_NEW = [
+    [-0.10000000000000003, -1.25, -2.4, -0.45],
+    [-0.5999999999999999, -0.27999999999999997, -1.9000000000000001, -0.19999999999999996],
+    [-2.7, -0.09999999999999998, -0.8, -1.0],
+    [-0.44999999999999996, -0.40000000000000013, -0.35, -2.95],
+    [-0.9000000000000001, -0.3, -0.7, -1.1],
+    [-1.75, -0.7, -0.7, -0.7],
+]
+VERL_ROLLOUT = [
+    [-0.35000000000000003, -1.22, -1.6, -0.04],
+    [-2.0, -0.27, -1.6, -0.29999999999999993],
+    [-2.18, -0.95, -0.8, -1.0],
+    [-0.6, -1.76, -0.28, -2.8],
+    [-1.0, -0.4, -0.8, -1.2],
+    [-1.2, -0.7, -0.7, -0.7],
+]
+VERL_ADVANTAGES = [1.0, -0.5, 0.8, -1.2, 0.7, 0.6]
+
+
+def verl_loss(**options):
+    """verl's loss (-objective) on its case, token-mean, vanilla's dual clip 3 for PPO."""
+    if options.get("bypass") != "reinforce":
+        options["dual_clip"] = 3.0
+    return -policy_objective(
+        VERL_NEW, VERL_OLD, advantage_values=VERL_ADVANTAGES, rollout_log_probs=VERL_ROLLOUT, mask=VERL_MASK, agg="token-mean", **options
+    )
+
+
+@pytest.mark.parametrize(
+    "options, kept",
+    [  # verl 0.9.1 rollout_rs, rollout_rs_threshold
+        ({"reject": "token_k1", "reject_threshold": "1.5"}, [3, 3, 1, 4, 0, 1]),
+        ({"reject": "token_k1", "reject_threshold": "0.7_1.2"}, [3, 3, 1, 3, 0, 0]),
+        ({"reject": "seq_sum_k1", "reject_threshold": "0.5_1.05"}, [0, 3, 2, 0, 0, 0]),
+        ({"reject": "seq_mean_k1", "reject_threshold": "1.1"}, [0, 3, 0, 4, 0, 0]),
+        ({"reject": "seq_sum_k2", "reject_threshold": "0.3"}, [0, 3, 2, 4, 0, 1]),
+        ({"reject": "seq_max_k2", "reject_threshold": "0.1"}, [0, 3, 0, 4, 0, 1]),
+        ({"reject": "seq_max_k3", "reject_threshold": "0.1"}, [0, 3, 0, 4, 0, 1]),
+        ({"reject": "token_k1,seq_max_k3", "reject_threshold": "1.5,0.1"}, [0, 3, 0, 4, 0, 1]),
+        # verl 0.7.0 rollout_rs on q = pi_old / pi_rollout, bounds inverted: geometric U 1.3, lower 0.95
+        ({"reject": "k1", "reject_level": "sequence-mean", "reject_threshold": f"{1 / 1.3},{1 / 0.95}"}, [0, 3, 0, 0, 0, 0]),
+        ({"reject_veto": 0.6}, [0, 3, 2, 4, 0, 1]),  # rollout_token_veto_threshold
+    ],
+)
+def test_rejection_keeps_the_tokens_verl_keeps(options, kept):
+    rows = policy_objective(
+        VERL_NEW, VERL_OLD, advantage_values=VERL_ADVANTAGES, rollout_log_probs=VERL_ROLLOUT, mask=VERL_MASK, details=True, **options
+    )["rows"]
+    assert list(rows["n_tokens"]) == kept
+
+
+@pytest.mark.parametrize(
+    "options, factor",
+    [  # rollout_is, rollout_is_threshold, rollout_is_batch_normalize: verl's rollout_is_batch_norm_factor
+        ({"is_level": "token", "is_cap": 1.2}, 0.9410470228859441),
+        ({"is_level": "sequence", "is_cap": 1.5}, 0.9029076923556806),
+        ({"is_level": "token", "is_mask": (0.8, 1.5)}, 0.7733764601184004),
+    ],
+)
+def test_normalize_factor_is_verls(options, factor):
+    plain = verl_loss(**options)
+    assert verl_loss(is_normalize=True, **options) == pytest.approx(plain / factor, rel=1e-12)  # no KL: the loss is linear in w
+
+
+@pytest.mark.parametrize(
+    "options, local, engine",
+    [  # verl 0.9.1 bypass_mode (loss_type, rollout_is, rollout_rs); engine: denominators counted before rejection
+        ({"bypass": "ppo_clip"}, 0.31969550652423095, None),
+        ({"bypass": "reinforce"}, 0.08, None),
+        ({"bypass": "reinforce", "is_level": "token", "is_cap": 2.0}, -0.12141665348491244, None),
+        ({"bypass": "reinforce", "is_level": "sequence", "is_cap": 2.0}, -0.5327008563606449, None),
+        ({"bypass": "ppo_clip", "reject": "seq_mean_k3", "reject_threshold": "0.1"}, -0.8208561869505122, -0.23453033912871776),
+        (
+            {"bypass": "reinforce", "is_level": "token", "is_cap": 2.0, "reject": "token_k1", "reject_threshold": "1.5"},
+            -0.5095467085352258,
+            -0.2547733542676129,
+        ),
+        (
+            {"bypass": "reinforce", "is_level": "sequence", "is_cap": 2.0, "reject": "seq_max_k2", "reject_threshold": "0.2"},
+            0.605797300899511,
+            0.0432712357785365,
+        ),
+        # verl 0.7.0 ppo_clip + geometric 1.3 (its legacy worker: local counts)
+        ({"bypass": "ppo_clip", "reject": "k1", "reject_level": "sequence-mean", "reject_threshold": "1.3"}, -0.7865068643630342, None),
+    ],
+)
+def test_bypass_matches_verl(options, local, engine):
+    assert verl_loss(**options) == pytest.approx(local, rel=1e-12)
+    if engine is not None:
+        assert verl_loss(reject_counted=True, **options) == pytest.approx(engine, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "options, loss",
+    [  # verl decoupled mode: weights and rejection from old - rollout, rejected tokens out of the mask
+        ({"is_level": "token", "is_cap": 2.0}, 0.26868757797323733),
+        ({"is_level": "sequence", "is_cap": 2.0}, 0.2910356847791415),
+        ({"is_level": "token", "is_cap": 1.2, "reject": "seq_mean_k3", "reject_threshold": "0.05"}, 1.151422079447409),
+        ({"is_level": "token", "is_cap": 1.2, "reject": "k1", "reject_level": "sequence-mean", "reject_threshold": "1.1"}, 1.3653637888296521),
+    ],
+)
+def test_decoupled_matches_verl(options, loss):
+    assert verl_loss(**options) == pytest.approx(loss, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ({"is_floor": 0.5}, "pass `is_level`"),
+        ({"is_normalize": True}, "pass `is_level`"),
+        ({"is_level": "token", "is_cap": 2.0, "is_floor": 3.0}, "`is_floor` must be in"),
+        ({"is_level": "token", "is_floor": 0.5, "is_mask": (0.5, 2.0)}, "pass one of them"),
+        ({"is_level": "token_mask", "is_mask": (0.5, 2.0), "is_floor": 0.5}, "takes `is_mask`"),
+        ({"reject_counted": True}, "pass `reject` or `reject_veto`"),
+        ({"reject_veto": 0.0}, "`reject_veto` must be > 0"),
+        ({"reject": "token_k1,seq_max_k3", "reject_threshold": "1.5,0.1,2"}, "one bound per `reject` criterion"),
+        ({"reject": "k2,k2", "reject_threshold": "0.1"}, "names a criterion twice"),
+        ({"reject": "k1", "reject_level": "sequence-max", "reject_threshold": "2"}, "takes k2 or k3"),
+        ({"reject": "token_k1,k4", "reject_threshold": "2"}, "unknown `reject` 'k4'"),
+        ({"bypass": "ppo_clip", "loss": "cispo"}, "drop `loss` 'cispo'"),
+        ({"bypass": "ppo_clip", "is_level": "token"}, "drop `is_level`"),
+        ({"bypass": "ppo"}, "unknown `bypass`"),
+    ],
+)
+def test_new_rollout_option_errors(options, words):
+    with pytest.raises(UsageError, match=words.replace("(", r"\(")):
+        ObjectiveConfig(**options)
+
+
+def test_bypass_and_veto_need_the_rollout_log_probs():
+    for options in ({"bypass": "reinforce"}, {"reject_veto": 0.5}):
+        with pytest.raises(UsageError, match="needs `rollout_log_probs`"):
+            policy_objective(NEW, OLD, advantage_values=[1.0], **options)
+
+
+@given(rows=logprob_rollout)
+def test_bypass_with_the_rollout_as_old_is_the_plain_loss(rows):
+    new, old, adv = unpack(rows)
+    # ppo_clip with rollout = old is PPO on new - old; reinforce with rollout = new has weights exp(0) = 1: gpg
+    plain = policy_objective(new, old, advantage_values=adv)
+    assert policy_objective(new, new, advantage_values=adv, rollout_log_probs=old, bypass="ppo_clip") == pytest.approx(plain, rel=1e-12, abs=1e-12)
+    gpg = policy_objective(new, old, advantage_values=adv, loss="gpg")
+    reinforce = policy_objective(new, old, advantage_values=adv, rollout_log_probs=new, bypass="reinforce", is_level="sequence")
+    assert reinforce == pytest.approx(gpg, rel=1e-12, abs=1e-12)
+
+
+# OpenRLHF 0.11.2's own numbers (ref-openrlhf-0.11.2.json in the issue 41 research: its loss.py run in float64)
+ORL_MASK = [[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 1, 1]]
+ORL_NEW = [[-0.5, -1.2, -0.3, 0.0], [-2.0, -0.1, -0.7, -1.5], [-0.4, -0.9, 0.0, 0.0], [-1.1, -0.05, -2.5, -0.6], [-0.3] * 4, [-0.8, -1.0, -0.2, -3.0]]
+ORL_OLD = [
+    [-0.7, -1.0, -0.35, 0.0],
+    [-1.6, -0.12, -0.95, -1.4],
+    [-0.45, -0.6, 0.0, 0.0],
+    [-1.0, -0.3, -2.2, -0.7],
+    [-0.2] * 4,
+    [-0.9, -0.7, -0.25, -2.4],
+]
+ORL_ROLLOUT = [
+    [-0.9, -0.95, -0.35, 0.0],
+    [-0.5, -0.15, -1.0, -1.45],
+    [-0.4, -0.6, 0.0, 0.0],
+    [-1.05, -0.3, -3.1, -0.65],
+    [-0.2] * 4,
+    [-0.95, -0.7, -0.1, -2.5],
+]
+
+
+@pytest.mark.parametrize(
+    "options, loss",
+    [  # level token, mode clip: w clamped to [lo, hi] (TIS, both sides); level seq, mode mask: a row whose
+        # exp(mean_t (old - rollout)) is out of [lo, hi] weighs 0 and stays counted (k1 = rollout - old: bounds 1/hi, 1/lo)
+        ({"is_level": "token", "is_cap": 5.0, "is_floor": 0.5}, 0.34279302479369167),
+        ({"is_level": "token", "is_cap": 1.2, "is_floor": 0.8}, 0.2874411019144747),
+        (
+            {"is_level": "token", "reject": "k1", "reject_level": "sequence-mean", "reject_threshold": f"{1 / 5},{1 / 0.9}", "reject_counted": True},
+            0.15517505837105455,
+        ),
+    ],
+)
+def test_openrlhf_truncation_and_sequence_mask(options, loss):
+    adv = [1.2, -0.8, 0.3, -1.1, 0.5, -0.4]
+    out = policy_objective(ORL_NEW, ORL_OLD, advantage_values=adv, rollout_log_probs=ORL_ROLLOUT, mask=ORL_MASK, agg="token-mean", **options)
+    assert -out == pytest.approx(loss, rel=1e-12)
+
+
+def test_bypass_ppo_clip_drops_a_presets_weights(monkeypatch):
+    import grpo_cli.config
+
+    weighted = {"is_level": "sequence", "is_cap": 3.0}  # a preset that weights by default (TRL's vLLM correction)
+    monkeypatch.setattr(
+        grpo_cli.config, "preset_values", lambda name, part, chosen: (weighted, weighted) if part == "objective" and name else ({}, {})
+    )
+    config = ObjectiveConfig(preset="trl", bypass="ppo_clip")
+    assert config.is_level is None and config.is_cap is None and config.loss == "ppo"
+    with pytest.raises(UsageError, match="drop `is_cap`"):
+        ObjectiveConfig(preset="trl", bypass="ppo_clip", is_cap=2.0)
