@@ -67,6 +67,7 @@ VERL_ESTIMATORS = {
     "rloo": {"scale": "none", "singleton": "reward"},  # compute_rloo_outcome_advantage: never scaled, a lone row keeps r
     "opo": {"singleton": "reward"},
     "reinforce-baseline": {"singleton": "reward"},  # mean 0 for a lone row: r, then whitened
+    "passk": {"singleton": "error"},  # compute_grpo_passk_outcome_advantage refuses a group of one (ValueError)
 }
 VERL_OBJECTIVE = {"loss": "ppo", "epsilon": 0.2, "dual_clip": 3.0, "agg": "token-mean", "logratio_clamp": 20.0}
 VERL_SHIPS = {
@@ -75,7 +76,7 @@ VERL_SHIPS = {
     "estimator rloo": "--estimator rloo",
     "estimator rloo_vectorized": "--estimator rloo --singleton zero",
     "estimator opo": "--estimator opo",
-    "estimator gpg": "--estimator gpg",
+    "estimator gpg": "--estimator gpg (a group of one row: alpha * r, --singleton unit-std)",
     "estimator grpo_passk": "--estimator passk",
     "estimator reinforce_plus_plus_baseline": "--estimator reinforce-baseline",
     "estimator reinforce_plus_plus": "--estimator reinforce --gamma G",
@@ -94,16 +95,14 @@ VERL_SHIPS = {
     "kl loss (use_kl_loss, low_var_kl)": "--beta 0.001 --kl k3",
     "rollout_is token": "--is token --is-cap 2",
     "rollout_is sequence": "--is sequence --is-cap 2",
+    "rollout_is_batch_normalize": "--is-normalize",
+    "bypass_mode (ppo_clip, reinforce)": "--bypass ppo_clip|reinforce",
 }
 VERL_MISSING = {
     "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
-    "estimator gpg, a group of one row": "verl gives alpha * r; --singleton reward gives r",
-    "estimator grpo_passk, a group of one row": "verl refuses it (ValueError); this tool gives 0",
     "estimator remax with kl in reward": "verl subtracts the KL as a per-token reward-to-go; --kl-in-reward subtracts the row's sum from every token",
     "loss clip_cov": "needs the clip_cov loss",
     "loss kl_cov": "needs the kl_cov loss",
-    "loss bypass_mode (ppo_clip, reinforce)": "needs the bypass mode (old := rollout log-probs; weights from new - rollout)",
-    "rollout_is_batch_normalize": "needs the batch normalisation of the weights",
     "kl loss low_var_kl": "verl caps each token's k3 at 10; this tool's k3 has no cap (equal while new - ref > -2.6)",
     "micro-batches": "verl's means are over its (mini-)batch; here the input is one batch",
 }
@@ -131,18 +130,18 @@ VERL = Preset(
         "rollout_is sequence, 'L_U' threshold (IcePop)": "--is sequence --is-mask L,U",
         "rollout_rs token_k1, seq_sum_k1, seq_mean_k1 ('L_U' or 'U')": "--reject token_k1 --reject-threshold L,U",
         "rollout_rs token_k2/k3, seq_sum_k2/k3, seq_mean_k2/k3": "--reject seq_mean_k3 --reject-threshold U",
+        "rollout_rs seq_max_k2, seq_max_k3": "--reject seq_max_k3 --reject-threshold U",
+        "rollout_rs several options (comma list)": "--reject token_k1,seq_max_k3 --reject-threshold L_U,U",
+        "bypass_mode with rollout_rs (rejected tokens stay in the token count)": "--bypass ppo_clip --reject ... --reject-counted",
+        "estimator gdpo": "--multi-reward normalize-then-sum-tokens (one --reward-col per reward)",
     },
     missing={
         **VERL_MISSING,
-        "estimator gdpo": "needs verl's GDPO mode (each reward normalized per group, weighted sum, whitened over valid tokens)",
         "estimator optimal_token_baseline": "needs a per-token sum of pi^2 column",
         "estimator tir_optimal_token_baseline": "needs a per-token sum of pi^2 column",
         "loss dppo_tv": "needs the dppo_tv loss",
         "loss dppo_kl": "needs the dppo_kl loss",
         "loss dro": "needs the dro loss",
-        "loss sapo, geo_mean and seq-mean-* with rows without tokens": "verl 0.9.1 divides by every row of the mini-batch: needs --empty-rows count",
-        "rollout_rs seq_max_k2, seq_max_k3": "needs the sequence-max rejection level",
-        "rollout_rs several options (comma list)": "needs several rejections at once",
     },
 )
 
@@ -154,7 +153,7 @@ VERL_07 = Preset(
     "tag v0.7.0, f9c855f7",
     "trainer/ppo/core_algos.py, trainer/ppo/rollout_corr_helper.py, workers/actor/dp_actor.py, trainer/config/actor/actor.yaml",
     VERL_ADVANTAGE,
-    VERL_OBJECTIVE,
+    {**VERL_OBJECTIVE, "empty_rows": "skip"},  # per micro-batch, rows without tokens left out
     VERL_ESTIMATORS,
     losses={
         "gspo": {"agg": "seq-mean-token-mean"},  # forced (core_algos.py:1060)
@@ -166,13 +165,12 @@ VERL_07 = Preset(
         "rollout_rs token": "--reject k1 --reject-threshold U",
         "rollout_rs sequence": "--reject k1 --reject-level sequence-sum --reject-threshold U",
         "rollout_rs geometric": "--reject k1 --reject-level sequence-mean --reject-threshold U",
+        "rollout_token_veto_threshold": "--reject-veto V",
+        "aggregation seq-mean-token-sum-norm": "--agg token-sum-norm --max-length LOSS_SCALE_FACTOR",
     },
     missing={
         **VERL_MISSING,
         "estimator reinforce_plus_plus, masks with gaps": "0.7.0 restarts the return after every masked token; needs that mode (the same without gaps inside a row)",
-        "aggregation seq-mean-token-sum with rows without tokens": "0.7.0 leaves them out of the row count: needs --empty-rows skip",
-        "aggregation seq-mean-token-sum-norm": "0.7.0 divides by the constant only, not rows x constant",
-        "rollout_token_veto_threshold": "needs a veto on any token's ratio",
     },
 )
 
@@ -214,14 +212,14 @@ TRL_SHIPS = {
     "vllm_importance_sampling_mode token_mask": "--is token_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_truncate": "--is token_truncate --is-cap 3",
     "vllm_importance_sampling_mode sequence_truncate": "--is sequence_truncate --is-cap 3",
+    "vllm_importance_sampling_clip_min (truncate)": "--is-floor C_MIN",
 }
 TRL_MISSING = {
     "loss_type cispo": "caps the weight at epsilon_high itself (default 0.2), from above: needs the CISPO cap option "
     "(today --epsilon-high C-1 gives the cap C, for C > 1)",
-    "loss_type grpo, sapo and GMPO with rows without tokens": "TRL counts every row in the mean (GMPO adds -A for an empty row): needs --empty-rows count",
+    "loss experimental GMPO, a row without tokens": "TRL's GMPO adds -A for it; here it adds 0 (as verl's geo_mean)",
     "loss_type vespo": "needs the vespo loss",
     "loss RLOOTrainer": "needs the ratio of the row's summed log-ratios and a per-row mean",
-    "vllm_importance_sampling_clip_min (truncate)": "needs a lower truncation bound",
     "off_policy_mask_threshold": "needs a sign-aware sequence rejection against the new policy",
     "top_entropy_quantile": "needs an entropy column",
     "rollout correction on by default": "--preset trl does not turn on --is (a file may have no rollout column)",
@@ -286,8 +284,9 @@ OPENRLHF = Preset(
         "whiten_std": "population",
         "whiten_eps_at": "var-floor",
         "whiten_eps": 1e-8,
+        "advantage_clip": (-10.0, 10.0),  # reward clip_range, applied after the baseline
     },
-    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": 20.0},
+    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": 20.0, "empty_rows": "skip"},
     {
         "rloo": {"scale": "none"},
         # the KL is in the reward by default (init_coef 0.01, k1), per token for these
@@ -308,15 +307,15 @@ OPENRLHF = Preset(
         "loss_agg_mode seq-mean-token-mean": "--agg seq-mean-token-mean",
         "kl use_loss": "--beta BETA --kl k1|k2|k3",
         "is_correction token, mask, ratio (IcePop)": "--is token --is-mask 0.5,5",
+        "is_correction token, clip, ratio (TIS)": "--is token --is-cap 5 --is-floor 0.5",
+        "is_correction seq, mask, ratio": "--reject k1 --reject-level sequence-sum --reject-threshold L,U --reject-counted",
+        "estimator flash_reinforce": "--estimator flash-reinforce",
+        "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline (init_kl_coef 0.01)": "--kl-in-reward 0.01 --kl k1 --kl-at after-baseline "
+        "(not set by the preset: it makes the advantages per token, which `grpo objective` does not take)",
     },
     missing={
-        "estimator flash_reinforce": "needs the flash_reinforce estimator (r - the batch's mean reward)",
-        "reward clip_range (-10, 10)": "applied after the baseline; --reward-clip clips before it (no effect while |A| < 10)",
-        "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline": "added after the baseline as a per-token reward-to-go (on by default, 0.01, k1)",
         "kl value clamp (+-10)": "each token's KL is clamped to [-10, 10]; here it is not",
         "estimator gae and reinforce, masks with gaps": "a masked position inside a row is a zero-reward step; here it is skipped",
-        "is_correction token, clip, ratio (TIS)": "clamps the weight to [0.5, 5] on both sides: needs a lower bound",
-        "is_correction seq, mask, ratio": "a rejected row stays counted: needs that rejection",
         "is_correction gating binary_kl, tv": "needs those gating statistics",
         "policy_loss_type gspo with is_correction": "the ratio is new / rollout: needs the bypass mode",
         "kl use_loss aggregation": "the KL loss is always a token mean and clamped to [-10, 10]",
@@ -352,7 +351,6 @@ TWINKLE_SHIPS = {
     "beta (KL, k3)": "--beta BETA",
 }
 TWINKLE_MISSING = {
-    "loss grpo, gspo, sapo with rows without tokens": "Twinkle counts every row in the row mean: needs --empty-rows count",
     "estimator GRPOAdvantage num_generations 1, scale batch or none": "the baseline is the batch's mean reward: needs a batch-mean baseline",
     "micro-batches": "a step averages the micro-batches' losses; here the input is one batch",
 }
