@@ -24,6 +24,7 @@ from ..files import file_function
 from ..io import Source
 from ..objective import LOSSES, row_terms
 from ..objective.config import ObjectiveConfig
+from ..objective.terms import ScanPartial, scanned
 from ..objective.summary import ObjectiveSummary
 from ..plan import (
     OBJECTIVE_ESTIMATOR,
@@ -39,6 +40,7 @@ from ..plan import (
 )
 from ..schema import arrow_array
 from ..token_columns import StepColumns, TokenColumns, read_tokens
+from ..tokens import Tokens
 
 __all__ = ["EXAMPLES", "OPTIONS", "objective_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -214,6 +216,22 @@ class ObjectivePlan:
             index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator, hold=bool(self.output.targets))
             if self.estimator is not None:
                 computed = passes.advantages(engine, source, self.grouping, index, inputs, self.estimator, ahead)[0]
+        context = None
+        if LOSSES[self.config.loss].scans:  # statistics of every token first (verl's covariance losses)
+            context = scanned(
+                lambda partial, state: passes.results(
+                    engine,
+                    source,
+                    scan_batch,
+                    self,
+                    computed,
+                    partial,
+                    state,
+                    columns=self.columns,
+                    prompt=self.grouping.prompt,
+                ),
+                self.config,
+            )
         partials = passes.partials(
             engine,
             source,
@@ -222,6 +240,7 @@ class ObjectivePlan:
             objective_batch,
             self,
             computed,
+            context,
             columns=self.columns,
             prompt=self.grouping.prompt,
             held=held,
@@ -343,20 +362,30 @@ def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
     return [pa.field(name, pa.int64() if name in ("n_tokens", "rejected_tokens") else pa.float64()) for name in names]
 
 
-def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> Written:
-    """The per-row columns (when the plan writes rows) and the partial summary of one batch.
-
-    Advantages come from ``computed`` (every row's, from the first pass), else from the
-    plan's advantage column in the batch, else per token from ``plan.tokens.advantage``.
-    """
+def batch_rows(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> tuple[Tokens, np.ndarray | None]:
+    """The batch's tokens and advantages: from ``computed`` (every row's, from the first
+    pass), else from the plan's advantage column in the batch, else ``None`` (per token, in
+    ``plan.tokens.advantage``)."""
     tokens = read_tokens(batch, plan.tokens)
     if computed is not None:
-        adv = computed[first_row : first_row + batch.num_rows]
-    elif plan.advantage is not None:
-        adv = scalars(batch.column(plan.advantage), plan.advantage)
-    else:
-        adv = None
-    terms = row_terms(tokens, adv, plan.config)
+        return tokens, computed[first_row : first_row + batch.num_rows]
+    if plan.advantage is not None:
+        return tokens, scalars(batch.column(plan.advantage), plan.advantage)
+    return tokens, None
+
+
+def scan_batch(
+    batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None, partial: ScanPartial, state: object
+) -> object:
+    """A loss's scan of one batch (:func:`grpo_cli.objective.terms.scanned`)."""
+    return partial(*batch_rows(batch, first_row, plan, computed), first_row, state)
+
+
+def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None, context: object = None) -> Written:
+    """The per-row columns (when the plan writes rows) and the partial summary of one batch
+    (``context``: what the loss's scans found over the whole input, if it has any)."""
+    tokens, adv = batch_rows(batch, first_row, plan, computed)
+    terms = row_terms(tokens, adv, plan.config, context=context, first_row=first_row)
     summary = ObjectiveSummary.of(terms, first_row)
     return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
 

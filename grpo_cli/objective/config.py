@@ -18,6 +18,10 @@ from ..presets import PRESETS
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .rollout import IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS
 
+CISPO_CLIPS = ("two-sided", "upper", "epsilon-high")
+KL_WEIGHTS = ("none", "ratio")
+OWN_OPTIONS = ("cispo_clip", "dro_beta", "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio", "ppo_kl_coef", "seed")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ObjectiveConfig(Options):
@@ -40,6 +44,14 @@ class ObjectiveConfig(Options):
         ``delta``: the unclipped ratio is capped at ``delta`` (TRL).
     tau_pos, tau_neg
         SAPO's gate temperatures where ``A > 0`` and ``A < 0``.
+    cispo_clip
+        CISPO's weight: ``two-sided`` clip (verl), ``upper`` ``min(rho, 1 + epsilon_high)``
+        (Twinkle), ``epsilon-high`` ``min(rho, epsilon_high)`` (TRL: epsilon_high is the cap).
+    dro_beta
+        DRO's quadratic penalty weight (required by ``dro``).
+    clip_cov_ratio, clip_cov_lb, clip_cov_ub, kl_cov_ratio, ppo_kl_coef, seed
+        verl's covariance losses (:mod:`grpo_cli.objective.cov`): the share of tokens chosen,
+        clip_cov's covariance bounds and the ``seed`` of its draw, kl_cov's penalty weight.
     ratio_level
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
@@ -47,8 +59,10 @@ class ObjectiveConfig(Options):
         TRL's loss_type names are accepted, :data:`grpo_cli.objective.ALIASES`).
     max_length
         The constant of ``seq-mean-token-sum-norm`` (required by it, refused by the others).
-    beta, kl
-        KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``.
+    beta, kl, kl_weight, kl_clamp
+        KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``,
+        each token's KL clamped to ``[-kl_clamp, kl_clamp]`` and, with ``kl_weight`` ratio,
+        times the ratio rho.
     logratio_clamp
         ``new - old`` is clamped to ``[-c, c]`` before ``exp`` (as verl, c = 20) so the
         ratio never overflows; clamped tokens are counted in the summary. The rollout
@@ -75,6 +89,25 @@ class ObjectiveConfig(Options):
     delta: float = option(None, "TRL's two-sided clipping: the unclipped ratio is also capped at DELTA > 1.")
     tau_pos: float = option(1.0, "SAPO's gate temperature where A > 0.")
     tau_neg: float = option(1.05, "SAPO's gate temperature where A < 0.")
+    cispo_clip: str = option(
+        "two-sided",
+        "CISPO's weight: two-sided = clip(rho, 1 - eps_low, 1 + eps_high) (verl); upper = min(rho, 1 + eps_high) "
+        "(Twinkle); epsilon-high = min(rho, eps_high), eps_high being the cap itself (TRL).",
+        choices=CISPO_CLIPS,
+    )
+    dro_beta: float = option(None, "DRO's weight beta > 0 of the quadratic penalty beta/2 (new - old)^2 (required by it).")
+    clip_cov_ratio: float = option(0.0002, "clip_cov: the share of counted tokens drawn (at least one).")
+    clip_cov_lb: float = option(1.0, "clip_cov: draw among tokens whose covariance is above this bound...")
+    clip_cov_ub: float = option(5.0, "... and below this one.")
+    kl_cov_ratio: float = option(0.0002, "kl_cov: the share of counted tokens, of largest covariance, penalised (at least one).")
+    ppo_kl_coef: float = option(0.1, "kl_cov: the penalty's weight, ppo_kl_coef * |new - old| (verl's config: 0.1).")
+    seed: int = option(
+        0, "clip_cov's random draw (numpy's PCG64: not torch's generator, so not verl's draw; the same for any batch size or thread count)."
+    )
+    kl_weight: str = option(
+        "none", "The KL penalty per token: none = beta*KL; ratio = beta*rho*KL (TRL's use_bias_correction_kl).", panel=KL_PANEL, choices=KL_WEIGHTS
+    )
+    kl_clamp: float = option(None, "Clamp the KL penalty's per-token value to [-c, c] (verl's low_var_kl: 10).", panel=KL_PANEL, metavar="C")
     ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).", choices=RATIO_LEVELS)
     agg: str = option(
         "seq-mean-token-sum",
@@ -141,6 +174,7 @@ class ObjectiveConfig(Options):
             self._set(dual_clip=None)  # a preset's dual clip gives way to the delta given
         for name in ("tau_pos", "tau_neg"):
             check_range(name, getattr(self, name), 0, open_low=True)
+        self._loss_options(given)
         if {"epsilon", "epsilon_low", "epsilon_high"} <= given:
             raise UsageError("`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three")
         self._set(
@@ -170,6 +204,29 @@ class ObjectiveConfig(Options):
             raise UsageError(
                 "loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, or pass another `loss`"
             )
+
+    def _loss_options(self, given: frozenset[str]) -> None:
+        """Check the options of CISPO, DRO and verl's covariance losses, and the KL penalty's."""
+        check_choice("cispo_clip", self.cispo_clip, CISPO_CLIPS)
+        if self.cispo_clip != "two-sided" and "epsilon_low" in given:
+            raise UsageError(f"`cispo_clip` {self.cispo_clip!r} caps the weight from above only; drop `epsilon_low`")
+        if self.loss == "dro" and (self.dro_beta is None or not self.dro_beta > 0):
+            raise UsageError(f"loss 'dro' needs `dro_beta` > 0 (found {self.dro_beta!r})")
+        if self.dro_beta is not None:
+            check_range("dro_beta", self.dro_beta, 0, open_low=True)
+        for name in ("clip_cov_ratio", "kl_cov_ratio"):
+            check_range(name, getattr(self, name), 0, 1, open_low=True)
+        check_range("ppo_kl_coef", self.ppo_kl_coef, 0)
+        if not self.clip_cov_lb < self.clip_cov_ub:
+            raise UsageError(f"`clip_cov_lb` must be < `clip_cov_ub` (found {self.clip_cov_lb!r}, {self.clip_cov_ub!r})")
+        if not (isinstance(self.seed, (int, np.integer)) and self.seed >= 0):
+            raise UsageError(f"`seed` must be an integer >= 0 (found {self.seed!r})")
+        check_choice("kl_weight", self.kl_weight, KL_WEIGHTS)
+        for name in sorted(given & {"kl_weight", "kl_clamp"}):
+            if self.beta == 0:
+                raise UsageError(f"`{name}` applies to the KL penalty; pass `beta` > 0 too, or drop it")
+        if self.kl_clamp is not None:
+            check_range("kl_clamp", self.kl_clamp, 0, open_low=True)
 
     def _rollout_correction(self, given: frozenset[str]) -> None:
         """Resolve and check the rollout-correction options (TRL's and verl's names included)."""
@@ -236,6 +293,7 @@ class ObjectiveConfig(Options):
         loss_options = {
             k: getattr(self, k) if k in taken else None for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")
         }
+        loss_options.update({k: getattr(self, k) for k in OWN_OPTIONS if k in taken})  # only for the losses that take them
         return {
             "preset": self.preset,
             "loss": self.loss,
@@ -246,6 +304,8 @@ class ObjectiveConfig(Options):
             "kl": self.kl,
             "max_length": self.max_length,
             "logratio_clamp": self.logratio_clamp,
+            **({"kl_weight": self.kl_weight} if self.kl_weight != "none" else {}),  # only when set, as older summaries
+            **({"kl_clamp": self.kl_clamp} if self.kl_clamp is not None else {}),
             "is_level": self.is_level,
             "is_cap": self.is_cap,
             "is_mask": self.is_mask,
