@@ -18,7 +18,7 @@ objective, ``loss = -objective``); its docstring says what its gradient does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class LossInputs:
     tokens: Tokens
     row_advantages: np.ndarray | None = None
     first_row: int = 0
-    context: object = None
+    context: Any = None
 
     @property
     def logp(self) -> np.ndarray:
@@ -85,8 +85,8 @@ class Scan:
     loss's ``context``. Partials are per-row values, or otherwise combined so that the state
     does not depend on how the rows were cut into blocks."""
 
-    partial: Callable[[LossInputs, object, object], object]
-    finish: Callable[[list, object, object], object]
+    partial: Callable[[LossInputs, Any, Any], Any]
+    finish: Callable[[list, Any, Any], Any]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ stays in cache; a row's numbers do not depend on the blocking. Masked tokens cou
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class ScanPartial:
     """Scan ``k`` of ``config.loss`` on a batch of rows: ``(tokens, advantages, first_row,
     state) -> partial`` (a class, so that it pickles to the engine's workers)."""
 
-    config: object
+    config: Any
     k: int
 
     def __call__(self, tokens: Tokens, advantages: np.ndarray | None, first_row: int, state: object) -> object:
