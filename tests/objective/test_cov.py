@@ -30,10 +30,13 @@ def clamped(d: float, config) -> float:
     return max(-config.logratio_clamp, min(config.logratio_clamp, d))
 
 
-def covariances(tokens: list[tuple], eps: float) -> list[float]:
+def covariances(tokens: list[tuple], eps: float) -> tuple[list[float], list[float]]:
+    """Each token's covariance, and a bound on its rounding error (where the means cancel)."""
     mean_a = sum(a for *_, a in tokens) / (len(tokens) + eps)
     mean_logp = sum(n for _, _, n, _, _ in tokens) / (len(tokens) + eps)
-    return [(a - mean_a) * (n - mean_logp) for _, _, n, _, a in tokens]
+    cov = [(a - mean_a) * (n - mean_logp) for _, _, n, _, a in tokens]
+    error = [1e-12 * ((abs(a) + abs(mean_a)) * abs(n - mean_logp) + abs(a - mean_a) * (abs(n) + abs(mean_logp))) + 1e-300 for *_, n, _, a in tokens]
+    return cov, error
 
 
 def near(x: float, y: float) -> bool:
@@ -46,12 +49,12 @@ def kl_cov_reference(news, olds, advs, config) -> list[float]:
     tokens, sums = flat(news, olds, advs), [0.0] * len(news)
     if not tokens:
         return sums
-    cov = covariances(tokens, 0.0)
+    cov, error = covariances(tokens, 0.0)
     k = max(1, int(len(tokens) * config.kl_cov_ratio))
     order = sorted(range(len(tokens)), key=lambda j: (-cov[j], tokens[j][0], tokens[j][1]))
-    if k < len(tokens):  # a near tie at the cut is decided by rounding: not this test's business
-        last, first_out = order[k - 1], order[k]
-        assume(tokens[last][2:] == tokens[first_out][2:] or not near(cov[last], cov[first_out]))
+    last, same = order[k - 1], lambda j, u: (tokens[j][2], tokens[j][4]) == (tokens[u][2], tokens[u][4])  # cov reads (log pi, A)
+    # a near tie at the cut is decided by rounding: not this test's business
+    assume(all(same(last, u) or abs(cov[last] - cov[u]) > error[last] + error[u] for u in order[k:]))
     chosen = set(order[:k])
     for j, (i, _, n, o, a) in enumerate(tokens):
         d = clamped(n - o, config)
@@ -62,12 +65,13 @@ def kl_cov_reference(news, olds, advs, config) -> list[float]:
 @whole_input
 def clip_cov_reference(news, olds, advs, config) -> list[float]:
     tokens, sums = flat(news, olds, advs), [0.0] * len(news)
-    cov = covariances(tokens, 1e-8)
+    cov, error = covariances(tokens, 1e-8)
     low, high = 1 - config.epsilon_low, 1 + config.epsilon_high
     terms, candidates = [], []
     for j, (_, _, n, o, a) in enumerate(tokens):
         r = math.exp(clamped(n - o, config))
-        assume(not (near(r, low) or near(r, high) or near(cov[j], config.clip_cov_lb) or near(cov[j], config.clip_cov_ub)))
+        at_bound = min(abs(cov[j] - config.clip_cov_lb), abs(cov[j] - config.clip_cov_ub)) <= error[j]
+        assume(not (near(r, low) or near(r, high) or at_bound))
         binds = (a > 0 and r > high) or (a < 0 and r < low)
         if not binds and config.clip_cov_lb < cov[j] < config.clip_cov_ub:
             candidates.append(j)
