@@ -23,7 +23,7 @@ from ..estimators import lookup
 from ..files import file_function
 from ..io import Source
 from ..objective import LOSSES, row_terms
-from ..objective.config import ObjectiveConfig
+from ..objective.config import OWN_OPTIONS, ObjectiveConfig
 from ..objective.terms import ScanPartial, scanned
 from ..objective.summary import ObjectiveSummary
 from ..plan import (
@@ -139,6 +139,7 @@ def render(figures: dict, console) -> None:
         "tau_pos": cfg["tau_pos"],
         "tau_neg": cfg["tau_neg"],
         "ratio": cfg["ratio_level"],
+        **{k: cfg.get(k) for k in OWN_OPTIONS},
     }
     t.add_row("loss options", lines(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items() if v is not None))
     if figures["clip_frac"]:
@@ -147,6 +148,7 @@ def render(figures: dict, console) -> None:
     kl = [f"old (k3) {fmt(figures['kl_old'])}"]
     if figures["kl_ref"] is not None:
         kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
+        kl += [f"{name} {cfg[key]}" for key, name in (("kl_weight", "weight"), ("kl_clamp", "clamp")) if key in cfg]
     t.add_row("KL", lines(kl))
     if figures["rollout"] is not None:
         t.add_row("rollout mismatch", lines(_rollout_lines(figures["rollout"])))

@@ -293,7 +293,8 @@ class ObjectiveConfig(Options):
         loss_options = {
             k: getattr(self, k) if k in taken else None for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")
         }
-        loss_options.update({k: getattr(self, k) for k in OWN_OPTIONS if k in taken})  # only for the losses that take them
+        # the options of the losses that take them (CISPO's weight when it is not the one its summaries always had)
+        loss_options.update({k: getattr(self, k) for k in OWN_OPTIONS if k in taken and (k, getattr(self, k)) != ("cispo_clip", "two-sided")})
         return {
             "preset": self.preset,
             "loss": self.loss,
