@@ -20,7 +20,20 @@ from .rollout import IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS
 
 CISPO_CLIPS = ("two-sided", "upper", "epsilon-high")
 KL_WEIGHTS = ("none", "ratio")
-OWN_OPTIONS = ("cispo_clip", "dro_beta", "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio", "ppo_kl_coef", "seed")
+OWN_OPTIONS = (
+    "cispo_clip",
+    "dro_beta",
+    "clip_cov_ratio",
+    "clip_cov_lb",
+    "clip_cov_ub",
+    "kl_cov_ratio",
+    "ppo_kl_coef",
+    "seed",
+    "vespo_k_pos",
+    "vespo_lambda_pos",
+    "vespo_k_neg",
+    "vespo_lambda_neg",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +65,8 @@ class ObjectiveConfig(Options):
     clip_cov_ratio, clip_cov_lb, clip_cov_ub, kl_cov_ratio, ppo_kl_coef, seed
         verl's covariance losses (:mod:`grpo_cli.objective.cov`): the share of tokens chosen,
         clip_cov's covariance bounds and the ``seed`` of its draw, kl_cov's penalty weight.
+    vespo_k_pos, vespo_lambda_pos, vespo_k_neg, vespo_lambda_neg
+        VESPO's gamma weight ``exp(lambda + k log w - lambda w)`` where ``A >= 0`` and ``A < 0``.
     ratio_level
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
@@ -104,6 +119,10 @@ class ObjectiveConfig(Options):
     seed: int = option(
         0, "clip_cov's random draw (numpy's PCG64: not torch's generator, so not verl's draw; the same for any batch size or thread count)."
     )
+    vespo_k_pos: float = option(2.0, "VESPO's power k where A >= 0 (fades rows of w < 1).")
+    vespo_lambda_pos: float = option(3.0, "VESPO's decay lambda where A >= 0 (fades rows of w > 1).")
+    vespo_k_neg: float = option(3.0, "VESPO's power k where A < 0.")
+    vespo_lambda_neg: float = option(2.0, "VESPO's decay lambda where A < 0.")
     kl_weight: str = option(
         "none", "The KL penalty per token: none = beta*KL; ratio = beta*rho*KL (TRL's use_bias_correction_kl).", panel=KL_PANEL, choices=KL_WEIGHTS
     )
@@ -204,6 +223,10 @@ class ObjectiveConfig(Options):
             raise UsageError(
                 "loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, or pass another `loss`"
             )
+        if self.is_level is not None and self.loss == "vespo":
+            raise UsageError(
+                "loss 'vespo' folds the weights into its gamma weight in TRL, which is not modelled; drop `is_level`, or pass another `loss`"
+            )
 
     def _loss_options(self, given: frozenset[str]) -> None:
         """Check the options of CISPO, DRO and verl's covariance losses, and the KL penalty's."""
@@ -221,6 +244,10 @@ class ObjectiveConfig(Options):
             raise UsageError(f"`clip_cov_lb` must be < `clip_cov_ub` (found {self.clip_cov_lb!r}, {self.clip_cov_ub!r})")
         if not (isinstance(self.seed, (int, np.integer)) and self.seed >= 0):
             raise UsageError(f"`seed` must be an integer >= 0 (found {self.seed!r})")
+        for name in ("vespo_k_pos", "vespo_k_neg"):
+            check_range(name, getattr(self, name), -np.inf)
+        for name in ("vespo_lambda_pos", "vespo_lambda_neg"):
+            check_range(name, getattr(self, name), 0)
         check_choice("kl_weight", self.kl_weight, KL_WEIGHTS)
         for name in sorted(given & {"kl_weight", "kl_clamp"}):
             if self.beta == 0:

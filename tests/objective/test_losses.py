@@ -28,6 +28,10 @@ OPTION_VALUES = {
     "clip_cov_ratio": [0.0002, 0.3],
     "clip_cov_lb": [-1.0, 0.05, 1.0],
     "seed": [0, 7],
+    "vespo_k_pos": [2.0, 0.5],
+    "vespo_lambda_pos": [3.0, 0.0],
+    "vespo_k_neg": [3.0],
+    "vespo_lambda_neg": [2.0, 10.0],
 }
 OPTION_DRAWS = {p: st.sampled_from(values) for p, values in OPTION_VALUES.items()}  # made once: a strategy is checked when made
 TOKEN_ADVANTAGE = st.sampled_from([-1.5, -0.5, 0.0, 0.5, 2.0])
