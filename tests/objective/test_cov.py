@@ -12,6 +12,7 @@ import pytest
 from hypothesis import assume
 
 from grpo_cli import ObjectiveConfig, objective_file, policy_objective
+from grpo_cli.errors import UsageError
 from grpo_cli.objective import row_terms
 from grpo_cli.objective.cov import candidate_counts, draw
 from grpo_cli.objective.terms import block, scanned
@@ -171,3 +172,37 @@ def test_whole_input_whatever_the_batches(tmp_path, options):
         out = objective_file(str(path), config=config, batch_rows=batch_rows, threads=threads)
         assert out["objective"] == pytest.approx(expected["objective"], rel=1e-14)
         assert out["clip_frac"] == expected["clip_frac"]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"loss": "clip_cov", "clip_cov_lb": 5.0}, "`clip_cov_lb` must be < `clip_cov_ub`"),
+        ({"loss": "clip_cov", "clip_cov_ratio": 0.0}, "`clip_cov_ratio` must be in"),
+        ({"loss": "kl_cov", "kl_cov_ratio": 1.5}, "`kl_cov_ratio` must be in"),
+        ({"loss": "kl_cov", "ppo_kl_coef": -0.1}, "`ppo_kl_coef` must be >= 0"),
+        ({"loss": "clip_cov", "seed": -1}, "`seed` must be an integer >= 0"),
+        ({"loss": "clip_cov", "seed": 1.5}, "`seed` must be an integer >= 0"),
+        ({"loss": "ppo", "seed": 1}, "loss 'ppo' takes no `seed`"),
+        ({"loss": "kl_cov", "clip_cov_lb": 0.5}, "loss 'kl_cov' takes no `clip_cov_lb`"),
+        ({"loss": "clip_cov", "ratio_level": "sequence"}, "loss 'clip_cov' takes no `ratio_level`"),
+    ],
+)
+def test_options_checked(options, message):
+    with pytest.raises(UsageError, match=message):
+        ObjectiveConfig(**options)
+
+
+def test_defined_without_a_clamp_and_with_the_rejection_mask():
+    # verl computes exp(new - old) unclamped in kl_cov and clip_cov: 709 unless given
+    assert ObjectiveConfig(loss="kl_cov").logratio_clamp == 709.0
+    assert ObjectiveConfig(loss="clip_cov", logratio_clamp=20.0).logratio_clamp == 20.0
+    # rejected tokens leave the mask before the statistics (verl's decoupled rejection rewrites
+    # the response mask first): rejecting every token of row 0 equals dropping row 0's tokens
+    new, old, adv = [[-0.5, -0.6], [-1.0, -2.0, -0.3]], [[-0.7, -0.4], [-1.1, -1.5, -0.3]], [1.0, -1.0]
+    rollout = [[-5.0, -5.0], [-1.1, -1.5, -0.3]]
+    kept = policy_objective(new, old, advantage_values=adv, mask=[[0, 0], [1, 1, 1]], loss="kl_cov", kl_cov_ratio=0.5, agg="token-sum")
+    rejected = policy_objective(
+        new, old, advantage_values=adv, rollout_log_probs=rollout, reject="k1", reject_threshold="2", loss="kl_cov", kl_cov_ratio=0.5, agg="token-sum"
+    )
+    assert rejected == kept

@@ -48,3 +48,12 @@ def test_needs_a_positive_beta_and_is_not_clamped():
     assert math.isclose(
         policy_objective([[-1.0]], [[-31.0]], advantage_values=[0.0], loss="dro", dro_beta=0.1, logratio_clamp=20.0), -20.0, rel_tol=1e-14
     )
+
+
+def test_importance_weights_scale_the_penalty_too():
+    # verl multiplies the whole per-token loss by the rollout weight: w = exp(old - rollout) = 2,
+    # A = 0: 2 * -0.25 (0.2)^2 = -0.02
+    out = policy_objective(
+        [[-0.5]], [[-0.7]], advantage_values=[0.0], rollout_log_probs=[[-0.7 - math.log(2.0)]], is_level="token", loss="dro", dro_beta=0.5
+    )
+    assert out == pytest.approx(-0.02, rel=1e-13)
