@@ -123,10 +123,6 @@ class ObjectiveConfig(Options):
     vespo_lambda_pos: float = option(3.0, "VESPO's decay lambda where A >= 0 (fades rows of w > 1).")
     vespo_k_neg: float = option(3.0, "VESPO's power k where A < 0.")
     vespo_lambda_neg: float = option(2.0, "VESPO's decay lambda where A < 0.")
-    kl_weight: str = option(
-        "none", "The KL penalty per token: none = beta*KL; ratio = beta*rho*KL (TRL's use_bias_correction_kl).", panel=KL_PANEL, choices=KL_WEIGHTS
-    )
-    kl_clamp: float = option(None, "Clamp the KL penalty's per-token value to [-c, c] (verl's low_var_kl: 10).", panel=KL_PANEL, metavar="C")
     ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).", choices=RATIO_LEVELS)
     agg: str = option(
         "seq-mean-token-sum",
@@ -170,6 +166,10 @@ class ObjectiveConfig(Options):
         panel=KL_PANEL,
         choices=KL_ESTIMATORS,
     )
+    kl_weight: str = option(
+        "none", "The KL penalty per token: none = beta*KL; ratio = beta*rho*KL (TRL's use_bias_correction_kl).", panel=KL_PANEL, choices=KL_WEIGHTS
+    )
+    kl_clamp: float = option(None, "Clamp the KL penalty's per-token value to [-c, c] (verl's low_var_kl: 10).", panel=KL_PANEL, metavar="C")
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("objective")
