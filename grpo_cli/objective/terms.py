@@ -65,7 +65,7 @@ class ScanPartial:
     def __call__(self, tokens: Tokens, advantages: np.ndarray | None, first_row: int, state: object) -> object:
         scan = LOSSES[self.config.loss].scans[self.k]
         with np.errstate(over="ignore", invalid="ignore"):
-            return scan.partial(block(tokens, advantages, self.config, first_row, state).inputs, state, self.config)
+            return scan.partial(block(tokens, advantages, self.config, first_row, state, figures=False).inputs, state, self.config)
 
 
 ROW_SUMS = {
@@ -105,14 +105,16 @@ class Block:
     ratio_minus_one: np.ndarray
 
 
-def block(tokens: Tokens, advantages: np.ndarray | None, config, first_row: int = 0, context: object = None) -> Block:
+def block(tokens: Tokens, advantages: np.ndarray | None, config, first_row: int = 0, context: object = None, figures: bool = True) -> Block:
     """The :class:`Block` of a few rows. With the rollout sampler's log-probs: their
-    mismatch figures (on the mask as given), then the rollout correction (importance weights
-    ``w``, rejected tokens out of the mask)."""
-    mismatch, weights = {}, None
+    mismatch figures (on the mask as given; with ``figures``), then the rollout correction
+    (importance weights ``w``, rejected tokens out of the mask)."""
+    mismatch: dict[str, np.ndarray] = {}
+    weights = None
     if tokens.rollout is not None:
         d, lr = log_ratios(tokens, config.logratio_clamp)
-        mismatch = mismatch_terms(tokens, d, lr)
+        if figures:
+            mismatch = mismatch_terms(tokens, d, lr)
         tokens, weights, correction = corrected(tokens, lr, config)
         mismatch.update(correction)
     new_minus_old = np.subtract(tokens.new, tokens.old, dtype=np.float64)
