@@ -69,7 +69,8 @@ VERL_ESTIMATORS = {
     "reinforce-baseline": {"singleton": "reward"},  # mean 0 for a lone row: r, then whitened
     "passk": {"singleton": "error"},  # compute_grpo_passk_outcome_advantage refuses a group of one (ValueError)
 }
-VERL_OBJECTIVE = {"loss": "ppo", "epsilon": 0.2, "dual_clip": 3.0, "agg": "token-mean", "logratio_clamp": 20.0}
+# kl_clamp: the KL loss's low_var_kl (k3, its default kl_loss_type) is clamped to [-10, 10]
+VERL_OBJECTIVE = {"loss": "ppo", "epsilon": 0.2, "dual_clip": 3.0, "agg": "token-mean", "logratio_clamp": 20.0, "kl": "k3", "kl_clamp": 10.0}
 VERL_SHIPS = {
     "estimator grpo": "--estimator grpo",
     "estimator grpo (norm_adv_by_std_in_grpo false)": "--estimator grpo --scale none",
@@ -93,6 +94,8 @@ VERL_SHIPS = {
     "aggregation seq-mean-token-sum": "--agg seq-mean-token-sum",
     "aggregation seq-mean-token-mean": "--agg seq-mean-token-mean",
     "kl loss (use_kl_loss, low_var_kl)": "--beta 0.001 --kl k3",
+    "loss clip_cov": "--loss clip_cov --seed S (its draw is numpy's, not torch's)",
+    "loss kl_cov": "--loss kl_cov",
     "rollout_is token": "--is token --is-cap 2",
     "rollout_is sequence": "--is sequence --is-cap 2",
     "rollout_is_batch_normalize": "--is-normalize",
@@ -101,9 +104,7 @@ VERL_SHIPS = {
 VERL_MISSING = {
     "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
     "estimator remax with kl in reward": "verl subtracts the KL as a per-token reward-to-go; --kl-in-reward subtracts the row's sum from every token",
-    "loss clip_cov": "needs the clip_cov loss",
-    "loss kl_cov": "needs the kl_cov loss",
-    "kl loss low_var_kl": "verl caps each token's k3 at 10; this tool's k3 has no cap (equal while new - ref > -2.6)",
+    "kl loss kl, abs, mse with --preset's clamp": "the preset clamps the KL loss to [-10, 10] as verl's low_var_kl; verl does not clamp its other estimators",
     "micro-batches": "verl's means are over its (mini-)batch; here the input is one batch",
 }
 
@@ -134,14 +135,14 @@ VERL = Preset(
         "rollout_rs several options (comma list)": "--reject token_k1,seq_max_k3 --reject-threshold L_U,U",
         "bypass_mode with rollout_rs (rejected tokens stay in the token count)": "--bypass ppo_clip --reject ... --reject-counted",
         "estimator gdpo": "--multi-reward normalize-then-sum-tokens (one --reward-col per reward)",
+        "loss dppo_tv": "--loss dppo_tv",
+        "loss dppo_kl": "--loss dppo_kl",
+        "loss dro": "--loss dro --dro-beta B (verl has no default)",
     },
     missing={
         **VERL_MISSING,
         "estimator optimal_token_baseline": "needs a per-token sum of pi^2 column",
         "estimator tir_optimal_token_baseline": "needs a per-token sum of pi^2 column",
-        "loss dppo_tv": "needs the dppo_tv loss",
-        "loss dppo_kl": "needs the dppo_kl loss",
-        "loss dro": "needs the dro loss",
     },
 )
 
@@ -190,7 +191,7 @@ TRL_ESTIMATORS = {"rloo": {"scale": "none", "kl_in_reward": 0.05, "kl": "k1"}}  
 TRL_LOSSES: dict[str, dict] = {
     "gspo": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},  # importance_sampling_level sequence, loss_type dapo
     "gspo-token": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},
-    "cispo": {"epsilon_low": 1.0},  # from above only
+    "cispo": {"cispo_clip": "epsilon-high"},  # min(rho, epsilon_high), epsilon_high = epsilon unless given
     "gmpo": {"epsilon": 0.4},  # experimental GMPOTrainer
 }
 TRL_SHIPS = {
@@ -204,6 +205,8 @@ TRL_SHIPS = {
     "loss_type grpo": "--agg grpo",
     "loss_type dr_grpo": "--agg dr_grpo",
     "loss_type sapo": "--loss sapo",
+    "loss_type cispo": "--loss cispo (--epsilon-high 5, as TRL recommends)",
+    "loss_type vespo": "--loss vespo",
     "loss_type luspo (importance_sampling_level sequence)": "--loss gspo --agg seq-mean-token-sum",
     "importance_sampling_level sequence (GSPO)": "--loss gspo",
     "delta": "--delta DELTA",
@@ -215,10 +218,7 @@ TRL_SHIPS = {
     "vllm_importance_sampling_clip_min (truncate)": "--is-floor C_MIN",
 }
 TRL_MISSING = {
-    "loss_type cispo": "caps the weight at epsilon_high itself (default 0.2), from above: needs the CISPO cap option "
-    "(today --epsilon-high C-1 gives the cap C, for C > 1)",
     "loss experimental GMPO, a row without tokens": "TRL's GMPO adds -A for it; here it adds 0 (as verl's geo_mean)",
-    "loss_type vespo": "needs the vespo loss",
     "loss RLOOTrainer": "needs the ratio of the row's summed log-ratios and a per-row mean",
     "off_policy_mask_threshold": "needs a sign-aware sequence rejection against the new policy",
     "top_entropy_quantile": "needs an entropy column",
@@ -233,14 +233,19 @@ TRL = Preset(
     "PyPI wheel; no release tag",
     "trainer/grpo_trainer.py, trainer/grpo_config.py, trainer/rloo_trainer.py, trainer/rloo_config.py",
     TRL_ADVANTAGE,
-    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX, "max_length": 512},
+    {
+        "loss": "ppo",
+        "epsilon": 0.2,
+        "dual_clip": None,
+        "agg": "token-mean",
+        "logratio_clamp": LOGRATIO_CLAMP_MAX,
+        "max_length": 512,
+        "kl_weight": "ratio",  # use_bias_correction_kl, True since 1.16
+    },
     TRL_ESTIMATORS,
     TRL_LOSSES,
-    ships={**TRL_SHIPS, "loss_type luspo (token level)": "--agg seq-mean-token-sum"},
-    missing={
-        **TRL_MISSING,
-        "beta (use_bias_correction_kl, on by default)": "the KL term is multiplied by the ratio: needs the KL x ratio option",
-    },
+    ships={**TRL_SHIPS, "loss_type luspo (token level)": "--agg seq-mean-token-sum", "beta (KL loss, k3, times the ratio)": "--beta BETA"},
+    missing=TRL_MISSING,
 )
 
 TRL_19 = Preset(
@@ -337,7 +342,7 @@ TWINKLE_OBJECTIVE = {
 TWINKLE_LOSSES: dict[str, dict] = {
     "gspo": {"logratio_clamp": 20.0},
     "gspo-token": {"logratio_clamp": 20.0},
-    "cispo": {"epsilon_low": 1.0, "agg": "token-mean"},  # min(rho, 1 + epsilon): from above only; token mean
+    "cispo": {"cispo_clip": "upper", "agg": "token-mean"},  # min(rho, 1 + epsilon): from above only; token mean
 }
 TWINKLE_SHIPS = {
     "estimator GRPOAdvantage (scale group, batch, none)": "--estimator grpo --scale group|batch|none",

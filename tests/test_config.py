@@ -93,7 +93,10 @@ def test_norm_aggregation_needs_max_length():
             {"epsilon": 0.2, "epsilon_low": 0.1, "epsilon_high": 0.3},
             "`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three",
         ),
-        ({"loss": "nope"}, r"unknown `loss` 'nope' \(valid: cispo, gmpo, gpg, gspo, gspo-token, ppo, sapo\)"),
+        (
+            {"loss": "nope"},
+            r"unknown `loss` 'nope' \(valid: cispo, clip_cov, dppo_kl, dppo_tv, dro, gmpo, gpg, gspo, gspo-token, kl_cov, ppo, sapo, vespo\)",
+        ),
     ],
 )
 def test_objective_options_that_do_not_apply_are_refused(options, message):

@@ -23,8 +23,9 @@ from ..estimators import lookup
 from ..files import file_function
 from ..io import Source
 from ..objective import LOSSES, row_terms
-from ..objective.config import ObjectiveConfig
+from ..objective.config import OWN_OPTIONS, ObjectiveConfig
 from ..objective.rollout import is_mean, is_mean_part
+from ..objective.terms import ScanPartial, scanned
 from ..objective.summary import ObjectiveSummary
 from ..plan import (
     OBJECTIVE_ESTIMATOR,
@@ -40,6 +41,7 @@ from ..plan import (
 )
 from ..schema import arrow_array
 from ..token_columns import StepColumns, TokenColumns, read_tokens
+from ..tokens import Tokens
 
 __all__ = ["EXAMPLES", "OPTIONS", "objective_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -147,6 +149,7 @@ def render(figures: dict, console) -> None:
         "tau_pos": cfg["tau_pos"],
         "tau_neg": cfg["tau_neg"],
         "ratio": cfg["ratio_level"],
+        **{k: cfg.get(k) for k in OWN_OPTIONS},
     }
     t.add_row("loss options", lines(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items() if v is not None))
     if figures["clip_frac"]:
@@ -155,6 +158,7 @@ def render(figures: dict, console) -> None:
     kl = [f"old (k3) {fmt(figures['kl_old'])}"]
     if figures["kl_ref"] is not None:
         kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
+        kl += [f"{name} {cfg[key]}" for key, name in (("kl_weight", "weight"), ("kl_clamp", "clamp")) if key in cfg]
     t.add_row("KL", lines(kl))
     if cfg["bypass"] is not None:
         t.add_row("old policy", f"the rollout's (bypass {cfg['bypass']}: weights and rejection from new - rollout)")
@@ -231,6 +235,22 @@ class ObjectivePlan:
             index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator, hold=bool(self.output.targets))
             if self.estimator is not None:
                 computed = passes.advantages(engine, source, self.grouping, index, inputs, self.estimator, ahead)[0]
+        context = None
+        if LOSSES[self.config.loss].scans:  # statistics of every token first (verl's covariance losses)
+            context = scanned(
+                lambda partial, state: passes.results(
+                    engine,
+                    source,
+                    scan_batch,
+                    plan,
+                    computed,
+                    partial,
+                    state,
+                    columns=self.columns,
+                    prompt=self.grouping.prompt,
+                ),
+                plan.config,
+            )
         partials = passes.partials(
             engine,
             source,
@@ -239,6 +259,7 @@ class ObjectivePlan:
             objective_batch,
             plan,
             computed,
+            context,
             columns=self.columns,
             prompt=self.grouping.prompt,
             held=held,
@@ -394,20 +415,30 @@ def is_mean_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan) ->
     return is_mean_part(read_tokens(batch, plan.tokens), plan.config)
 
 
-def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> Written:
-    """The per-row columns (when the plan writes rows) and the partial summary of one batch.
-
-    Advantages come from ``computed`` (every row's, from the first pass), else from the
-    plan's advantage column in the batch, else per token from ``plan.tokens.advantage``.
-    """
+def batch_rows(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> tuple[Tokens, np.ndarray | None]:
+    """The batch's tokens and advantages: from ``computed`` (every row's, from the first
+    pass), else from the plan's advantage column in the batch, else ``None`` (per token, in
+    ``plan.tokens.advantage``)."""
     tokens = read_tokens(batch, plan.tokens)
     if computed is not None:
-        adv = computed[first_row : first_row + batch.num_rows]
-    elif plan.advantage is not None:
-        adv = scalars(batch.column(plan.advantage), plan.advantage)
-    else:
-        adv = None
-    terms = row_terms(tokens, adv, plan.config)
+        return tokens, computed[first_row : first_row + batch.num_rows]
+    if plan.advantage is not None:
+        return tokens, scalars(batch.column(plan.advantage), plan.advantage)
+    return tokens, None
+
+
+def scan_batch(
+    batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None, partial: ScanPartial, state: object
+) -> object:
+    """A loss's scan of one batch (:func:`grpo_cli.objective.terms.scanned`)."""
+    return partial(*batch_rows(batch, first_row, plan, computed), first_row, state)
+
+
+def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None, context: object = None) -> Written:
+    """The per-row columns (when the plan writes rows) and the partial summary of one batch
+    (``context``: what the loss's scans found over the whole input, if it has any)."""
+    tokens, adv = batch_rows(batch, first_row, plan, computed)
+    terms = row_terms(tokens, adv, plan.config, context=context, first_row=first_row)
     summary = ObjectiveSummary.of(terms, first_row)
     return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
 

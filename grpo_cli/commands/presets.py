@@ -10,6 +10,7 @@ import inspect
 from typing import Any
 
 from .. import options as o
+from ..errors import UsageError
 from ..presets import PRESETS, lookup
 
 OPTIONS = (o.PRESET.told("Show what this preset sets for every estimator and loss, and what its framework ships."),)
@@ -22,6 +23,9 @@ Examples:
 
   COLUMNS=120 grpo presets > presets.txt
 """
+
+
+NEEDS = "needs"  # a loss the preset cannot resolve alone: what it needs given
 
 
 def settings(name: str) -> dict[str, dict[str, dict[str, Any]]]:
@@ -44,7 +48,10 @@ def settings(name: str) -> dict[str, dict[str, dict[str, Any]]]:
         chosen = {**base, **dict(defined.defaults), **specific}
         if "epsilon" in chosen:  # the figures give each side
             chosen |= {side: chosen.get(side, chosen["epsilon"]) for side in ("epsilon_low", "epsilon_high")}
-        out["loss"][loss] = _shown(ObjectiveConfig(preset=preset.name, loss=loss).figures, chosen)
+        try:
+            out["loss"][loss] = _shown(ObjectiveConfig(preset=preset.name, loss=loss).figures, chosen)
+        except UsageError as needs:  # a loss with an option only its user gives (dro's beta)
+            out["loss"][loss] = {NEEDS: str(needs)}
     return out
 
 
@@ -54,8 +61,11 @@ def _shown(figures: dict, chosen: dict) -> dict[str, Any]:
 
 
 def shown_text(values: dict[str, Any]) -> str:
-    """The options as they are typed (``-``: none)."""
+    """The options as they are typed (``-``: none; or what the loss needs given)."""
     from ..report import fmt
+
+    if NEEDS in values:
+        return values[NEEDS].replace("`", "")
 
     return " ".join(f"--{k.replace('_', '-')} {fmt(v)}" for k, v in values.items()) or "-"
 

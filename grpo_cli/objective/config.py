@@ -21,6 +21,23 @@ from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .aggregation import EMPTY_ROWS
 from .rollout import BYPASS_MODES, IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS, Criterion
 
+CISPO_CLIPS = ("two-sided", "upper", "epsilon-high")
+KL_WEIGHTS = ("none", "ratio")
+OWN_OPTIONS = (
+    "cispo_clip",
+    "dro_beta",
+    "clip_cov_ratio",
+    "clip_cov_lb",
+    "clip_cov_ub",
+    "kl_cov_ratio",
+    "ppo_kl_coef",
+    "seed",
+    "vespo_k_pos",
+    "vespo_lambda_pos",
+    "vespo_k_neg",
+    "vespo_lambda_neg",
+)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ObjectiveConfig(Options):
@@ -43,6 +60,16 @@ class ObjectiveConfig(Options):
         ``delta``: the unclipped ratio is capped at ``delta`` (TRL).
     tau_pos, tau_neg
         SAPO's gate temperatures where ``A > 0`` and ``A < 0``.
+    cispo_clip
+        CISPO's weight: ``two-sided`` clip (verl), ``upper`` ``min(rho, 1 + epsilon_high)``
+        (Twinkle), ``epsilon-high`` ``min(rho, epsilon_high)`` (TRL: epsilon_high is the cap).
+    dro_beta
+        DRO's quadratic penalty weight (required by ``dro``).
+    clip_cov_ratio, clip_cov_lb, clip_cov_ub, kl_cov_ratio, ppo_kl_coef, seed
+        verl's covariance losses (:mod:`grpo_cli.objective.cov`): the share of tokens chosen,
+        clip_cov's covariance bounds and the ``seed`` of its draw, kl_cov's penalty weight.
+    vespo_k_pos, vespo_lambda_pos, vespo_k_neg, vespo_lambda_neg
+        VESPO's gamma weight ``exp(lambda + k log w - lambda w)`` where ``A >= 0`` and ``A < 0``.
     ratio_level
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
@@ -56,8 +83,10 @@ class ObjectiveConfig(Options):
         an aggregation's mean over rows: ``count`` (as 0; verl 0.9.1, TRL, twinkle-kit 0.5.1)
         or ``skip`` (left out; verl 0.7.0's actor, OpenRLHF). Refused by the aggregations
         that take no mean over rows.
-    beta, kl
-        KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``.
+    beta, kl, kl_weight, kl_clamp
+        KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``,
+        each token's KL clamped to ``[-kl_clamp, kl_clamp]`` and, with ``kl_weight`` ratio,
+        times the ratio rho.
     logratio_clamp
         ``new - old`` is clamped to ``[-c, c]`` before ``exp`` (as verl, c = 20) so the
         ratio never overflows; clamped tokens are counted in the summary. The rollout
@@ -97,6 +126,25 @@ class ObjectiveConfig(Options):
     delta: float = option(None, "TRL's two-sided clipping: the unclipped ratio is also capped at DELTA > 1.")
     tau_pos: float = option(1.0, "SAPO's gate temperature where A > 0.")
     tau_neg: float = option(1.05, "SAPO's gate temperature where A < 0.")
+    cispo_clip: str = option(
+        "two-sided",
+        "CISPO's weight: two-sided = clip(rho, 1 - eps_low, 1 + eps_high) (verl); upper = min(rho, 1 + eps_high) "
+        "(Twinkle); epsilon-high = min(rho, eps_high), eps_high being the cap itself (TRL).",
+        choices=CISPO_CLIPS,
+    )
+    dro_beta: float = option(None, "DRO's weight beta > 0 of the quadratic penalty beta/2 (new - old)^2 (required by it).")
+    clip_cov_ratio: float = option(0.0002, "clip_cov: the share of counted tokens drawn (at least one).")
+    clip_cov_lb: float = option(1.0, "clip_cov: draw among tokens whose covariance is above this bound...")
+    clip_cov_ub: float = option(5.0, "... and below this one.")
+    kl_cov_ratio: float = option(0.0002, "kl_cov: the share of counted tokens, of largest covariance, penalised (at least one).")
+    ppo_kl_coef: float = option(0.1, "kl_cov: the penalty's weight, ppo_kl_coef * |new - old| (verl's config: 0.1).")
+    seed: int = option(
+        0, "clip_cov's random draw (numpy's PCG64: not torch's generator, so not verl's draw; the same for any batch size or thread count)."
+    )
+    vespo_k_pos: float = option(2.0, "VESPO's power k where A >= 0 (fades rows of w < 1).")
+    vespo_lambda_pos: float = option(3.0, "VESPO's decay lambda where A >= 0 (fades rows of w > 1).")
+    vespo_k_neg: float = option(3.0, "VESPO's power k where A < 0.")
+    vespo_lambda_neg: float = option(2.0, "VESPO's decay lambda where A < 0.")
     ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).", choices=RATIO_LEVELS)
     agg: str = option(
         "seq-mean-token-sum",
@@ -177,6 +225,10 @@ class ObjectiveConfig(Options):
         panel=KL_PANEL,
         choices=KL_ESTIMATORS,
     )
+    kl_weight: str = option(
+        "none", "The KL penalty per token: none = beta*KL; ratio = beta*rho*KL (TRL's use_bias_correction_kl).", panel=KL_PANEL, choices=KL_WEIGHTS
+    )
+    kl_clamp: float = option(None, "Clamp the KL penalty's per-token value to [-c, c] (verl's low_var_kl: 10).", panel=KL_PANEL, metavar="C")
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("objective", "loss", str, lambda name: dict(LOSSES[name].defaults) if name in LOSSES else {})
@@ -197,6 +249,7 @@ class ObjectiveConfig(Options):
             self._set(dual_clip=None)  # a preset's dual clip gives way to the delta given
         for name in ("tau_pos", "tau_neg"):
             check_range(name, getattr(self, name), 0, open_low=True)
+        self._loss_options(given)
         if {"epsilon", "epsilon_low", "epsilon_high"} <= given:
             raise UsageError("`epsilon_low` and `epsilon_high` both override `epsilon`; drop one of the three")
         self._set(
@@ -232,6 +285,37 @@ class ObjectiveConfig(Options):
             raise UsageError(
                 "loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, or pass another `loss`"
             )
+        if self.is_level is not None and self.loss == "vespo":
+            raise UsageError(
+                "loss 'vespo' folds the weights into its gamma weight in TRL, which is not modelled; drop `is_level`, or pass another `loss`"
+            )
+
+    def _loss_options(self, given: frozenset[str]) -> None:
+        """Check the options of CISPO, DRO and verl's covariance losses, and the KL penalty's."""
+        check_choice("cispo_clip", self.cispo_clip, CISPO_CLIPS)
+        if self.cispo_clip != "two-sided" and "epsilon_low" in given:
+            raise UsageError(f"`cispo_clip` {self.cispo_clip!r} caps the weight from above only; drop `epsilon_low`")
+        if self.loss == "dro" and (self.dro_beta is None or not self.dro_beta > 0):
+            raise UsageError(f"loss 'dro' needs `dro_beta` > 0 (found {self.dro_beta!r})")
+        if self.dro_beta is not None:
+            check_range("dro_beta", self.dro_beta, 0, open_low=True)
+        for name in ("clip_cov_ratio", "kl_cov_ratio"):
+            check_range(name, getattr(self, name), 0, 1, open_low=True)
+        check_range("ppo_kl_coef", self.ppo_kl_coef, 0)
+        if not self.clip_cov_lb < self.clip_cov_ub:
+            raise UsageError(f"`clip_cov_lb` must be < `clip_cov_ub` (found {self.clip_cov_lb!r}, {self.clip_cov_ub!r})")
+        if not (isinstance(self.seed, (int, np.integer)) and self.seed >= 0):
+            raise UsageError(f"`seed` must be an integer >= 0 (found {self.seed!r})")
+        for name in ("vespo_k_pos", "vespo_k_neg"):
+            check_range(name, getattr(self, name), -np.inf)
+        for name in ("vespo_lambda_pos", "vespo_lambda_neg"):
+            check_range(name, getattr(self, name), 0)
+        check_choice("kl_weight", self.kl_weight, KL_WEIGHTS)
+        for name in sorted(given & {"kl_weight", "kl_clamp"}):
+            if self.beta == 0:
+                raise UsageError(f"`{name}` applies to the KL penalty; pass `beta` > 0 too, or drop it")
+        if self.kl_clamp is not None:
+            check_range("kl_clamp", self.kl_clamp, 0, open_low=True)
 
     def _rollout_correction(self, given: frozenset[str]) -> None:
         """Resolve and check the rollout-correction options (TRL's and verl's names included)."""
@@ -346,6 +430,8 @@ class ObjectiveConfig(Options):
         loss_options = {
             k: getattr(self, k) if k in taken else None for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")
         }
+        # the options of the losses that take them (CISPO's weight when it is not the one its summaries always had)
+        loss_options.update({k: getattr(self, k) for k in OWN_OPTIONS if k in taken and (k, getattr(self, k)) != ("cispo_clip", "two-sided")})
         return {
             "preset": self.preset,
             "loss": self.loss,
@@ -357,6 +443,8 @@ class ObjectiveConfig(Options):
             "max_length": self.max_length,
             "empty_rows": self.empty_rows if AGGREGATIONS[self.agg].over_rows else None,
             "logratio_clamp": self.logratio_clamp,
+            **({"kl_weight": self.kl_weight} if self.beta > 0 and self.kl_weight != "none" else {}),  # only where they apply
+            **({"kl_clamp": self.kl_clamp} if self.beta > 0 and self.kl_clamp is not None else {}),
             "is_level": self.is_level,
             "is_cap": self.is_cap,
             "is_mask": self.is_mask,

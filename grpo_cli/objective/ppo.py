@@ -1,12 +1,14 @@
 """PPO's clipped surrogate (Schulman et al. 2017), with DAPO's clip-higher, the dual clip
 and TRL's ``delta``; GSPO (Zheng et al. 2025) is the same surrogate on the sequence ratio."""
 
+from typing import Any
+
 import numpy as np
 
 from .losses import Flag, LossInputs, SignedFactors, loss
 
 CLIP_FLAGS = (Flag("low", -1), Flag("high", +1), Flag("dual", -1, per_row=False))
-SEQUENCE = {"ratio_level": "sequence", "agg": "seq-mean-token-mean", "logratio_clamp": 10.0}  # verl's GSPO
+SEQUENCE: dict[str, Any] = {"ratio_level": "sequence", "agg": "seq-mean-token-mean", "logratio_clamp": 10.0}  # verl's GSPO
 
 
 @loss("ppo", params=("epsilon", "epsilon_low", "epsilon_high", "dual_clip", "delta", "ratio_level"), flags=CLIP_FLAGS)

@@ -6,6 +6,9 @@ stays in cache; a row's numbers do not depend on the blocking. Masked tokens cou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Callable
+
 import numpy as np
 
 from ..errors import RowError
@@ -16,20 +19,53 @@ from .rollout import corrected, log_ratios, mismatch_terms
 from ..tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
 
 
-def row_terms(tokens: Tokens, advantages: np.ndarray | None, config, block_tokens: int = BLOCK_TOKENS) -> dict[str, np.ndarray]:
+def row_terms(
+    tokens: Tokens, advantages: np.ndarray | None, config, block_tokens: int = BLOCK_TOKENS, context: object = None, first_row: int = 0
+) -> dict[str, np.ndarray]:
     """Per-row sums and extremes of every token quantity (see :func:`block_terms`), computed
     on blocks of about ``block_tokens`` tokens (:meth:`Tokens.row_blocks`).
 
     ``advantages`` holds one advantage per row, or is ``None`` when ``tokens.advantage``
     holds one per token. ``config`` is an :class:`~grpo_cli.objective.config.ObjectiveConfig`. A row
-    whose sum is beyond float64 is refused (:func:`check_row_sums`).
+    whose sum is beyond float64 is refused (:func:`check_row_sums`). For a loss with scans
+    (:class:`~grpo_cli.objective.losses.Scan`), ``context`` is what they found over the whole
+    input, whose row ``first_row`` is these rows' first; ``None``: these rows are the whole
+    input (:func:`scanned`).
     """
+    if context is None and LOSSES[config.loss].scans:
+        context = scanned(lambda partial, state: [partial(tokens, advantages, 0, state)], config)
     blocks = tokens.row_blocks(block_tokens)
     with np.errstate(over="ignore", invalid="ignore"):  # a row's sum beyond float64 is inf or NaN: refused below
-        parts = [block_terms(tokens.rows_slice(a, b), None if advantages is None else advantages[a:b], config) for a, b in blocks]
+        parts = [
+            block_terms(tokens.rows_slice(a, b), None if advantages is None else advantages[a:b], config, context, first_row + a) for a, b in blocks
+        ]
     terms = parts[0] if len(parts) == 1 else {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     check_row_sums(terms)
     return terms
+
+
+def scanned(scan_rows: Callable[[Callable, object], list], config) -> object:
+    """The context of ``config.loss``: its scans run in turn over the whole input.
+    ``scan_rows(partial, state)`` gives, in row order, ``partial(tokens, advantages,
+    first_row, state)`` of every batch of rows (``partial``: a :class:`ScanPartial`)."""
+    state = None
+    for k, scan in enumerate(LOSSES[config.loss].scans):
+        state = scan.finish(scan_rows(ScanPartial(config, k), state), state, config)
+    return state
+
+
+@dataclass(frozen=True)
+class ScanPartial:
+    """Scan ``k`` of ``config.loss`` on a batch of rows: ``(tokens, advantages, first_row,
+    state) -> partial`` (a class, so that it pickles to the engine's workers)."""
+
+    config: Any
+    k: int
+
+    def __call__(self, tokens: Tokens, advantages: np.ndarray | None, first_row: int, state: object) -> object:
+        scan = LOSSES[self.config.loss].scans[self.k]
+        with np.errstate(over="ignore", invalid="ignore"):
+            return scan.partial(block(tokens, advantages, self.config, first_row, state, figures=False).inputs, state, self.config)
 
 
 ROW_SUMS = {
@@ -55,36 +91,61 @@ def check_row_sums(terms: dict[str, np.ndarray]) -> None:
         raise RowError(row, f"its {label} is beyond float64; rescale the advantages, or lower `logratio_clamp`")
 
 
-def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[str, np.ndarray]:
-    """Per-row sums and extremes of every token quantity of a few rows.
+@dataclass
+class Block:
+    """What every term of a block of rows is computed from: the loss's ``inputs`` (after the
+    rollout correction's rejection), the importance ``weights`` (``None``: none), the
+    ``mismatch`` figures, ``new - old`` and where its clamp bit, and ``rho - 1``."""
 
-    The per-token objective is ``w_it L_it - beta * KL_it``; ``objective_sum`` is its row
-    sum. One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
-    Every KL estimator takes its log-ratio clamped to ``[-c, c]`` (``config.logratio_clamp``)
-    as the ratio does, so a token's KL is a float64 number however far the policies are.
-    With the rollout sampler's log-probs: their mismatch figures (on the mask as given),
-    then the rollout correction (importance weights ``w``, rejected tokens out of the mask).
-    """
-    mismatch, weights = {}, None
+    inputs: LossInputs
+    weights: np.ndarray | None
+    mismatch: dict[str, np.ndarray]
+    new_minus_old: np.ndarray
+    clamped: np.ndarray | None
+    ratio_minus_one: np.ndarray
+
+
+def block(tokens: Tokens, advantages: np.ndarray | None, config, first_row: int = 0, context: object = None, figures: bool = True) -> Block:
+    """The :class:`Block` of a few rows. With the rollout sampler's log-probs: their
+    mismatch figures (on the mask as given; with ``figures``), then the rollout correction
+    (importance weights ``w``, rejected tokens out of the mask)."""
+    mismatch: dict[str, np.ndarray] = {}
+    weights = None
     if tokens.rollout is not None:
         d, lr = log_ratios(tokens, config.logratio_clamp)
-        mismatch = mismatch_terms(tokens, d, lr)
+        if figures:
+            mismatch = mismatch_terms(tokens, d, lr)
         tokens, weights, correction = corrected(tokens, lr, config)
         mismatch.update(correction)
     new_minus_old = np.subtract(tokens.new, tokens.old, dtype=np.float64)
     logratio, clamped = RATIO_LEVELS[config.ratio_level](new_minus_old, tokens, config.logratio_clamp)
     ratio_minus_one = np.expm1(logratio)
-    ratio = ratio_minus_one + 1.0
+    inputs = LossInputs(ratio_minus_one + 1.0, logratio, tokens, advantages, first_row, context)
+    return Block(inputs, weights, mismatch, new_minus_old, clamped, ratio_minus_one)
+
+
+def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: object = None, first_row: int = 0) -> dict[str, np.ndarray]:
+    """Per-row sums and extremes of every token quantity of a few rows (see :func:`block`).
+
+    The per-token objective is ``w_it L_it - beta * KL_it``; ``objective_sum`` is its row
+    sum. One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
+    Every KL estimator takes its log-ratio clamped to ``[-c, c]`` (``config.logratio_clamp``)
+    as the ratio does, so a token's KL is a float64 number however far the policies are.
+    The penalty's KL is clamped to ``[-kl_clamp, kl_clamp]`` if given (verl's low_var_kl:
+    10), and times the ratio with ``kl_weight`` ratio (TRL's ``use_bias_correction_kl``).
+    """
+    b = block(tokens, advantages, config, first_row, context)
+    tokens, logratio, ratio = b.inputs.tokens, b.inputs.log_ratio, b.inputs.ratio
     if config.ratio_level == "token":
-        kl_old = k3_with_ratio(logratio, ratio_minus_one, ratio)
+        kl_old = k3_with_ratio(logratio, b.ratio_minus_one, ratio)
     else:
-        kl_old = k3(np.clip(new_minus_old, -config.logratio_clamp, config.logratio_clamp))
+        kl_old = k3(np.clip(b.new_minus_old, -config.logratio_clamp, config.logratio_clamp))
     loss = LOSSES[config.loss]
-    f = loss.factors(LossInputs(ratio, logratio, tokens), config)
-    if weights is not None:
-        f = SignedFactors(f.positive * weights, f.negative * weights, f.flags)
+    f = loss.factors(b.inputs, config)
+    if b.weights is not None:
+        f = f.weighted(b.weights)
     out = surrogate(loss, f, advantages, tokens)
-    out.update(mismatch)
+    out.update(b.mismatch)
     out.update(
         n_tokens=tokens.n_counted,
         ratio_sum=row_sum(ratio, tokens),
@@ -92,20 +153,24 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[s
         ratio_min=row_reduce(tokens.counted(ratio, np.inf), tokens, np.minimum, np.nan),
         # kl_old: k3 between new and old, http://joschu.net/blog/kl-approx.html
         kl_old_sum=row_sum(kl_old, tokens),
-        clamped=np.zeros(tokens.rows, dtype=np.int64) if clamped is None else row_count(clamped, tokens),
+        clamped=np.zeros(tokens.rows, dtype=np.int64) if b.clamped is None else row_count(b.clamped, tokens),
         objective_sum=out["surrogate_sum"],
     )
     if tokens.ref is not None:
         new_minus_ref = np.subtract(tokens.new, tokens.ref, dtype=np.float64)
-        out["kl_ref_sum"] = row_sum(KL_ESTIMATORS[config.kl](np.clip(new_minus_ref, -config.logratio_clamp, config.logratio_clamp)), tokens)
-        out["objective_sum"] = out["surrogate_sum"] - config.beta * out["kl_ref_sum"]
+        kl = KL_ESTIMATORS[config.kl](np.clip(new_minus_ref, -config.logratio_clamp, config.logratio_clamp))
+        if config.kl_clamp is not None:
+            kl = np.clip(kl, -config.kl_clamp, config.kl_clamp)
+        out["kl_ref_sum"] = row_sum(kl, tokens)
+        penalty = out["kl_ref_sum"] if config.kl_weight == "none" else row_sum(kl * ratio, tokens)
+        out["objective_sum"] = out["surrogate_sum"] - config.beta * penalty
     for extreme in ("ratio_max", "ratio_min"):
         out[extreme][out["n_tokens"] == 0] = np.nan
     return out
 
 
 def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, tokens: Tokens) -> dict[str, np.ndarray]:
-    """Row sums of the loss's terms ``L_t = A_t f_t`` (``surrogate_sum``), the count of each
+    """Row sums of the loss's terms ``L_t = A_t f_t + extra_t`` (``surrogate_sum``), the count of each
     declared flag on tokens whose advantage has the flag's sign (``flag_<name>``), and which
     rows have no nonzero advantage (``zero_advantage``).
 
@@ -129,6 +194,8 @@ def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, token
         def count(flag: np.ndarray, on: np.ndarray) -> np.ndarray:
             return np.where(on, row_count(flag, tokens), 0)
 
+    if f.extra is not None:
+        surrogate_sum = surrogate_sum + row_sum(f.extra, tokens)
     out = {"surrogate_sum": surrogate_sum, "zero_advantage": zero_advantage}
     for flag in loss.flags:
         set_on = f.flags[flag.name]

@@ -1,7 +1,8 @@
 """Slow, obvious references for every registered loss: one row's sum of token terms, token
 by token, as the paper writes it. Each loss's own test module holds its reference,
 ``REFERENCES = {name: fn(new, old, adv, config)}``, built from the pieces here; a test fails for
-a loss that has none."""
+a loss that has none. A loss whose terms depend on every row (verl's covariance losses) has a
+:func:`whole_input` reference: ``fn(news, olds, advs, config)`` of all rows, each row's sum."""
 
 from __future__ import annotations
 
@@ -38,6 +39,20 @@ def ppo_term(ratio: float, adv: float, config) -> float:
     if config.dual_clip is not None and adv < 0:
         term = max(term, config.dual_clip * adv)
     return term
+
+
+def whole_input(fn):
+    """Mark ``fn(news, olds, advs, config) -> row sums`` as a reference of the whole input."""
+    fn.whole_input = True
+    return fn
+
+
+def reference_objectives(news, olds, advs, config) -> list[float]:
+    """Each row's sum_t of the loss's token terms, from its reference (per row, or of the whole input)."""
+    fn = references()[config.loss]
+    if getattr(fn, "whole_input", False):
+        return fn(news, olds, [list(a) if isinstance(a, (list, tuple)) else [a] * len(n) for n, a in zip(news, advs)], config)
+    return [reference_row_objective(n, o, a, config) for n, o, a in zip(news, olds, advs)]
 
 
 def reference_row_objective(new, old, adv, config, mask=None) -> float:

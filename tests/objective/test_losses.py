@@ -10,7 +10,7 @@ from grpo_cli import ObjectiveConfig, policy_objective
 from grpo_cli.objective import LOSSES
 
 from ..strategies import logprob_rollout, unpack
-from .references import reference_row_objective, references
+from .references import reference_objectives, references
 
 # values to try for each loss option
 OPTION_VALUES = {
@@ -21,6 +21,17 @@ OPTION_VALUES = {
     "tau_pos": [0.5, 1.0],
     "tau_neg": [1.05, 3.0],
     "ratio_level": ["token", "sequence"],
+    "cispo_clip": ["two-sided", "upper", "epsilon-high"],
+    "dro_beta": [0.1, 0.5],
+    "kl_cov_ratio": [0.0002, 0.2, 0.5],
+    "ppo_kl_coef": [0.1, 1.0],
+    "clip_cov_ratio": [0.0002, 0.3],
+    "clip_cov_lb": [-1.0, 0.05, 1.0],
+    "seed": [0, 7],
+    "vespo_k_pos": [2.0, 0.5],
+    "vespo_lambda_pos": [3.0, 0.0],
+    "vespo_k_neg": [3.0],
+    "vespo_lambda_neg": [2.0, 10.0],
 }
 OPTION_DRAWS = {p: st.sampled_from(values) for p, values in OPTION_VALUES.items()}  # made once: a strategy is checked when made
 TOKEN_ADVANTAGE = st.sampled_from([-1.5, -0.5, 0.0, 0.5, 2.0])
@@ -48,7 +59,7 @@ def test_matches_slow_reference(name, rows, data):
     new, old, adv = unpack(rows)
     options = {f: getattr(config, f) for f in config.given}
     out = policy_objective(new, old, advantage_values=adv, details=True, **options)
-    expected = [reference_row_objective(n, o, a, config) for n, o, a in zip(new, old, adv)]
+    expected = reference_objectives(new, old, list(adv), config)
     np.testing.assert_allclose(out["rows"]["objective_sum"], expected, rtol=1e-12, atol=1e-12)
 
 
@@ -60,7 +71,7 @@ def test_per_token_advantages_match_slow_reference(name, rows, data):
     adv = [[data.draw(TOKEN_ADVANTAGE) for _ in row] for row in new]
     options = {f: getattr(config, f) for f in config.given}
     out = policy_objective(new, old, advantage_values=adv, details=True, **options)
-    expected = [reference_row_objective(n, o, a, config) for n, o, a in zip(new, old, adv)]
+    expected = reference_objectives(new, old, list(adv), config)
     np.testing.assert_allclose(out["rows"]["objective_sum"], expected, rtol=1e-12, atol=1e-12)
     assert out["zero_advantage_rows"] == sum(not any(a) for a in adv)
 
