@@ -384,6 +384,8 @@ class AdvantageConfig(Options):
             if not all(np.isfinite(self.reward_weights)):
                 raise UsageError(f"`reward_weights` must be finite (found {self.reward_weights!r})")
         check_choice("kl_at", self.kl_at, KL_AT)
+        if self.kl_in_reward == 0 and "kl_in_reward" in given and not given & {"kl", "kl_at"}:
+            self._set(kl_in_reward=None)  # 0 given: no KL in the reward (a preset's turned off)
         if self.kl_in_reward is None:
             if "kl" in given:
                 raise UsageError("`kl` is the estimator of `kl_in_reward`; pass `kl_in_reward` BETA too, or drop `kl`")

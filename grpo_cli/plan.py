@@ -226,7 +226,15 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     new = schema.resolve_column(s, "new", columns["logprobs_col"], required=False, source=name, given=given)
     ref = policy = None
     if config.kl_in_reward is not None:
-        ref = schema.resolve_column(s, "ref", columns["ref_logprobs_col"], source=name, given=given)
+        try:
+            ref = schema.resolve_column(s, "ref", columns["ref_logprobs_col"], source=name, given=given)
+        except ColumnNotFoundError as missing:
+            if "kl_in_reward" in config.given:
+                raise
+            raise ColumnNotFoundError(
+                f"{missing}; preset {config.preset!r} puts the KL in the reward for estimator {config.estimator!r} "
+                f"(`kl_in_reward` {config.kl_in_reward:g}): pass `kl_in_reward` 0 to leave it out"
+            ) from None
         policy = old or new
         if policy is None:
             raise ColumnNotFoundError(

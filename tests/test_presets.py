@@ -440,3 +440,21 @@ def test_verl_cispo_clips_both_sides_and_gpg(preset):
     gpg = [[a * n for n in rn] for rn, a in zip(NEW, ADV)]
     assert objective(preset, loss="cispo") == pytest.approx(aggregated(cispo, "token-mean"), abs=1e-14)
     assert objective(preset, loss="gpg") == pytest.approx(aggregated(gpg, "token-mean"), abs=1e-14)
+
+
+def test_a_presets_kl_in_the_reward_says_how_to_leave_it_out(tmp_path):
+    """TRL's RLOOTrainer puts beta 0.05 of KL in the reward by default: a file without
+    reference log-probs says so, and `--kl-in-reward 0` leaves it out (the plain RLOO)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "noref.parquet"
+    pq.write_table(pa.table({"prompt_id": [0, 0, 1, 1], "reward": [1.0, 0.0, 1.0, 0.5], "logprobs": [[-1.0]] * 4}), path)
+    proc = run_grpo("advantages", str(path), "--preset", "trl", "--estimator", "rloo", "-q", check=False)
+    assert proc.returncode == 1 and proc.stderr.decode().rstrip().endswith(
+        "preset 'trl' puts the KL in the reward for estimator 'rloo' (--kl-in-reward 0.05): pass --kl-in-reward 0 to leave it out"
+    )
+    out = tmp_path / "out.parquet"
+    run_grpo("advantages", str(path), "--preset", "trl", "--estimator", "rloo", "--kl-in-reward", "0", "-o", str(out), "-q")
+    # leave-one-out, never scaled: group 0 [1, 0] -> [1, -1]; group 1 [1, 0.5] -> [0.5, -0.5]
+    assert pq.read_table(out)["advantage"].to_pylist() == [1.0, -1.0, 0.5, -0.5]
