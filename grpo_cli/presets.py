@@ -70,7 +70,16 @@ VERL_ESTIMATORS = {
     "passk": {"singleton": "error"},  # compute_grpo_passk_outcome_advantage refuses a group of one (ValueError)
 }
 # kl_clamp: the KL loss's low_var_kl (k3, its default kl_loss_type) is clamped to [-10, 10]
-VERL_OBJECTIVE = {"loss": "ppo", "epsilon": 0.2, "dual_clip": 3.0, "agg": "token-mean", "logratio_clamp": 20.0, "kl": "k3", "kl_clamp": 10.0}
+VERL_OBJECTIVE = {
+    "loss": "ppo",
+    "epsilon": 0.2,
+    "dual_clip": 3.0,
+    "agg": "token-mean",
+    "logratio_clamp": 20.0,
+    "kl": "k3",
+    "kl_clamp": 10.0,
+    "empty_rows": "count",
+}
 VERL_SHIPS = {
     "estimator grpo": "--estimator grpo",
     "estimator grpo (norm_adv_by_std_in_grpo false)": "--estimator grpo --scale none",
@@ -241,6 +250,7 @@ TRL = Preset(
         "logratio_clamp": LOGRATIO_CLAMP_MAX,
         "max_length": 512,
         "kl_weight": "ratio",  # use_bias_correction_kl, True since 1.16
+        "empty_rows": "count",
     },
     TRL_ESTIMATORS,
     TRL_LOSSES,
@@ -256,7 +266,15 @@ TRL_19 = Preset(
     "tag v1.9.0, 35def3ee",
     "trainer/grpo_trainer.py, trainer/grpo_config.py, trainer/rloo_trainer.py, experimental/ppo/ppo_trainer.py",
     TRL_ADVANTAGE,
-    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX, "max_length": 256},
+    {
+        "loss": "ppo",
+        "epsilon": 0.2,
+        "dual_clip": None,
+        "agg": "token-mean",
+        "logratio_clamp": LOGRATIO_CLAMP_MAX,
+        "max_length": 256,
+        "empty_rows": "count",
+    },
     {
         **TRL_ESTIMATORS,
         # experimental PPOTrainer: GAE lambda 0.95, KL 0.05 per token in the reward, verl-like whitening
@@ -338,6 +356,7 @@ TWINKLE_OBJECTIVE = {
     "logratio_clamp": 20.0,
     "tau_neg": 1.0,
     "max_length": 1024,
+    "empty_rows": "count",
 }
 TWINKLE_LOSSES: dict[str, dict] = {
     "gspo": {"logratio_clamp": 20.0},

@@ -217,9 +217,7 @@ def test_readme_conventions_table_is_current():
     frameworks = {"verl": "verl", "TRL": "trl", "OpenRLHF": "openrlhf", "Twinkle": "twinkle"}
     for row in rows:
         option = row[1].strip("`")
-        param = next(
-            p for p in COMMANDS["objective" if option in ("--agg", "--dual-clip", "--logratio-clamp") else "advantages"].params if option in p.opts
-        )
+        param = next(p for command in ("advantages", "objective") for p in COMMANDS[command].params if option in p.opts)
         default = re.search(r"\[default: (.*)\]$", param.help.replace("\\[", "["))
         assert row[2] == (default.group(1) if default else str(getattr(param.default, "value", param.default))), option
         for name, cell in zip(header[3:], row[3:]):
