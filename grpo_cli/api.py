@@ -204,7 +204,7 @@ def policy_objective(
     -0.0749294
     """
     check_keywords(options, [f for f in ObjectiveConfig.__dataclass_fields__ if f != "epsilon"], "policy_objective()")
-    config = ObjectiveConfig(epsilon=epsilon, **options)
+    config = ObjectiveConfig(**options) if epsilon is None else ObjectiveConfig(epsilon=epsilon, **options)
     arrays = {"new": _list_array(log_probs_new), "old": _list_array(log_probs_old)}
     for name, values in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs)):
         if values is not None:
@@ -231,7 +231,7 @@ def policy_objective(
     correcting = [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(config, option) is not None]
     if rollout_log_probs is None and correcting:
         raise UsageError(f"`{correcting[0]}` needs `rollout_log_probs`")
-    columns = TokenColumns(*(name if name in arrays else None for name in ("new", "old", "ref", "mask", "advantage", "rollout")))
+    columns = TokenColumns("new", "old", **{name: name for name in ("ref", "mask", "advantage", "rollout") if name in arrays})
     try:  # as the CLI: a null, NaN or infinite advantage, or a row whose sum is beyond float64, is refused naming its row
         if adv is not None:
             check_finite_scalars(adv, "advantage_values")

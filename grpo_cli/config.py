@@ -253,7 +253,7 @@ class AdvantageConfig(Options):
 
     PANEL: ClassVar[str] = ESTIMATOR
 
-    preset: str = option(
+    preset: str | None = option(
         None, "A framework's conventions, at a release (verl@0.7), for every option not given (see `grpo presets`).", panel=INPUT, choices=NAMES
     )
     estimator: str = option(

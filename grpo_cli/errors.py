@@ -7,7 +7,7 @@ shows the same message with its flag (``--reward-col``).
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from typing import Iterable, TypeVar
 
 
 class GrpoError(Exception):
@@ -61,6 +61,20 @@ class Interrupted(GrpoError):
     def saying(self, detail: str) -> "Interrupted":
         """This interrupt with ``detail``, unless it already says what was written."""
         return self if self.detail else Interrupted(self.signal_name, self.exit_code, detail)
+
+
+T = TypeVar("T")
+
+
+def present(value: T | None, what: str) -> T:
+    """``value``, which the plan made sure is there (``what`` it is); ``None`` is a bug.
+
+    >>> present(3, "the row count")
+    3
+    """
+    if value is None:
+        raise AssertionError(f"{what} is missing")
+    return value
 
 
 SHOWN_CHARACTERS = 60  # of a prompt text used as a group's id, in messages and tables

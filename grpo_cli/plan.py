@@ -23,7 +23,7 @@ from .errors import ColumnNotFoundError, UsageError
 from .estimators import kl_after_baseline, lookup, needed_by, needs
 from .io import Layout, Source, Writes, resolve_output_format
 from .numerics import ROUND_DIGITS_MAX
-from .passes import run_advantages
+from .passes import column_path, run_advantages
 
 if TYPE_CHECKING:
     from .engines import Engine
@@ -166,10 +166,10 @@ def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...
     struct field ``column.field``; as many as ``config.reward_weights``."""
     given = [reward_col] if reward_col is None or isinstance(reward_col, str) else list(reward_col)
     if len(set(given)) < len(given):
-        raise UsageError(f"`reward_col` names a column twice ({', '.join(given)})")
+        raise UsageError(f"`reward_col` names a column twice ({', '.join(map(str, given))})")
     rewards = tuple(schema.resolve_column(source.schema, "reward", name, source=source.name) for name in given)
     for reward in rewards:
-        field = pa.field(reward, schema.field_type(source.schema, schema.field_path(source.schema, reward)))
+        field = pa.field(reward, schema.field_type(source.schema, column_path(source, reward)))
         schema.check_numeric(field, source.name, "reward")
     if config.reward_weights is not None and len(config.reward_weights) != len(rewards):
         raise UsageError(

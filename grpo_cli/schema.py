@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +65,20 @@ def given_columns(explicit: Mapping[str, str | None]) -> dict[str, str]:
     return {column: ROLES[role].param for role, column in explicit.items() if column is not None and column != NO_COLUMN}
 
 
+@overload
+def resolve_column(
+    schema: pa.Schema,
+    role: str,
+    explicit: str | None,
+    *,
+    required: Literal[True] = True,
+    source: str = "input",
+    given: Mapping[str, str] | None = None,
+) -> str: ...
+@overload
+def resolve_column(
+    schema: pa.Schema, role: str, explicit: str | None, *, required: bool, source: str = "input", given: Mapping[str, str] | None = None
+) -> str | None: ...
 def resolve_column(
     schema: pa.Schema, role: str, explicit: str | None, *, required: bool = True, source: str = "input", given: Mapping[str, str] | None = None
 ) -> str | None:

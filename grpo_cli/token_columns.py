@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from .errors import RowError
+from .errors import RowError, present
 from .schema import is_list
 from .tokens import Tokens, reduce_rows
 
@@ -174,7 +174,7 @@ def read_steps(batch: pa.RecordBatch, columns: StepColumns) -> StepData:
     mask = _mask(batch, columns.mask, lengths) if columns.mask else np.ones(int(lengths.sum()), dtype=bool)
     kl_d = values = None
     if columns.ref is not None:
-        policy = _logprobs(batch, columns.policy, lengths, mask)[1][mask]
+        policy = _logprobs(batch, present(columns.policy, "the policy's log-probs of the KL"), lengths, mask)[1][mask]
         kl_d = policy.astype(np.float64) - _logprobs(batch, columns.ref, lengths, mask)[1][mask]
     if columns.values is not None:
         values = _finite(batch, columns.values, lengths, mask, "value")[mask]

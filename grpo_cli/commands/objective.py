@@ -233,7 +233,7 @@ class ObjectivePlan:
             plan = replace(self, config=self.config.with_is_mean(is_mean(np.sum(parts, axis=0), self.config.is_level)))
         if self.first_pass:
             index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator, hold=bool(self.output.targets))
-            if self.estimator is not None:
+            if self.estimator is not None and inputs is not None:  # inputs: read with the estimator
                 computed = passes.advantages(engine, source, self.grouping, index, inputs, self.estimator, ahead)[0]
         context = None
         if LOSSES[self.config.loss].scans:  # statistics of every token first (verl's covariance losses)

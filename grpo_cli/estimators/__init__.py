@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import RowError
+from ..errors import RowError, present
 from ..numerics import units
 from ..plugins import import_registering
 from .groups import GroupIndex, Groups, Runs, group_index
@@ -104,7 +104,7 @@ def whitened_rows(a: np.ndarray, inputs: RowInputs, config) -> np.ndarray:
     else ``a``, as when the KL comes after the baseline (the tokens are whitened then)."""
     if not config.whiten or kl_after_baseline(config):
         return a
-    per_row = inputs.length if token_whitened(config) else 1
+    per_row = present(inputs.length, "each row's length") if token_whitened(config) else 1
     return whitened(a, config, np.where(inputs.scored, per_row, 0))
 
 

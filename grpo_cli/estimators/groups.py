@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..schema import arrow_array
+from ..errors import present
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class GroupIndex:
         """Each row's group number."""
         if self.contiguous:
             return np.repeat(np.arange(self.count, dtype=np.int64), self.sizes)
-        return self.scattered_codes
+        return present(self.scattered_codes, "the codes of scattered groups")
 
     @cached_property
     def sizes(self) -> np.ndarray:

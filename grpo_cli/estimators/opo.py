@@ -5,6 +5,7 @@ import numpy as np
 
 from .groups import Groups, group_sum
 from .registry import estimator
+from ..errors import present
 
 
 @estimator("opo", needs=("length",), params=(), scales=("none",), default_scale="none")
@@ -15,7 +16,7 @@ def opo(groups: Groups) -> np.ndarray:
 
     with L the row's valid tokens. A group without tokens gets the plain mean.
     """
-    weights = groups.length.astype(np.float64)
+    weights = present(groups.length, "each row's length").astype(np.float64)
     total = group_sum(weights, groups.index)
     weighted = group_sum(weights * groups.r, groups.index)
     baseline = np.where(total > 0, weighted / np.where(total > 0, total, 1.0), groups.mean)

@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from .registry import estimator
+from ..errors import present
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def gae(steps: Steps, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]
 
     V after the last valid token is 0. The returns R are taken before the whitening.
     """
-    v = steps.values
+    v = present(steps.values, "GAE's values")
     following = np.zeros_like(v)  # V_{t+1}
     following[:-1] = v[1:]
     following[np.arange(1, len(v) + 1) == steps.ends] = 0.0  # after a row's last step

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import present
+
 EMPTY_ROWS = ("count", "skip")
 
 
@@ -73,12 +75,12 @@ def token_sum(t: Totals, b: int) -> float:
 
 def seq_mean_token_sum_norm(t: Totals, b: int) -> float:
     """sum_i sum_t L_it / (B * max_length) (Dr.GRPO, as TRL's dr_grpo and verl 0.9.1)"""
-    return t.sum_s / (b * t.max_length) if b else 0.0
+    return t.sum_s / (b * present(t.max_length, "max_length")) if b else 0.0
 
 
 def token_sum_norm(t: Totals, b: int) -> float:
     """sum_i sum_t L_it / max_length, no rows (verl 0.7.0's seq-mean-token-sum-norm, core_algos.py:819-823)"""
-    return t.sum_s / t.max_length
+    return t.sum_s / present(t.max_length, "max_length")
 
 
 AGGREGATIONS = {

@@ -115,7 +115,7 @@ class ObjectiveConfig(Options):
 
     PANEL: ClassVar[str] = CLIP
 
-    preset: str = option(
+    preset: str | None = option(
         None, "A framework's conventions, at a release (verl@0.7), for every option not given (see `grpo presets`).", panel=INPUT, choices=NAMES
     )
     loss: str = option("ppo", "The per-token objective: " + listing({n: loss.help for n, loss in LOSSES.items()}), choices=LOSSES)

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..kl import KL_ESTIMATORS, k3
 from ..tokens import Tokens, row_count, row_reduce, row_sum
+from ..errors import present
 
 REJECT_LEVELS = ("token", "sequence-sum", "sequence-mean", "sequence-max")
 BYPASS_MODES = ("ppo_clip", "reinforce")  # verl's bypass_mode loss_type
@@ -74,7 +75,7 @@ class Criterion:
 
 def log_ratios(tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray]:
     """``d = old - rollout`` per token, float64, and ``lr``, the same clamped to [-clamp, clamp]."""
-    d = np.subtract(tokens.old, tokens.rollout, dtype=np.float64)
+    d = np.subtract(tokens.old, present(tokens.rollout, "the rollout log-probs"), dtype=np.float64)
     return d, np.clip(d, -clamp, clamp)
 
 
@@ -83,7 +84,9 @@ def corrected_policy(tokens: Tokens, lr: np.ndarray, config) -> tuple[Tokens, np
     or in ``config.bypass`` mode the rollout policy as the old one and ``lr = new - rollout``."""
     if config.bypass is None:
         return tokens, lr
-    return replace(tokens, old=tokens.rollout), log_ratios(replace(tokens, old=tokens.new), config.logratio_clamp)[1]
+    return replace(tokens, old=present(tokens.rollout, "the rollout log-probs")), log_ratios(replace(tokens, old=tokens.new), config.logratio_clamp)[
+        1
+    ]
 
 
 def is_weights(lr: np.ndarray, tokens: Tokens, config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -191,5 +194,5 @@ def mismatch_terms(tokens: Tokens, d: np.ndarray, lr: np.ndarray) -> dict[str, n
         "k1_sum": -row_sum(d, tokens),
         "k3_sum": row_sum(k3(-lr), tokens),
         "old_sum": row_sum(tokens.old, tokens),
-        "rollout_sum": row_sum(tokens.rollout, tokens),
+        "rollout_sum": row_sum(present(tokens.rollout, "the rollout log-probs"), tokens),
     }

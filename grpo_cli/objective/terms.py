@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import RowError
+from ..errors import RowError, present
 from ..kl import KL_ESTIMATORS, k3, k3_with_ratio
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
@@ -178,7 +178,7 @@ def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, token
     factor sums are needed; per-token advantages (``tokens.advantage``) multiply each token.
     """
     if advantages is None:
-        a = tokens.advantage
+        a = present(tokens.advantage, "the per-token advantages")
         positive, negative = a > 0, a < 0
         surrogate_sum = row_sum(np.where(positive, a * f.positive, np.where(negative, a * f.negative, 0.0)), tokens)
         zero_advantage = row_count(positive | negative, tokens) == 0

@@ -85,6 +85,10 @@ def first_pass(
 def first_pass(
     engine: Engine, source: Source, grouping: Grouping, inputs: None, config: None, hold: bool = False
 ) -> tuple[GroupIndex, None, pa.Table | None, Ahead | None]: ...
+@overload
+def first_pass(
+    engine: Engine, source: Source, grouping: Grouping, inputs: Inputs | None, config: AdvantageConfig | None, hold: bool = False
+) -> tuple[GroupIndex, RowInputs | None, pa.Table | None, Ahead | None]: ...
 def first_pass(
     engine: Engine, source: Source, grouping: Grouping, inputs: Inputs | None, config: AdvantageConfig | None, hold: bool = False
 ) -> tuple[GroupIndex, RowInputs | None, pa.Table | None, Ahead | None]:
