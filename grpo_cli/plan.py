@@ -150,15 +150,22 @@ def default_estimator(preset: str | None) -> AdvantageConfig:
 def resolve_grouping(source: Source, prompt_col: str | None, num_generations: int | None, *, required: bool, grouped: bool | None = None) -> Grouping:
     """The groups: the prompt id column if there is one, else ``num_generations``; ``required``:
     one of them must be there; ``grouped`` (default ``required``): the run's numbers need
-    groups (an id column found by name must then not be unique on every row)."""
+    groups (an id column found by name must then not be unique on every row). A run whose
+    numbers need no groups does not ask which of two id columns to use: it uses none."""
     schema.positive_int(num_generations, "num_generations")
-    prompt = schema.resolve_column(source.schema, "prompt", prompt_col, required=False, source=source.name)
+    grouped = required if grouped is None else grouped
+    try:
+        prompt = schema.resolve_column(source.schema, "prompt", prompt_col, required=False, source=source.name)
+    except UsageError:
+        if required or grouped or prompt_col is not None:
+            raise
+        prompt = None  # two candidates, and nothing needs them
     if prompt is None and num_generations is None and required:
         raise ColumnNotFoundError(
             f"{source.name}: no prompt id column (looked for {', '.join(schema.ROLES['prompt'].candidates)}); "
             "pass `prompt_col`, or `num_generations` N to group consecutive blocks of N rows"
         )
-    return Grouping(prompt, num_generations, detected=prompt is not None and prompt_col is None and (required if grouped is None else grouped))
+    return Grouping(prompt, num_generations, detected=prompt is not None and prompt_col is None and grouped)
 
 
 def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...] | None, config: AdvantageConfig) -> tuple[str, ...]:

@@ -18,20 +18,24 @@ from .numerics import inexact_integers
 class Role:
     """What a column is for: its name in messages, the option that names it, and the
     column names looked for when that option is not given (the first present wins; two
-    present is ambiguous). ``lookalike``: a word in the names of list columns that probably
-    play this role, which are never left unused in silence."""
+    present is ambiguous, unless ``yields`` says which gives way to which, and why).
+    ``lookalike``: a word in the names of list columns that probably play this role, which
+    are never left unused in silence."""
 
     label: str
     param: str
     candidates: tuple[str, ...] = ()
     lookalike: str | None = None
+    yields: tuple[tuple[str, str, str], ...] = ()  # (candidate, the one it gives way to, why)
 
 
 # candidates cover the names verl (uid, old_log_probs, ref_log_prob, response_mask, advantages),
 # TRL (per_token_logps, old_per_token_logps, ref_per_token_logps, completion_mask) and
 # OpenRLHF (action_log_probs, base_action_log_probs, action_mask) give their tensors
 ROLES = {
-    "prompt": Role("prompt id", "prompt_col", ("prompt_id", "uid", "index")),
+    "prompt": Role(
+        "prompt id", "prompt_col", ("prompt_id", "uid", "index"), yields=(("index", "uid", "uid is verl's group id; index numbers dataset rows"),)
+    ),
     "reward": Role("reward", "reward_col", ("reward", "score")),
     "advantage": Role("advantage", "advantage_col", ("advantage", "advantages")),
     "new": Role("new log-probs", "logprobs_col", ("logprobs", "log_probs", "new_logprobs", "new_log_probs", "per_token_logps")),
@@ -105,6 +109,7 @@ def resolve_column(
         raise ColumnNotFoundError(f"{source}: no column {explicit!r} for {r.label} (`{r.param}`){_suggest(explicit, known)}")
     given = {} if given is None else given
     found = [name for name in r.candidates if name in names and name not in given]
+    found = [name for name in found if not any(loser == name and winner in found for loser, winner, _ in r.yields)]
     if len(found) > 1:
         raise UsageError(f"{source}: columns {', '.join(repr(c) for c in found)} could each be the {r.label}; pick one with `{r.param}`")
     if found:
@@ -142,6 +147,7 @@ def explain_role(schema: pa.Schema, role: str, explicit: str | None, source: str
         why = "given" if column is not None else f"given as {NO_COLUMN!r}"
     else:
         why = f"found by name ({looked})" if column is not None else f"not found ({looked}{_taken(role, schema.names, given or {})})"
+        why += "".join(f"; {winner} over {loser}: {reason}" for loser, winner, reason in r.yields if column == winner and loser in schema.names)
     return {"column": column, "why": why, "option": r.param}
 
 

@@ -137,6 +137,8 @@ def render(figures: dict, console) -> None:
 
     cfg = figures["config"]
     t = table("grpo objective")
+    if figures["grouped_by"] is not None:  # advantages from the rewards: over which groups, first
+        t.add_row("groups", f"{figures['grouped_by']} (estimator {cfg['advantages']['estimator']})")
     t.add_row("objective", f"{fmt(figures['objective'], '.8g')}  ({cfg['agg']}; maximise)")
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
@@ -269,7 +271,8 @@ class ObjectivePlan:
     @property
     def figures(self) -> dict:
         """What the summary says of the plan itself (``config`` entries join the summary's)."""
-        return {"columns": self.roles, "unused_columns": list(self.unused), "config": {"advantages": self.advantages_from}}
+        grouped_by = self.grouping.described if self.estimator is not None else None  # the groups of the baseline
+        return {"columns": self.roles, "unused_columns": list(self.unused), "grouped_by": grouped_by, "config": {"advantages": self.advantages_from}}
 
     @property
     def first_pass(self) -> bool:

@@ -219,3 +219,23 @@ def test_advantage_name_keeps_the_trainers_own_column(tmp_path):
     assert proc.returncode == 2 and "Error: --advantage-name 'reward' would overwrite the reward column the run reads" in proc.stderr.decode()
     proc = run_grpo("advantages", str(path), "--advantage-name", "a", check=False)
     assert proc.returncode == 2 and "--advantage-name names the written column; pass --output or --output-dir too" in proc.stderr.decode()
+
+
+def test_uid_wins_over_index_and_runs_that_need_no_groups_do_not_ask(tmp_path):
+    """verl writes both: uid is its group id, index a dataset row. A run that needs no
+    groups (an objective from an advantage column) never stops on two id columns."""
+    import pyarrow as pa
+
+    rows = {"uid": ["a", "a", "b", "b"], "index": [0, 1, 2, 3], "prompt_id": ["x", "y", "z", "w"], "reward": [1.0, 0.0, 1.0, 0.5]}
+    path = tmp_path / "verl.parquet"
+    pq.write_table(pa.table({k: v for k, v in rows.items() if k != "prompt_id"}), path)
+    figures = json.loads(run_grpo("advantages", str(path), "-q", "--summary-json", "-").stdout)
+    assert figures["columns"]["prompt"] == "uid" and figures["groups"] == 2
+    shown = run_grpo("inspect", str(path), "--json").stdout.decode()
+    assert "uid over index: uid is verl's group id; index numbers dataset rows" in shown
+    both = tmp_path / "both.parquet"  # prompt_id and uid: ambiguous where groups matter, not elsewhere
+    table = pa.table(rows).append_column("advantage", pa.array([0.5, -0.5, 0.1, -0.1])).append_column("logprobs", pa.array([[-1.0]] * 4))
+    pq.write_table(table.append_column("old_logprobs", pa.array([[-1.0]] * 4)), both)
+    proc = run_grpo("advantages", str(both), "-q", check=False)
+    assert proc.returncode == 2 and "could each be the prompt id" in proc.stderr.decode()
+    run_grpo("objective", str(both), "-q")

@@ -228,3 +228,17 @@ def test_the_summary_says_when_the_old_policy_is_the_rollouts():
 
     assert "the rollout's (bypass reinforce" in shown("--bypass", "reinforce", "--is", "token")
     assert "old policy" not in shown()
+
+
+def test_the_groups_of_advantages_from_rewards_come_first(tmp_path):
+    """Without a prompt id or --num-generations, the whole file is one mean-baseline group:
+    the summary's first line and `grouped_by` say so (null from an advantage column)."""
+    rows = [{"reward": r, "logprobs": [-1.0], "old_logprobs": [-1.1]} for r in (1.0, 0.0, 0.5)]
+    src = write_jsonl_rows(tmp_path / "noid.jsonl", rows)
+    proc = run_grpo("objective", str(src), "--summary-json", str(tmp_path / "s.json"))
+    first = proc.stderr.decode().splitlines()[2]
+    assert "groups" in first and "one group: the whole input (estimator mean)" in first
+    assert read_json(tmp_path / "s.json")["grouped_by"] == "one group: the whole input"
+    with_adv = write_jsonl_rows(tmp_path / "adv.jsonl", [{**row, "advantage": 0.5} for row in rows])
+    run_grpo("objective", str(with_adv), "-q", "--summary-json", str(tmp_path / "a.json"))
+    assert read_json(tmp_path / "a.json")["grouped_by"] is None
