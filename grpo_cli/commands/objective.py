@@ -143,6 +143,8 @@ def render(figures: dict, console) -> None:
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
     t.add_row("loss", f"{fmt(figures['loss'], '.8g')}  ({cfg['loss']})")
+    if figures["columns"]["logprobs"] == figures["columns"]["old_logprobs"]:
+        t.add_row("on-policy", f"the new log-probs are the old ones ({figures['columns']['logprobs']}): every ratio is 1")
     options = {
         "eps_low": cfg["epsilon_low"],
         "eps_high": cfg["epsilon_high"],
@@ -358,7 +360,7 @@ def plan_objective(
     estimator = None if column is not None else advantage_config or default_estimator(config.preset)
     tokens = TokenColumns(
         new=schema.resolve_column(s, "new", logprobs_col, source=name, given=given),
-        old=_old_policy(s, name, config, old_logprobs_col, rollout, given),
+        old=_old_policy(s, name, config, old_logprobs_col, rollout, given, logprobs_col),
         ref=ref,
         mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name, given=given),
         advantage=column if per_token else None,
@@ -385,14 +387,21 @@ def plan_objective(
     return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
 
 
-def _old_policy(s: pa.Schema, name: str, config: ObjectiveConfig, old_logprobs_col: str | None, rollout: str | None, given: dict) -> str:
+def _old_policy(
+    s: pa.Schema, name: str, config: ObjectiveConfig, old_logprobs_col: str | None, rollout: str | None, given: dict, new: str | None
+) -> str:
     """The old policy's column: the rollout's in bypass mode, else the old log-probs, which
-    are not the rollout's (the same column in both roles is the bypass mode)."""
+    are not the rollout's (the same column in both roles is the bypass mode). An on-policy
+    file holds only old log-probs (verl's batch, with no new ones): named as the new ones
+    (``logprobs_col old_log_probs``) with no other old column, they are both (ratio 1)."""
     if config.bypass is not None:
         if old_logprobs_col not in (None, rollout):
             raise UsageError(f"`bypass` takes the rollout log-probs {rollout!r} as the old policy; drop `old_logprobs_col` {old_logprobs_col!r}")
         assert rollout is not None  # checked with the other options that need it
         return rollout
+    others = [c for c in schema.ROLES["old"].candidates if c in s.names and c != new]
+    if old_logprobs_col is None and new in schema.ROLES["old"].candidates and not others:
+        return new
     old = schema.resolve_column(s, "old", old_logprobs_col, source=name, given=given)
     if old == rollout:
         raise UsageError(

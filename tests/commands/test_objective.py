@@ -242,3 +242,20 @@ def test_the_groups_of_advantages_from_rewards_come_first(tmp_path):
     with_adv = write_jsonl_rows(tmp_path / "adv.jsonl", [{**row, "advantage": 0.5} for row in rows])
     run_grpo("objective", str(with_adv), "-q", "--summary-json", str(tmp_path / "a.json"))
     assert read_json(tmp_path / "a.json")["grouped_by"] is None
+
+
+def test_an_on_policy_file_with_old_log_probs_only(tmp_path):
+    """verl's saved batch has old_log_probs and no new ones (on-policy: new = old): named as
+    the new log-probs they are both, every ratio is 1, and the summary says so."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "verl.parquet"
+    pq.write_table(pa.table({"uid": ["a", "a"], "reward": [1.0, 0.0], "old_log_probs": [[-1.0, -0.5], [-0.2]]}), path)
+    proc = run_grpo("objective", str(path), "--logprobs-col", "old_log_probs", "--summary-json", str(tmp_path / "s.json"))
+    figures = read_json(tmp_path / "s.json")
+    # mean baseline: A = [0.5, -0.5]; ratio 1: (2 * 0.5 + 1 * -0.5) / 2 rows
+    assert figures["objective"] == 0.25 and figures["ratio"] == {"mean": 1.0, "min": 1.0, "max": 1.0}
+    assert figures["columns"]["logprobs"] == figures["columns"]["old_logprobs"] == "old_log_probs"
+    shown = proc.stderr.decode()
+    assert "on-policy" in shown and "the new log-probs are the old ones" in shown and "every ratio is 1" in shown

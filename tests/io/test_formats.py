@@ -58,3 +58,17 @@ def test_a_file_in_no_format_names_them_all(tmp_path):
     (tmp_path / "rows").write_bytes(b"\x00\x01 binary")
     with pytest.raises(InputError, match=r"rows: neither parquet nor JSON Lines \(it begins b'\\x00\\x01 binary'\); pass `input_format`"):
         detect(Part(str(tmp_path / "rows"), str(tmp_path / "rows"), PurePath("rows"), LOCAL))
+
+
+def test_a_pickled_torch_file_is_refused_with_the_conversion(tmp_path):
+    """verl's DataProto.save_to_disk writes a torch pickle: never unpickled (that runs its
+    code), refused in one line that carries the one-off conversion to parquet."""
+    from ..conftest import run_grpo
+
+    for name, head in (("batch.pt", b"PK\x03\x04rest"), ("batch.pkl", b"\x80\x04rest"), ("batch.bin", b"\x80\x05rest")):
+        path = tmp_path / name
+        path.write_bytes(head)
+        proc = run_grpo("advantages", str(path), check=False)
+        line = proc.stderr.decode()
+        assert proc.returncode == 1 and line.count("\n") == 1, name
+        assert line.startswith(f"Error: {path}: a pickled torch or Python file (verl's DataProto) is not read") and "DataProto.load_from_disk" in line

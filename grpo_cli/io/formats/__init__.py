@@ -26,6 +26,11 @@ if TYPE_CHECKING:
     from ..parquet_writer import Layout
 
 UNSUPPORTED = {".csv": "CSV", ".tsv": "TSV"}  # formats we name rather than misread (until a module here reads them)
+PICKLED = (".pt", ".pth", ".pkl", ".pickle")  # torch.save / pickle (verl's DataProto.save_to_disk): never unpickled, it runs code
+DATAPROTO_RECIPE = (
+    "python -c \"from verl import DataProto; import pyarrow as pa, pyarrow.parquet as pq; b = DataProto.load_from_disk('IN.pt'); "
+    "pq.write_table(pa.table({**{k: v.tolist() for k, v in b.batch.items()}, **{k: list(v) for k, v in b.non_tensor_batch.items()}}), 'OUT.parquet')\""
+)
 SNIFF_BYTES = 4096  # enough to see past blank lines to a JSON Lines file's first brace
 
 T = TypeVar("T")
@@ -163,6 +168,10 @@ def detect(part: Part) -> str:
         )
     with part.open() as f:
         head = f.read(SNIFF_BYTES)
+    if suffix in PICKLED or head[:1] == b"\x80":  # a pickle's protocol byte
+        raise InputError(
+            f"{part.name}: a pickled torch or Python file (verl's DataProto) is not read (unpickling runs its code); convert it once: {DATAPROTO_RECIPE}"
+        )
     found = next((fmt.name for fmt in BY_NAME.values() if fmt.sniff(head)), None)
     if found is None:
         neither = "neither " + " nor ".join(fmt.title for fmt in BY_NAME.values())
