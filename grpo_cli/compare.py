@@ -21,11 +21,15 @@ from .presets import NAMES
 from .summaries import describe, described
 
 
-def parse_estimators(text: str, *, preset: str | None = None, **common) -> list[tuple[str, AdvantageConfig]]:
+COLUMN = "column"  # ``column:NAME``: advantages the input already holds (a trainer's own)
+
+
+def parse_estimators(text: str, *, preset: str | None = None, **common) -> list[tuple[str, AdvantageConfig | None]]:
     """``"grpo:std=sample,eps=1e-6,rloo"`` as (label, config) pairs: a comma-separated part
     with ``=`` is an option of the estimator before it. A preset's name stands for its
     estimator; ``preset`` and the options ``common`` to every estimator (``None``: not given)
-    apply where an estimator's own options do not say.
+    apply where an estimator's own options do not say. ``column:NAME`` is a column of
+    advantages the input holds (config ``None``).
 
     >>> [(label, c.estimator, c.std) for label, c in parse_estimators("grpo:std=sample,eps=1e-6,rloo")]
     [('grpo:std=sample,eps=1e-6', 'grpo', 'sample'), ('rloo', 'rloo', 'population')]
@@ -40,8 +44,13 @@ def parse_estimators(text: str, *, preset: str | None = None, **common) -> list[
             specs[-1].append(part)
         else:
             specs.append([part])
-    out = []
+    out: list[tuple[str, AdvantageConfig | None]] = []
     for name, *options in ([*spec[0].split(":", 1), *spec[1:]] for spec in specs):
+        if name == COLUMN:
+            if len(options) != 1 or "=" in options[0] or not options[0]:
+                raise UsageError(f"`estimators`: a column is given as column:NAME (found {':'.join([name, *options])!r})")
+            out.append((f"{COLUMN}:{options[0]}", None))
+            continue
         values = {**common, **dict(_option(o, name) for o in options)}
         config = AdvantageConfig(preset=name, **values) if name in NAMES else AdvantageConfig(preset=preset, estimator=name, **values)
         if lookup(config.estimator).level == "token":

@@ -12,10 +12,11 @@ import numpy as np
 import pyarrow as pa
 
 from .. import options as o
-from .. import passes
+from .. import passes, schema
 from ..compare import column_name, compare_figures, parse_estimators
 from ..config import AdvantageConfig
 from ..engines import Engine, kernels
+from ..engines.base import labelled, row_labeller
 from ..errors import UsageError, shortened
 from ..estimators import lookup
 from ..files import file_function
@@ -30,7 +31,7 @@ OPTIONS = (
         str,
         "Two or more, comma-separated: an estimator or a preset's name, each with options as "
         "NAME:key=value,key=value (e.g. grpo:std=sample,eps=1e-6,rloo,verl; several numbers separated by spaces: "
-        "'trl:reward_clip=-1 1,rloo').",
+        "'trl:reward_clip=-1 1,rloo'); column:NAME is a column of advantages the input holds (a trainer's own).",
         o.ESTIMATOR,
         default=...,
     ),
@@ -90,21 +91,31 @@ class ComparePlan:
     ``top``: how many of the most affected groups to list."""
 
     grouping: Grouping
-    estimators: tuple[tuple[str, Inputs, AdvantageConfig], ...]
+    estimators: tuple[tuple[str, Inputs | None, AdvantageConfig | None], ...]  # (label, None, None): a column the input holds
     output: Output
     top: int = 5
 
     @property
     def roles(self) -> dict:
-        return {"prompt": self.grouping.prompt, **self.estimators[0][1].roles}
+        inputs = next((inputs for _, inputs, _ in self.estimators if inputs is not None), None)
+        return {"prompt": self.grouping.prompt, **(inputs.roles if inputs is not None else {})}
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Compute the estimators side by side on ``engine`` and write one column each; the
         figures of :func:`grpo_cli.compare.compare_figures`."""
-        columns, prompt = {}, self.grouping.prompt
+        computed, prompt, hold = {}, self.grouping.prompt, bool(self.output.targets)
         for label, inputs, config in self.estimators:
-            index, rows, held, ahead = passes.first_pass(engine, source, self.grouping, inputs, config, hold=bool(self.output.targets))
-            columns[column_name(label)] = passes.advantages(engine, source, self.grouping, index, rows, config, ahead)[0]
+            if inputs is not None and config is not None:
+                index, rows, held, ahead = passes.first_pass(engine, source, self.grouping, inputs, config, hold=hold)
+                computed[label] = passes.advantages(engine, source, self.grouping, index, rows, config, ahead)[0]
+        if not computed:  # only columns: the groups alone
+            index, _, held, _ = passes.first_pass(engine, source, self.grouping, None, None, hold=hold)
+        held_columns = [label.split(":", 1)[1] for label, inputs, _ in self.estimators if inputs is None]
+        table = source.read_columns(held_columns) if held_columns else None
+        columns = {
+            column_name(label): computed[label] if inputs is not None else _held(table, label.split(":", 1)[1], source)
+            for label, inputs, _ in self.estimators
+        }
 
         def names(groups: np.ndarray) -> list:
             if prompt is None:
@@ -127,7 +138,17 @@ class ComparePlan:
 
     @property
     def figures(self) -> dict:
-        return {"columns": self.roles, "config": {label: config.figures for label, _, config in self.estimators}}
+        return {
+            "columns": self.roles,
+            "config": {label: config.figures if config else {"column": label.split(":", 1)[1]} for label, _, config in self.estimators},
+        }
+
+
+def _held(table: pa.Table | None, name: str, source: Source) -> np.ndarray:
+    """Column ``name`` of advantages the input holds, float64 (a null, NaN or infinite value is
+    refused, naming its row)."""
+    assert table is not None  # read with the other held columns
+    return labelled(row_labeller(source, None), kernels.scalars, table.column(name), name)
 
 
 def plan_compare(
@@ -156,9 +177,15 @@ def plan_compare(
     specs = parse_estimators(estimators, preset=config.preset, **{name: getattr(config, name) for name in config.given})
     if top < 0:
         raise UsageError(f"`top` must be >= 0 (found {top!r})")
-    grouping = resolve_grouping(source, prompt_col, num_generations, required=any(lookup(c.estimator).grouped for _, c in specs))
-    resolved = []
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=any(c is None or lookup(c.estimator).grouped for _, c in specs))
+    resolved: list[tuple[str, Inputs | None, AdvantageConfig | None]] = []
     for label, config in specs:
+        if config is None:
+            held = label.split(":", 1)[1]
+            schema.resolve_column(source.schema, "advantage", held, source=source.name)  # there, or the closest names
+            schema.check_numeric(source.schema.field(held), source.name, "advantage")
+            resolved.append((label, None, None))
+            continue
         needs = lookup(config.estimator).needs
         steps = resolve_steps(
             source,

@@ -9,7 +9,7 @@ import pytest
 
 from grpo_cli import compare_file
 from grpo_cli.compare import parse_estimators, spearman
-from grpo_cli.errors import UsageError
+from grpo_cli.errors import GrpoError, UsageError
 
 from ..conftest import run_grpo
 
@@ -84,3 +84,20 @@ def test_cli_json_and_columns(sample_parquet, tmp_path):
     assert names[-2:] == ["advantage_grpo", "advantage_mean"]
     proc = run_grpo("compare", str(sample_parquet), "--estimators", "grpo", check=False)
     assert proc.returncode == 2 and "two or more" in proc.stderr.decode()
+
+
+def test_a_trainers_own_advantage_column_is_compared_as_an_estimator(tmp_path):
+    """TRL logs its advantages: `column:advantage` sets them beside this tool's, in one command."""
+    path = tmp_path / "trl.parquet"
+    # TRL's GRPO: (r - mean) / (sample std + 1e-4); group 0 [1, 0]: std 0.7071, group 1 [1, 0.5]: std 0.3536
+    logged = [0.5 / (0.5**0.5 + 1e-4), -0.5 / (0.5**0.5 + 1e-4), 0.25 / (0.125**0.5 + 1e-4), -0.25 / (0.125**0.5 + 1e-4)]
+    pq.write_table(pa.table({"prompt_id": [0, 0, 1, 1], "reward": [1.0, 0.0, 1.0, 0.5], "advantage": logged}), path)
+    f = compare_file(str(path), str(tmp_path / "o.parquet"), estimators="column:advantage,trl")
+    assert f["config"]["column:advantage"] == {"column": "advantage"}
+    assert f["rank_correlation"] == {"column:advantage / trl": pytest.approx(1.0)} and f["sign_flips"] == {"column:advantage / trl": 0.0}
+    written = pq.read_table(tmp_path / "o.parquet")
+    np.testing.assert_allclose(written["advantage_trl"].to_numpy(), logged, rtol=1e-12)
+    assert written["advantage_column_advantage"].to_pylist() == logged
+    for text, message in (("column:nope,grpo", "no column 'nope' for advantage"), ("column:x=1,grpo", "column:NAME")):
+        with pytest.raises(GrpoError, match=message):
+            compare_file(str(path), estimators=text)
