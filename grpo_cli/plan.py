@@ -74,6 +74,7 @@ class Inputs:
     rewards: tuple[str, ...]
     baseline: str | None = None
     steps: StepColumns | None = None
+    summed: tuple[str, ...] = ()  # the reward columns that hold a list per row (summed)
 
     @property
     def roles(self) -> dict:
@@ -119,8 +120,10 @@ class AdvantagesPlan:
 
     @property
     def figures(self) -> dict:
-        """What the summary says of the plan itself."""
-        return {"columns": self.roles}
+        """What the summary says of the plan itself (``rewards_summed``: the list reward
+        columns, each row's reward their sum; only when there are some)."""
+        summed = [name for name in self.inputs.rewards if name in self.inputs.summed]
+        return {"columns": self.roles, **({"rewards_summed": summed} if summed else {})}
 
 
 def objective_estimator(estimator: str | None = None, preset: str | None = None, **options) -> AdvantageConfig | None:
@@ -203,7 +206,9 @@ def resolve_inputs(
         schema.check_numeric(source.schema.field(baseline), source.name, "baseline")
     elif baseline_col is not None:
         raise UsageError(f"`baseline_col` is read only by estimator 'remax' (found {config.estimator!r}); drop it, or pass `estimator` 'remax'")
-    return Inputs(resolve_rewards(source, reward_col, config), baseline, steps)
+    rewards = resolve_rewards(source, reward_col, config)
+    summed = tuple(r for r in rewards if schema.is_list(schema.field_type(source.schema, column_path(source, r))))
+    return Inputs(rewards, baseline, steps, summed)
 
 
 def reads_tokens(config: AdvantageConfig) -> bool:

@@ -36,7 +36,7 @@ ROLES = {
     "prompt": Role(
         "prompt id", "prompt_col", ("prompt_id", "uid", "index"), yields=(("index", "uid", "uid is verl's group id; index numbers dataset rows"),)
     ),
-    "reward": Role("reward", "reward_col", ("reward", "score")),
+    "reward": Role("reward", "reward_col", ("reward", "score", "token_level_scores", "token_level_rewards")),
     "advantage": Role("advantage", "advantage_col", ("advantage", "advantages")),
     "new": Role("new log-probs", "logprobs_col", ("logprobs", "log_probs", "new_logprobs", "new_log_probs", "per_token_logps")),
     "old": Role("old log-probs", "old_logprobs_col", ("old_logprobs", "old_log_probs", "old_per_token_logps", "action_log_probs")),
@@ -237,15 +237,17 @@ def arrow_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
 
 
 def check_numeric(field: pa.Field, source: str, role: str) -> None:
-    """A scalar role (reward, advantage) must be numeric or boolean; a struct of several
-    (one per reward function) needs one picked."""
+    """A scalar role (reward, advantage) must be numeric or boolean (a reward may be a list
+    of numbers per row, summed: verl's token_level_scores); a struct of several (one per
+    reward function) needs one picked."""
     if pa.types.is_struct(field.type):
         names = [f.name for f in field.type]
         raise UsageError(
             f"{source}: column {field.name!r} holds several values ({', '.join(names)}); "
             f"pick one with `{ROLES[role].param}` {field.name}.{names[0] if names else 'FIELD'}"
         )
-    if not is_numeric(field.type):
+    summed = role == "reward" and is_list(field.type) and is_numeric(field.type.value_type)
+    if not (is_numeric(field.type) or summed):
         raise InputError(f"{source}: column {field.name!r} must be numeric (found {field.type})")
 
 

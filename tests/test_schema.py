@@ -22,7 +22,8 @@ def test_explicit_then_candidates():
 
 def test_missing_columns_suggest_names_and_name_the_parameter():
     with pytest.raises(
-        ColumnNotFoundError, match=r"^r.parquet: no reward column \(looked for reward, score; pass `reward_col`\); did you mean 'rewards'\?$"
+        ColumnNotFoundError,
+        match=r"^r.parquet: no reward column \(looked for reward, score, token_level_scores, token_level_rewards; pass `reward_col`\); did you mean 'rewards'\?$",
     ):
         resolve_column(SCHEMA, "reward", None, source="r.parquet")
     with pytest.raises(ColumnNotFoundError, match=r"no column 'score' for reward \(`reward_col`\)"):

@@ -73,7 +73,8 @@ def render(figures: dict, console) -> None:
         t.add_row("unscorable rows", f"{figures['unscorable_rows']} (every reward null: advantage 0)")
     t.add_row("groups", f"{figures['groups']} ({figures['grouped_by']})" if figures["grouped_by"] else str(figures["groups"]))
     t.add_row("group sizes", ", ".join(f"{s}: {c}" for s, c in figures["group_sizes"].items()))
-    stats_row(t, "reward", figures["reward"])
+    summed = figures.get("rewards_summed")
+    stats_row(t, f"reward (sum of {', '.join(summed)})" if summed else "reward", figures["reward"])
     zv = figures["zero_variance_groups"]
     t.add_row("zero-variance groups", f"{zv['count']} ({zv['share']:.1%}, no learning signal)")
     if "tokens" in figures:

@@ -194,6 +194,10 @@ def plan_filter(
     reward = resolve_rewards(source, reward_col, reward_config)
     if config.overlong_buffer is not None and len(reward) > 1:
         raise UsageError(f"the overlong penalty rewrites the reward column, and there are {len(reward)} ({', '.join(reward)}); pass one `reward_col`")
+    if config.overlong_buffer is not None and reward[0] in s.names and schema.is_list(s.field(reward[0]).type):
+        raise UsageError(
+            f"the overlong penalty rewrites the reward, and {reward[0]!r} holds a list per row (summed); pass a `reward_col` of one number per row"
+        )
     if config.overlong_buffer is not None and "." in reward[0] and reward[0] not in s.names:
         raise UsageError(f"the overlong penalty rewrites the reward, and {reward[0]!r} is a struct field; pass a top-level `reward_col`")
     truncated = schema.resolve_column(s, "truncated", truncated_col, required=config.truncated is not None, source=name)

@@ -68,10 +68,24 @@ def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     return values
 
 
+def row_sums(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
+    """A list column's sum per row, float64, in list order (an empty list: 0; a null list or
+    entry: NaN). verl's token_level_scores hold the score on a row's last valid token and 0
+    on every other, so the sum is the row's score."""
+    import pyarrow.compute as pc
+
+    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy().astype(np.int64)
+    values = float64(pc.list_flatten(lists), name)
+    sums = np.bincount(np.repeat(np.arange(len(lists)), lengths), weights=values, minlength=len(lists))  # each row's entries in order
+    return np.where(lists.is_null().to_numpy(zero_copy_only=False), np.nan, sums)
+
+
 def reward_values(table: pa.Table | pa.RecordBatch, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
-    """The reward columns as float64 (rows x columns), null or NaN as NaN; an infinite reward
-    is refused."""
-    columns = [float64(field(table, path), name) for path, name in zip(paths, names)]
+    """The reward columns as float64 (rows x columns), null or NaN as NaN (a list column:
+    each row's sum, :func:`row_sums`); an infinite reward is refused."""
+    read = [field(table, path) for path in paths]
+    columns = [row_sums(c, name) if schema.is_list(c.type) else float64(c, name) for c, name in zip(read, names)]
     values = columns[0][:, None] if len(columns) == 1 else np.column_stack(columns) if columns else np.zeros((table.num_rows, 0))
     infinite = np.isinf(values)
     if infinite.any():

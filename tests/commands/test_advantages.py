@@ -107,7 +107,7 @@ def test_missing_reward_column_suggests_names(tmp_path):
     proc = run_grpo("advantages", str(src), "-o", str(tmp_path / "o.jsonl"), check=False)
     assert proc.returncode == 1
     assert proc.stderr.decode().strip().splitlines() == [
-        f"Error: {src}: no reward column (looked for reward, score; pass --reward-col); did you mean 'rewards'?"
+        f"Error: {src}: no reward column (looked for reward, score, token_level_scores, token_level_rewards; pass --reward-col); did you mean 'rewards'?"
     ]
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -239,3 +239,25 @@ def test_uid_wins_over_index_and_runs_that_need_no_groups_do_not_ask(tmp_path):
     proc = run_grpo("advantages", str(both), "-q", check=False)
     assert proc.returncode == 2 and "could each be the prompt id" in proc.stderr.decode()
     run_grpo("objective", str(both), "-q")
+
+
+def test_a_list_reward_column_is_summed_per_row_and_said(tmp_path):
+    """verl's batch holds token_level_scores: the score on the last valid token, 0 elsewhere.
+    Each row's reward is the sum of its list; the summary says so. With token_level_rewards
+    too, the run names both and stops, as for any two reward candidates."""
+    import pyarrow as pa
+
+    scores = [[0.0, 0.0, 1.0], [0.0, 0.0], [0.0, 0.5], [0.0, 0.0, 0.0, 1.0]]
+    table = pa.table({"uid": ["a", "a", "b", "b"], "token_level_scores": scores})
+    path = tmp_path / "verl.parquet"
+    pq.write_table(table, path)
+    out = tmp_path / "out.parquet"
+    proc = run_grpo("advantages", str(path), "-o", str(out), "--summary-json", str(tmp_path / "s.json"))
+    # rewards [1, 0] and [0.5, 1]: each group's population std is its half-range, so A = +-1
+    assert pq.read_table(out)["advantage"].to_pylist() == [1.0, -1.0, -1.0, 1.0]
+    assert read_json(tmp_path / "s.json")["rewards_summed"] == ["token_level_scores"]
+    assert "reward (sum of token_level_scores)" in proc.stderr.decode()
+    both = tmp_path / "both.parquet"
+    pq.write_table(table.append_column("token_level_rewards", pa.array(scores)), both)
+    proc = run_grpo("advantages", str(both), "-q", check=False)
+    assert proc.returncode == 2 and "columns 'token_level_scores', 'token_level_rewards' could each be the reward" in proc.stderr.decode()

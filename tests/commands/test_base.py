@@ -114,7 +114,7 @@ DATA_CASES = [
         BOTH,
         [],
         1,
-        "no reward column (looked for reward, score; pass --reward-col); did you mean 'rewrd'?",
+        "no reward column (looked for reward, score, token_level_scores, token_level_rewards; pass --reward-col); did you mean 'rewrd'?",
     ),
     ("missing log-probs", ("parquet", "jsonl"), rename("logprobs", "logprob"), TOKENS, [], 1, "did you mean 'logprob'"),
     (

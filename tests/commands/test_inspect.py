@@ -53,7 +53,7 @@ def test_padded_layout_nulls_truncation_and_roles_it_cannot_resolve(tmp_path):
         pa.table(
             {
                 "uid": ["a", "a", "b", "b"],
-                "index": [0, 1, 2, 3],  # two prompt id candidates: said, not stopped on
+                "prompt_id": ["a", "a", "b", "b"],  # two prompt id candidates (uid wins over index only): said, not stopped on
                 "score": [1.0, None, 0.5, 0.5],
                 "response_mask": [[1, 1, 0], [1, 0, 0], [1, 1, 1], [1, 1, 0]],
                 "old_log_probs": [[-0.1, -0.2, 0.0], [-0.3, 0.0, 0.0], [-0.1, -0.1, -0.1], [-0.2, -0.2, 0.0]],
@@ -67,7 +67,7 @@ def test_padded_layout_nulls_truncation_and_roles_it_cannot_resolve(tmp_path):
     assert f["layout"] == "padded" and f["tokens"]["total"] == 2 + 1 + 3 + 2 and f["tokens"]["rows_at_max"] == 1
     assert f["columns"]["prompt"]["column"] is None and "could each be the prompt id" in f["columns"]["prompt"]["why"]
     assert f["grouped_by"] == "one group: the whole input" and f["unscorable_rows"] == 1
-    assert f["nulls"] == {"uid": 0, "index": 0, "score": 1, "response_mask": 0, "old_log_probs": 0, "truncated": 0, "note": 2}
+    assert f["nulls"] == {"uid": 0, "prompt_id": 0, "score": 1, "response_mask": 0, "old_log_probs": 0, "truncated": 0, "note": 2}
     assert f["truncated_rows"] == 1
     given = inspect_file(str(path), prompt_col="uid")
     assert (
