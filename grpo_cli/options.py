@@ -24,7 +24,6 @@ from typer.core import TyperCommand, TyperOption
 
 from .config import CLIP, COLUMNS, ESTIMATOR, INPUT, KL_PANEL, OUTPUT, ROLLOUT, AdvantageConfig, field_type
 from .engines import ENGINES
-from .errors import UsageError
 from .io import CODECS, FORMATS
 from .parallel import IN_FLIGHT_PER_CORE
 from .schema import ROLES
@@ -73,14 +72,6 @@ def plain(value: Any) -> Any:
 def _given_flag(value: bool) -> bool | None:
     """A config flag: ``True`` when given, else ``None`` (not given: the default or the preset's)."""
     return value or None
-
-
-def _one_prompt(values: tuple[str, ...] | list[str] | None) -> str | None:
-    """``--prompt-col`` as the library takes it: declared repeatable for a composite group key
-    to come; until then one column."""
-    if values and len(values) > 1:
-        raise UsageError(f"`prompt_col` takes one column for now (found {', '.join(values)}): a composite group key is not supported yet")
-    return values[0] if values else None
 
 
 def _columns(values: tuple[str, ...] | list[str] | None) -> str | list[str] | None:
@@ -190,9 +181,16 @@ INPUT_ARGUMENT = inspect.Parameter(
 PROMPT_COL = Option(
     "prompt_col",
     list[str],
-    typer.Option(help=_column_help("prompt", "Prompt id column; none: read no id column (group by --num-generations)."), rich_help_panel=COLUMNS),
+    typer.Option(
+        help=_column_help(
+            "prompt",
+            "Prompt id column; repeat it for a composite key (--prompt-col step --prompt-col input: a group is the rows equal on both); "
+            "none: read no id column (group by --num-generations).",
+        ),
+        rich_help_panel=COLUMNS,
+    ),
     None,
-    _one_prompt,
+    _columns,
 )
 NUM_GENERATIONS = option(
     "num_generations",

@@ -43,10 +43,28 @@ class Grouping:
     prompt: str | None
     num_generations: int | None
     detected: bool = False
+    within: tuple[str, ...] = ()  # a composite key: these columns, then ``prompt`` (``--prompt-col step --prompt-col input``)
+
+    @property
+    def key(self) -> str | tuple[str, ...] | None:
+        """What a row's group is read from: the id column, or the columns of a composite key."""
+        return (*self.within, self.prompt) if self.within and self.prompt is not None else self.prompt
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns of the key (none without an id)."""
+        return [*self.within, self.prompt] if self.prompt is not None else []
+
+    @property
+    def shown(self) -> str | list[str] | None:
+        """The key's column as the summary names it (a list for a composite key)."""
+        return self.columns if self.within else self.prompt
 
     @property
     def described(self) -> str:
         """Where the groups come from, as the summary says it."""
+        if self.within:
+            return "by columns " + ", ".join(repr(c) for c in self.columns)
         if self.prompt is not None:
             return f"by column {self.prompt!r}"
         if self.num_generations is not None:
@@ -112,7 +130,7 @@ class AdvantagesPlan:
     @property
     def roles(self) -> dict[str, str | None]:
         """Which column plays which role (``None``: no column does)."""
-        return {"prompt": self.grouping.prompt, **self.inputs.roles}
+        return {"prompt": self.grouping.shown, **self.inputs.roles}
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Compute and write the advantages on ``engine``; the figures of :func:`grpo_cli.summaries.advantage_figures`."""
@@ -150,12 +168,23 @@ def default_estimator(preset: str | None) -> AdvantageConfig:
     return AdvantageConfig(preset=preset) if preset is not None else AdvantageConfig(estimator=OBJECTIVE_ESTIMATOR)
 
 
-def resolve_grouping(source: Source, prompt_col: str | None, num_generations: int | None, *, required: bool, grouped: bool | None = None) -> Grouping:
+def resolve_grouping(
+    source: Source, prompt_col: str | list[str] | None, num_generations: int | None, *, required: bool, grouped: bool | None = None
+) -> Grouping:
     """The groups: the prompt id column if there is one, else ``num_generations``; ``required``:
     one of them must be there; ``grouped`` (default ``required``): the run's numbers need
     groups (an id column found by name must then not be unique on every row). A run whose
-    numbers need no groups does not ask which of two id columns to use: it uses none."""
+    numbers need no groups does not ask which of two id columns to use: it uses none.
+    Several ``prompt_col`` are a composite key: a group is the rows equal on every one
+    (``step`` and ``input``: the same prompt at two steps is two groups)."""
     schema.positive_int(num_generations, "num_generations")
+    if prompt_col is not None and not isinstance(prompt_col, str):
+        if len(set(prompt_col)) < len(prompt_col) or schema.NO_COLUMN in prompt_col:
+            raise UsageError(f"`prompt_col` takes each column of a composite key once, and not 'none' (found {', '.join(prompt_col)})")
+        if len(prompt_col) > 1:
+            key = [schema.resolve_column(source.schema, "prompt", c, source=source.name) for c in prompt_col]
+            return Grouping(key[-1], num_generations, within=tuple(key[:-1]))
+        prompt_col = prompt_col[0]
     grouped = required if grouped is None else grouped
     try:
         prompt = schema.resolve_column(source.schema, "prompt", prompt_col, required=False, source=source.name)
@@ -287,7 +316,7 @@ def plan_advantages(
     source: Source,
     *,
     config: AdvantageConfig | None = None,
-    prompt_col: str | None = None,
+    prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     baseline_col: str | None = None,
     num_generations: int | None = None,

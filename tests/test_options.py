@@ -78,13 +78,46 @@ def test_an_option_that_takes_one_value_refuses_to_be_given_twice(command):
     assert result.exit_code == 2 and result.stderr == "Error: --input-format given twice; it takes one value\n"
 
 
-def test_a_flag_given_twice_and_several_prompt_columns_are_refused():
+def test_a_flag_given_twice_is_refused_and_several_prompt_columns_are_one_key():
     result = grpo("advantages", str(SAMPLE / "rollouts.parquet"), "--whiten", "--whiten")
     assert result.exit_code == 2 and result.stderr == "Error: --whiten given twice; it takes one value\n"
     proc = run_grpo("advantages", str(SAMPLE / "rollouts.parquet"), "--prompt-col", "prompt_id", "--prompt-col", "uid", check=False)
-    assert proc.returncode == 2 and proc.stderr.decode() == (
-        "Error: --prompt-col takes one column for now (found prompt_id, uid): a composite group key is not supported yet\n"
+    assert proc.returncode == 1 and proc.stderr.decode().startswith("Error: ") and "no column 'uid' for prompt id" in proc.stderr.decode()
+    proc = run_grpo("advantages", str(SAMPLE / "rollouts.parquet"), "--prompt-col", "prompt_id", "--prompt-col", "prompt_id", check=False)
+    assert proc.returncode == 2 and "--prompt-col takes each column of a composite key once" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("command", ["advantages", "objective", "inspect", "filter", "compare", "mismatch"])
+def test_a_composite_key_groups_alike_in_every_command(command, tmp_path):
+    """The same prompt at two steps is two groups with `--prompt-col step --prompt-col input`
+    (one group of 4 without the step), in every command that groups rows."""
+    path = tmp_path / "steps.parquet"
+    logprobs = pa.array([[-1.0, -0.5]] * 8)
+    table = pa.table(
+        {
+            "step": [1, 1, 1, 1, 2, 2, 2, 2],
+            "input": ["a", "a", "b", "b", "a", "a", "b", "b"],
+            "score": [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0],
+            "logprobs": logprobs,
+            "old_logprobs": logprobs,
+            "rollout_logprobs": logprobs,
+        }
     )
+    pq.write_table(table, path)
+    extra = {"filter": ["--drop-zero-variance"], "compare": ["--estimators", "grpo,rloo"]}.get(command, [])
+    key = ["--prompt-col", "step", "--prompt-col", "input"]
+    f = figures(command, str(path), *key, *extra)
+    groups = f["groups"] if "groups" in f else f["index"]["groups"] if "index" in f else None
+    if command in ("advantages", "inspect", "filter", "compare"):
+        assert groups == 4, command
+    if command == "advantages":
+        assert f["grouped_by"] == "by columns 'step', 'input'" and f["columns"]["prompt"] == ["step", "input"]
+        assert f["zero_variance_groups"]["count"] == 2  # step 1 'b' [1, 1] and step 2 'a' [0, 0]
+        assert figures(command, str(path), "--prompt-col", "input")["groups"] == 2
+    if command == "filter":
+        assert f["kept"]["groups"] == 2
+    if command == "objective":
+        assert f["grouped_by"] == "by columns 'step', 'input'"
 
 
 @pytest.mark.parametrize("option", ["--reward-col", "--reward-weights", "--preset", "--estimator"])

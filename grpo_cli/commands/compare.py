@@ -98,7 +98,7 @@ class ComparePlan:
     @property
     def roles(self) -> dict:
         inputs = next((inputs for _, inputs, _ in self.estimators if inputs is not None), None)
-        return {"prompt": self.grouping.prompt, **(inputs.roles if inputs is not None else {})}
+        return {"prompt": self.grouping.shown, **(inputs.roles if inputs is not None else {})}
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Compute the estimators side by side on ``engine`` and write one column each; the
@@ -156,7 +156,7 @@ def plan_compare(
     *,
     estimators: str,
     config: AdvantageConfig | None = None,
-    prompt_col: str | None = None,
+    prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
     baseline_col: str | None = None,

@@ -92,7 +92,7 @@ class FilterPlan:
     @property
     def roles(self) -> dict[str, str | list[str] | None]:
         return {
-            "prompt": self.grouping.prompt,
+            "prompt": self.grouping.shown,
             "reward": self.reward if len(self.rewards) == 1 else list(self.rewards),
             "truncated": self.truncated,
             "tokens": self.steps.count if self.steps else None,
@@ -115,9 +115,9 @@ class FilterPlan:
             label,
             engine.read_columns,
             source,
-            list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), self.truncated) if c is not None)),
+            list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), self.truncated) if c is not None)),
         )
-        read = labelled(label, kernels.rows_read, table, 0, grouping.prompt, paths, self.rewards, None)
+        read = labelled(label, kernels.rows_read, table, 0, grouping.key, paths, self.rewards, None)
         index = labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
         found = labelled(label, row_inputs, read.rewards, list(self.rewards), self.reward_config)
         r = found.r
@@ -170,7 +170,7 @@ def plan_filter(
     *,
     config: FilterConfig,
     advantage_config: AdvantageConfig | None = None,
-    prompt_col: str | None = None,
+    prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
     truncated_col: str | None = None,

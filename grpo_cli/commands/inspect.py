@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..estimators import Groups
 from ..files import file_function
 from ..io import Source
-from ..plan import Grouping, Inputs, resolve_rewards
+from ..plan import Grouping, Inputs, resolve_grouping, resolve_rewards
 from ..summaries import GroupSummary
 from ..token_columns import StepColumns, read_steps
 
@@ -152,7 +152,7 @@ def plan_inspect(
     source: Source,
     *,
     config: AdvantageConfig | None = None,
-    prompt_col: str | None = None,
+    prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
     mask_col: str | None = None,
@@ -173,8 +173,9 @@ def plan_inspect(
     s, name = source.schema, source.name
     config = config or AdvantageConfig()
     several = reward_col is not None and not isinstance(reward_col, str)
+    composite = prompt_col is not None and not isinstance(prompt_col, str) and len(prompt_col) > 1
     given: dict[str, str | None] = {
-        "prompt": prompt_col,
+        "prompt": None if composite or prompt_col is None else (prompt_col if isinstance(prompt_col, str) else prompt_col[0]),
         "reward": None if several or reward_col is None else str(reward_col),
         "new": logprobs_col,
         "old": old_logprobs_col,
@@ -188,6 +189,9 @@ def plan_inspect(
     roles = {role: schema.explain_role(s, role, given[role], name, named) for role in given}
     schema.positive_int(num_generations, "num_generations")
     grouping = Grouping(roles["prompt"]["column"], num_generations)
+    if composite:
+        grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
+        roles["prompt"] = {"column": ", ".join(grouping.columns), "why": "given (a composite key)", "option": "prompt_col"}
     if several:
         roles["reward"] = {"column": None, "why": "given", "option": "reward_col"}
     reward = reward_col if several else roles["reward"]["column"]

@@ -135,9 +135,9 @@ class MismatchPlan:
         return self.grouping.prompt
 
     @property
-    def roles(self) -> dict[str, str | None]:
+    def roles(self) -> dict[str, str | list[str] | None]:
         t = self.tokens
-        return {"prompt": self.prompt, "old_logprobs": t.old, "rollout_logprobs": t.rollout, "mask": t.mask}
+        return {"prompt": self.grouping.shown, "old_logprobs": t.old, "rollout_logprobs": t.rollout, "mask": t.mask}
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Report the mismatch on ``engine`` and write the per-row figures; the figures of
@@ -164,7 +164,7 @@ def plan_mismatch(
     source: Source,
     *,
     config: MismatchConfig | None = None,
-    prompt_col: str | None = None,
+    prompt_col: str | list[str] | None = None,
     num_generations: int | None = None,
     old_logprobs_col: str | None = None,
     rollout_logprobs_col: str | None = None,

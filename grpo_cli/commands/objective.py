@@ -201,12 +201,12 @@ class ObjectivePlan:
     unused: tuple[str, ...] = ()
 
     @property
-    def roles(self) -> dict[str, str | None]:
+    def roles(self) -> dict[str, str | list[str] | None]:
         """Which column plays which role (``None``: no column does)."""
         t = self.tokens
         i = self.inputs.roles if self.inputs else {}
         return {
-            "prompt": self.grouping.prompt,
+            "prompt": self.grouping.shown,
             "reward": i.get("reward"),
             "baseline": i.get("baseline"),
             "advantage": self.advantage or t.advantage,
@@ -298,7 +298,7 @@ def plan_objective(
     config: ObjectiveConfig | None = None,
     advantage_config: AdvantageConfig | None = None,
     advantage_col: str | None = None,
-    prompt_col: str | None = None,
+    prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     baseline_col: str | None = None,
     num_generations: int | None = None,
@@ -383,7 +383,7 @@ def plan_objective(
         steps = StepColumns(tokens.mask or tokens.new, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
         inputs = resolve_inputs(source, estimator, reward_col, baseline_col, steps)
     plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, inputs, estimator, out)
-    used = tuple(plan.roles.values())
+    used = tuple(c for value in plan.roles.values() for c in (value if isinstance(value, list) else [value]))
     return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import schema
-from ..errors import InputError, RowError, shortened
+from ..errors import InputError, RowError, UsageError, shortened
 from ..estimators import GroupIndex, RowInputs, Runs, row_advantages
 from ..summaries import GroupSummary
 
@@ -106,14 +106,38 @@ class RowsRead:
 
 
 def rows_read(
-    batch: pa.RecordBatch | pa.Table, first_row: int, prompt: str | None, paths: list[tuple[str, ...]], names: tuple[str, ...], baseline: str | None
+    batch: pa.RecordBatch | pa.Table,
+    first_row: int,
+    key: str | tuple[str, ...] | None,
+    paths: list[tuple[str, ...]],
+    names: tuple[str, ...],
+    baseline: str | None,
 ) -> RowsRead:
-    """Pass 1's kernel: a batch's :class:`RowsRead` (or a table's, read whole)."""
+    """Pass 1's kernel: a batch's :class:`RowsRead` (or a table's, read whole); ``key``: the id
+    column, or the columns of a composite key (:attr:`grpo_cli.plan.Grouping.key`)."""
     return RowsRead(
-        prompt_runs(batch.column(prompt), prompt) if prompt is not None else None,
+        prompt_runs(group_keys(batch, key), ", ".join(key) if isinstance(key, tuple) else key) if key is not None else None,
         reward_values(batch, paths, names),
         scalars(batch.column(baseline), baseline) if baseline is not None else None,
     )
+
+
+def group_keys(batch: pa.RecordBatch | pa.Table, key: str | tuple[str, ...]) -> pa.Array | pa.ChunkedArray:
+    """Each row's group key: its id, or for a composite key one text that tells its values
+    apart, ``step | prompt`` (each value as text, its ``\\`` and ``|`` escaped, so two
+    different tuples never give the same text); a null in any column stays null."""
+    if isinstance(key, str):
+        return batch.column(key)
+    import pyarrow.compute as pc
+
+    parts = []
+    for name in key:
+        column = batch.column(name)
+        if pa.types.is_nested(column.type):
+            raise UsageError(f"column {name!r} of the composite `prompt_col` holds {column.type}; a key column holds one value per row")
+        text = pc.cast(column, pa.string())
+        parts.append(pc.replace_substring(pc.replace_substring(text, "\\", "\\\\"), "|", "\\|"))
+    return pc.binary_join_element_wise(*parts, " | ")
 
 
 def prompt_runs(keys: pa.Array | pa.ChunkedArray, name: str) -> Runs:

@@ -104,8 +104,8 @@ def first_pass(
     kept if the ids' layout allowed it, else None."""
     paths = [column_path(source, name) for name in inputs.rewards] if inputs else []
     baseline = inputs.baseline if inputs else None
-    args = (grouping.prompt, paths, inputs.rewards if inputs else (), baseline)  # what kernels.rows_read takes
-    columns = list(dict.fromkeys(c for c in (grouping.prompt, *(p[0] for p in paths), baseline) if c is not None))
+    args = (grouping.key, paths, inputs.rewards if inputs else (), baseline)  # what kernels.rows_read takes
+    columns = list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), baseline) if c is not None))
     label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
     if hold:
         held = labelled(label, engine.read_columns, source, columns)
@@ -138,7 +138,8 @@ def _rows_read(
     """:func:`~grpo_cli.engines.kernels.rows_read` of every row, a batch at a time: the runs
     joined, the rewards laid in the arrays of ``into`` as the batches finish (each batch then
     told to ``ahead``)."""
-    prompt, runs = args[0], []
+    key, runs = args[0], []
+    prompt = key[-1] if isinstance(key, tuple) else key  # the column that names a row's group in messages
     for _, first_row, batch, found in engine.map_batches(source, kernels.rows_read, *args, columns=columns, prompt=prompt):
         runs.append(found.runs)
         into.rewards[first_row : first_row + batch.num_rows] = found.rewards
@@ -146,7 +147,7 @@ def _rows_read(
             into.baseline[first_row : first_row + batch.num_rows] = found.baseline
         if ahead:
             ahead.read(first_row, found.runs)
-    return kernels.RowsRead(Runs.joined(runs) if prompt is not None else None, into.rewards, into.baseline)
+    return kernels.RowsRead(Runs.joined(runs) if key is not None else None, into.rewards, into.baseline)
 
 
 def column_path(source: Source, name: str) -> tuple[str, ...]:
