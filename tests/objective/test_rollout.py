@@ -16,6 +16,7 @@ from grpo_cli.errors import UsageError
 
 from ..conftest import run_grpo
 from ..strategies import logprob_rollout, unpack
+from . import verl_case
 
 L2 = math.log(2.0)
 # one row, two tokens, new = old (rho = 1), rollout such that w = exp(old - rollout) = 2 and 0.5
@@ -246,32 +247,8 @@ def test_bypass_takes_the_rollout_as_the_old_policy():
 
 # verl's own numbers (ref-verl-losses-0.9.1.json / -0.7.0.json in the issue 41 research, verl's
 # rollout_corr_helper.py and core_algos.py run in float64): 6 rows x 4 slots, row 5 fully masked
-VERL_MASK = [[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 0, 0]]
-VERL_OLD = [
-    [-0.4, -1.2, -2.5, -0.05],
-    [-1.9, -0.3, -1.6, -0.7],
-    [-2.2, -0.35, -0.8, -1.0],
-    [-0.6, -1.8, -0.25, -3.0],
-    [-1.1, -0.5, -0.9, -1.3],
-    [-1.5, -0.7, -0.7, -0.7],
-]
-VERL_NEW = [
-    [-0.10000000000000003, -1.25, -2.4, -0.45],
-    [-0.5999999999999999, -0.27999999999999997, -1.9000000000000001, -0.19999999999999996],
-    [-2.7, -0.09999999999999998, -0.8, -1.0],
-    [-0.44999999999999996, -0.40000000000000013, -0.35, -2.95],
-    [-0.9000000000000001, -0.3, -0.7, -1.1],
-    [-1.75, -0.7, -0.7, -0.7],
-]
-VERL_ROLLOUT = [
-    [-0.35000000000000003, -1.22, -1.6, -0.04],
-    [-2.0, -0.27, -1.6, -0.29999999999999993],
-    [-2.18, -0.95, -0.8, -1.0],
-    [-0.6, -1.76, -0.28, -2.8],
-    [-1.0, -0.4, -0.8, -1.2],
-    [-1.2, -0.7, -0.7, -0.7],
-]
-VERL_ADVANTAGES = [1.0, -0.5, 0.8, -1.2, 0.7, 0.6]
+VERL_ADVANTAGES, VERL_MASK, VERL_NEW, VERL_OLD = verl_case.ADV, verl_case.MASK, verl_case.NEW, verl_case.OLD
+VERL_ROLLOUT = verl_case.ROLLOUT
 
 
 def verl_loss(**options):
