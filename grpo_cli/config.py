@@ -337,6 +337,7 @@ class AdvantageConfig(Options):
         group="kl_in_reward",
         choices=KL_ESTIMATORS,
     )
+    kl_reward_clamp: float = option(None, "Clamp each token's KL of --kl-in-reward to [-C, C] (OpenRLHF: 10).", group="kl_in_reward", metavar="C")
     whiten: bool = option(
         False,
         "After the estimator, A = (A - mean) / s over the whole input (rows, or valid tokens "
@@ -389,10 +390,12 @@ class AdvantageConfig(Options):
         if self.kl_in_reward is None:
             if "kl" in given:
                 raise UsageError("`kl` is the estimator of `kl_in_reward`; pass `kl_in_reward` BETA too, or drop `kl`")
-            if "kl_at" in given:
-                raise UsageError("`kl_at` says where `kl_in_reward` applies; pass `kl_in_reward` BETA too, or drop `kl_at`")
+            for name in sorted(given & {"kl_at", "kl_reward_clamp"}):
+                raise UsageError(f"`{name}` applies to `kl_in_reward`; pass `kl_in_reward` BETA too, or drop `{name}`")
         else:
             check_range("kl_in_reward", self.kl_in_reward, 0)
+            if self.kl_reward_clamp is not None:
+                check_range("kl_reward_clamp", self.kl_reward_clamp, 0, open_low=True)
             if self.multi_reward != "sum-then-normalize":
                 raise UsageError(
                     f"`kl_in_reward` subtracts from one reward, and `multi_reward` {self.multi_reward!r} estimates each "
@@ -432,6 +435,12 @@ class AdvantageConfig(Options):
     def ddof(self) -> int:
         return STD_KINDS[self.std]
 
+    def reward_kl(self, d: np.ndarray) -> np.ndarray:
+        """Each token's KL of ``kl_in_reward``: estimator ``kl`` of ``d`` = policy - ref,
+        clamped to [-kl_reward_clamp, kl_reward_clamp] if given."""
+        kl = KL_ESTIMATORS[self.kl](d)
+        return kl if self.kl_reward_clamp is None else np.clip(kl, -self.kl_reward_clamp, self.kl_reward_clamp)
+
     @property
     def figures(self) -> dict:
         """The resolved options as summaries record them (``None``: an option that does not apply)."""
@@ -452,6 +461,7 @@ class AdvantageConfig(Options):
             "kl_in_reward": self.kl_in_reward,
             "kl": self.kl if self.kl_in_reward is not None else None,
             **({"kl_at": self.kl_at} if self.kl_in_reward is not None and self.kl_at != "before-baseline" else {}),  # older summaries have no key
+            **({"kl_reward_clamp": self.kl_reward_clamp} if self.kl_in_reward is not None and self.kl_reward_clamp is not None else {}),
             **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")},
             **whiten,
         }

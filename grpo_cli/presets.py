@@ -313,8 +313,8 @@ OPENRLHF = Preset(
     {
         "rloo": {"scale": "none"},
         # the KL is in the reward by default (init_coef 0.01, k1), per token for these
-        "reinforce": {"kl_in_reward": 0.01, "kl": "k1"},
-        "gae": {"kl_in_reward": 0.01, "kl": "k1"},
+        "reinforce": {"kl_in_reward": 0.01, "kl": "k1", "kl_reward_clamp": 10.0},
+        "gae": {"kl_in_reward": 0.01, "kl": "k1", "kl_reward_clamp": 10.0},
     },
     {"gspo": {"agg": "seq-mean-token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX}},  # forced, and no clamp
     ships={
@@ -334,10 +334,10 @@ OPENRLHF = Preset(
         "is_correction seq, mask, ratio": "--reject k1 --reject-level sequence-sum --reject-threshold L,U --reject-counted",
         "estimator flash_reinforce": "--estimator flash-reinforce",
         "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline (init_kl_coef 0.01)": "--kl-in-reward 0.01 --kl k1 --kl-at after-baseline "
+        "--kl-reward-clamp 10 "
         "(not set by the preset: it makes the advantages per token, which `grpo objective` does not take)",
     },
     missing={
-        "kl value clamp (+-10)": "each token's KL is clamped to [-10, 10]; here it is not",
         "estimator gae and reinforce, masks with gaps": "a masked position inside a row is a zero-reward step; here it is skipped",
         "is_correction gating binary_kl, tv": "needs those gating statistics",
         "policy_loss_type gspo with is_correction": "the ratio is new / rollout: needs the bypass mode",

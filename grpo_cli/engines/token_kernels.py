@@ -16,7 +16,6 @@ import pyarrow as pa
 from ..errors import RowError
 from ..estimators import Steps, Whitening, lookup
 from ..estimators.returns import reinforce
-from ..kl import KL_ESTIMATORS
 from ..numerics import units
 from ..schema import arrow_array
 from ..token_columns import StepColumns, StepData, read_steps
@@ -33,7 +32,7 @@ def row_steps(batch: pa.RecordBatch, first_row: int, columns: StepColumns, confi
     data = read_steps(batch, columns)
     out = {"length": data.valid_lengths}
     if data.kl_d is not None:
-        out["kl"] = reduce_rows(KL_ESTIMATORS[config.kl](data.kl_d), out["length"], dtype=np.float64)
+        out["kl"] = reduce_rows(config.reward_kl(data.kl_d), out["length"], dtype=np.float64)
     return out
 
 
@@ -51,7 +50,7 @@ def steps(data: StepData, r: np.ndarray, config) -> tuple[Steps, np.ndarray]:
     last = np.cumsum(lengths)[lengths > 0] - 1
     rewards[last] = r[lengths > 0]
     if data.kl_d is not None:
-        rewards -= config.kl_in_reward * KL_ESTIMATORS[config.kl](data.kl_d[kept])
+        rewards -= config.kl_in_reward * config.reward_kl(data.kl_d[kept])
     values = None if data.values is None else data.values[kept]
     return Steps(lengths, rewards, values), valid
 

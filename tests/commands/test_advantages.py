@@ -261,3 +261,22 @@ def test_a_list_reward_column_is_summed_per_row_and_said(tmp_path):
     pq.write_table(table.append_column("token_level_rewards", pa.array(scores)), both)
     proc = run_grpo("advantages", str(both), "-q", check=False)
     assert proc.returncode == 2 and "columns 'token_level_scores', 'token_level_rewards' could each be the reward" in proc.stderr.decode()
+
+
+def test_the_kl_in_the_reward_is_clamped_per_token_when_asked(tmp_path):
+    """OpenRLHF clamps each token's KL to [-10, 10] before it enters the reward. Here with
+    C = 0.5: d = old - ref = [2, -0.25] and [0.1]; k1 clamped: [0.5, -0.25] and [0.1], so the
+    rewards become 1 - 0.25 and 0 - 0.1, and the mean baseline gives +-(0.75 + 0.1) / 2."""
+    import pyarrow as pa
+
+    path = tmp_path / "kl.parquet"
+    table = {"prompt_id": [0, 0], "reward": [1.0, 0.0], "old_logprobs": [[-1.0, -1.25], [-0.9]], "ref_logprobs": [[-3.0, -1.0], [-1.0]]}
+    pq.write_table(pa.table(table), path)
+    out = tmp_path / "out.parquet"
+    options = ["--estimator", "mean", "--kl-in-reward", "1", "--kl", "k1"]
+    run_grpo("advantages", str(path), *options, "--kl-reward-clamp", "0.5", "-o", str(out), "-q")
+    assert pq.read_table(out)["advantage"].to_pylist() == pytest.approx([0.425, -0.425], rel=1e-15)
+    run_grpo("advantages", str(path), *options, "-o", str(out), "-q")  # unclamped: 1 - 1.75, 0 - 0.1
+    assert pq.read_table(out)["advantage"].to_pylist() == pytest.approx([-0.325, 0.325], rel=1e-15)
+    proc = run_grpo("advantages", str(path), "--kl-reward-clamp", "0.5", check=False)
+    assert proc.returncode == 2 and "--kl-reward-clamp applies to --kl-in-reward" in proc.stderr.decode()

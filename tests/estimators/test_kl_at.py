@@ -93,7 +93,7 @@ def test_whitened_after_the_kl(rollout, tmp_path):
 
 
 def test_refused_where_it_does_not_apply(rollout):
-    with pytest.raises(UsageError, match="`kl_at` says where `kl_in_reward` applies"):
+    with pytest.raises(UsageError, match="`kl_at` applies to `kl_in_reward`"):
         AdvantageConfig(kl_at="after-baseline")
     with pytest.raises(UsageError, match="`kl_in_reward` reads each token's old and reference log-probs"):
         advantages([1.0, 0.0], "aa", AdvantageConfig(kl_in_reward=0.1))  # rewards alone: no tokens to read it from
