@@ -372,6 +372,8 @@ class AdvantageConfig(Options):
             raise UsageError(f"estimator {self.estimator!r} takes `scale` {', '.join(spec.scales)} (found {scale!r})")
         check_choice("std", self.std, tuple(STD_KINDS))
         check_choice("singleton", self.singleton, tuple(estimators.SINGLETONS))
+        if "singleton" in given and not spec.grouped:
+            raise UsageError(f"estimator {self.estimator!r} takes no groups, so no group of one row; drop `singleton`")
         for name in ("reward_clip", "advantage_clip"):
             if getattr(self, name) is not None:
                 lo, hi = getattr(self, name)
@@ -410,6 +412,9 @@ class AdvantageConfig(Options):
         for name in ("gamma", "lam"):
             check_range(name, getattr(self, name), 0, 1)
         if spec.whitens or self.multi_reward != "sum-then-normalize":
+            if "whiten" in given:
+                part = f"estimator {self.estimator!r}" if spec.whitens else f"`multi_reward` {self.multi_reward!r}"
+                raise UsageError(f"{part} always whitens its advantages; drop `whiten` (`whiten_std` and the other whitening options say how)")
             self._set(whiten=True)  # part of the estimator (REINFORCE++, GAE) or of the aggregation (GDPO)
         for name in sorted(given & {"whiten_std", "whiten_eps_at", "whiten_eps"}):
             if not self.whiten:

@@ -218,3 +218,30 @@ def test_a_config_field_is_its_options_one_declaration(monkeypatch):
     added = o.config_options(Wider)["reward_scale"]
     assert added.group == "rewards" and added.type is float and added.info.help == "Multiply each reward by S. \\[default: 1.0]"
     assert added.info.rich_help_panel == o.ESTIMATOR and added.convert(None) is None
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["advantages", "--estimator", "remax", "--singleton", "reward"],
+            "estimator 'remax' takes no groups, so no group of one row; drop --singleton",
+        ),
+        (["advantages", "--estimator", "gae", "--singleton", "zero"], "estimator 'gae' takes no groups"),
+        (["advantages", "--estimator", "reinforce", "--singleton", "zero"], "estimator 'reinforce' takes no groups"),
+        (
+            ["advantages", "--estimator", "reinforce-baseline", "--whiten"],
+            "estimator 'reinforce-baseline' always whitens its advantages; drop --whiten",
+        ),
+        (["advantages", "--multi-reward", "normalize-then-sum", "--whiten"], "--multi-reward 'normalize-then-sum' always whitens its advantages"),
+        (["filter", "--drop-zero-variance", "--mask-col", "logprobs"], "--mask-col is read only by --truncated 'mask' or the overlong penalty"),
+        (["filter", "--drop-zero-variance", "--truncated-col", "done"], "--truncated-col is read only by --truncated, and no such rule is given"),
+        (["filter", "--drop-zero-variance", "--logprobs-col", "logprobs"], "--logprobs-col is read only by the overlong penalty"),
+        (["compare", "--estimators", "grpo,rloo", "--mask-col", "logprobs"], "--mask-col is read only by an estimator that reads tokens"),
+        (["compare", "--estimators", "grpo,rloo", "--baseline-col", "reward"], "--baseline-col is read only by estimator 'remax'"),
+    ],
+)
+def test_an_option_that_would_do_nothing_is_refused(args, message):
+    """No option is silently ignored (issue 43, class 16): each says why and exits 2."""
+    proc = run_grpo(args[0], str(SAMPLE / "rollouts.parquet"), *args[1:], "-q", check=False)
+    assert proc.returncode == 2 and proc.stderr.decode().startswith(f"Error: {message}"), proc.stderr.decode()

@@ -197,6 +197,13 @@ def plan_compare(
             values_col=None,
         )
         resolved.append((label, resolve_inputs(source, config, reward_col, baseline_col if "baseline" in needs else None, steps), config))
+    computed = [config for _, config in specs if config is not None]
+    for option, value, read, reader in (
+        ("mask_col", mask_col, any(reads_tokens(c) for c in computed), "an estimator that reads tokens (opo, reinforce-baseline, ...)"),
+        ("baseline_col", baseline_col, any("baseline" in lookup(c.estimator).needs for c in computed), "estimator 'remax'"),
+    ):
+        if value is not None and not read:
+            raise UsageError(f"`{option}` is read only by {reader}, and none of `estimators` is one; drop it")
     return ComparePlan(grouping, tuple(resolved), resolve_output(source, output, output_dir, output_format, compression), top)
 
 

@@ -200,12 +200,19 @@ def plan_filter(
         )
     if config.overlong_buffer is not None and "." in reward[0] and reward[0] not in s.names:
         raise UsageError(f"the overlong penalty rewrites the reward, and {reward[0]!r} is a struct field; pass a top-level `reward_col`")
+    counting = config.overlong_buffer is not None
+    for option, value, read, reader in (
+        ("truncated_col", truncated_col, config.truncated is not None, "`truncated`"),
+        ("mask_col", mask_col, counting or config.truncated == "mask", "`truncated` 'mask' or the overlong penalty"),
+        ("logprobs_col", logprobs_col, counting, "the overlong penalty"),
+    ):
+        if value is not None and not read:
+            raise UsageError(f"`{option}` is read only by {reader}, and no such rule is given; drop it")
     truncated = schema.resolve_column(s, "truncated", truncated_col, required=config.truncated is not None, source=name)
     if truncated is not None and config.truncated is not None:
         field = s.field(truncated)
         if not (pa.types.is_boolean(field.type) or pa.types.is_integer(field.type)):
             raise UsageError(f"{name}: column {truncated!r} (truncation flag) must hold booleans or 0/1 (found {field.type})")
-    counting = config.overlong_buffer is not None
     mask = (
         schema.resolve_column(s, "mask", mask_col, required=config.truncated == "mask", source=name)
         if counting or config.truncated == "mask"
