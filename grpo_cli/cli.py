@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from . import commands
-from .process import quick_exit, start_up_done, tune
+from .process import ClosedStdout, drop_stdout, quick_exit, start_up_done, tune
 
 
 class _Built(Mapping):
@@ -79,9 +79,19 @@ def _commands(
 def main() -> None:
     """The console script: the process tuned (:mod:`.process`), the app run, a quick exit."""
     tune()
+    if sys.stdout is None:  # started with descriptor 1 closed: printing there is an error, not a no-op
+        sys.stdout = ClosedStdout()
     try:
         app(prog_name="grpo")
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else (print(exc.code, file=sys.stderr), 1)[1]
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click's mark of a closed pipe (`grpo --help | head`), with its exit 1
+            code = 141
+    except BrokenPipeError:  # the reader of `grpo presets | head` left: quiet, as the data commands
+        drop_stdout()
+        code = 141
+    except OSError as exc:  # stdout of presets, --version, --help (the data commands say their own)
+        print(f"Error: <stdout>: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        code = 1
     quick_exit(code)

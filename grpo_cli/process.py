@@ -27,7 +27,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import errno
 import gc
+import io
 import os
 import sys
 
@@ -96,9 +98,17 @@ def start_up_done() -> None:
         _paused = False
 
 
+class ClosedStdout(io.TextIOBase):
+    """Stdout when the process started without descriptor 1 (``>&-``): writing to it is an
+    error (``presets``, ``--version``, ``--help`` print there), never a silent no-op."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+
 def drop_stdout() -> None:
     """Point stdout at /dev/null: whatever is still buffered for it is discarded at exit."""
-    if sys.stdout is None:  # closed when we started: nothing is buffered, and descriptor 1 is not ours
+    if sys.stdout is None or isinstance(sys.stdout, ClosedStdout):  # closed when we started: descriptor 1 is not ours
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())

@@ -344,6 +344,17 @@ def test_closed_stdout_is_one_clear_line(args):
     refused(closed(args), 1, "<stdout>: not open (stdout is closed); redirect it, or write to a file")
 
 
+@pytest.mark.parametrize("args", ["presets", "--version", "--help", "presets --preset verl"])
+def test_what_only_prints_to_stdout_says_when_it_cannot(args):
+    """`grpo presets`, `--version`, `--help` (issue 43, class 14): a full disk and a closed
+    stdout are one line and exit 1 (never a traceback, never a silent 0); a reader that leaves
+    (`| head`) ends the run quietly with 141, as the data commands do."""
+    refused(closed(f"{args} > /dev/full"), 1, "<stdout>: cannot write (No space left on device)")
+    refused(closed(f"{args} >&-"), 1, "<stdout>: cannot write (stdout is closed)")
+    proc = subprocess.run(["bash", "-c", f"'{grpo_executable()}' {args} | (exec 0<&-); echo ${{PIPESTATUS[0]}}"], capture_output=True, timeout=120)
+    assert proc.stdout.decode().strip() in ("0", "141") and proc.stderr == b""
+
+
 # 9. Written paths are checked as soon as the inputs are listed, before any is read.
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import options as o
 from ..errors import UsageError
+from ..process import drop_stdout
 from ..presets import PRESETS, lookup
 
 OPTIONS = (o.PRESET.told("Show what this preset sets for every estimator and loss, and what its framework ships."),)
@@ -118,11 +119,16 @@ def _render_one(name: str, console) -> None:
 def main(**given: Any) -> None:
     from rich.console import Console
 
+    class Stdout(Console):
+        def on_broken_pipe(self) -> None:  # the reader left (`grpo presets | head`): quiet, 141, as the data commands
+            drop_stdout()
+            raise SystemExit(141)
+
     name = o.values(OPTIONS, given).get("preset")
     if name is None:
-        _render_all(Console())
+        _render_all(Stdout())
     else:
-        _render_one(name, Console())
+        _render_one(name, Stdout())
 
 
 main.__signature__ = inspect.Signature([option.parameter for option in OPTIONS])  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ from typing import BinaryIO, Iterator
 import pyarrow as pa
 
 from ..errors import Interrupted, OutputError
+from ..process import ClosedStdout
 from . import formats
 from .discovery import STDIO, is_special
 from .formats import Writer
@@ -23,7 +24,7 @@ COPY_BYTES = 1 << 20  # bytes per write when copying into stdout, a device or a 
 
 def stdout() -> BinaryIO:
     """Binary stdout; a closed one (``>&-``: Python found no descriptor 1 at start) is refused."""
-    if sys.stdout is None:
+    if sys.stdout is None or isinstance(sys.stdout, ClosedStdout):
         raise OutputError("<stdout>: not open (stdout is closed); redirect it, or write to a file")
     return sys.stdout.buffer
 
