@@ -358,6 +358,10 @@ class JsonLines(Format):
         return LinesWriter(path, target)
 
 
+EMPTY_NAME = "\x00grpo:empty\x00"  # the stand-in of a column named "" (polars would rename it)
+EMPTY_KEY = b'"\\u0000grpo:empty\\u0000":'  # ... as polars writes it as a key
+
+
 class LinesWriter:
     """Rows written as JSON Lines to ``path`` (on its way to ``target``, as messages name it),
     each column as :func:`json_values` makes it; NaN and infinity are refused."""
@@ -370,9 +374,14 @@ class LinesWriter:
     def write_batch(self, batch: pa.RecordBatch) -> None:
         import polars as pl  # only for JSON Lines output: importing polars is slow
 
-        batch = pa.RecordBatch.from_arrays([json_values(column) for column in batch.columns], names=batch.schema.names)
+        names = batch.schema.names
+        batch = pa.RecordBatch.from_arrays([json_values(column) for column in batch.columns], names=[n or EMPTY_NAME for n in names])
         self._check_numbers(batch)
-        cast(pl.DataFrame, pl.from_arrow(batch)).write_ndjson(self.file)  # a batch gives a frame
+        frame = cast(pl.DataFrame, pl.from_arrow(batch))  # a batch gives a frame
+        if "" not in names:
+            frame.write_ndjson(self.file)
+        else:  # polars renames a column named "": written under a stand-in, the key put back (a key, never a value, is followed by ':')
+            self.file.write(frame.write_ndjson().encode().replace(EMPTY_KEY, b'"":'))
         self.rows += batch.num_rows
 
     def _check_numbers(self, batch: pa.RecordBatch) -> None:

@@ -8,7 +8,7 @@ from grpo_cli import advantages_file
 from grpo_cli.io.formats import jsonl
 from grpo_cli.errors import InputError
 
-from ...conftest import write_jsonl_rows
+from ...conftest import run_grpo, write_jsonl_rows
 
 
 def test_jsonl_late_values_keep_their_type_across_chunks(tmp_path, monkeypatch):
@@ -41,3 +41,16 @@ def test_jsonl_errors_name_the_line_in_a_late_chunk(tmp_path, monkeypatch):
         (tmp_path / "b.jsonl").write_text("\n".join(broken) + "\n")
         with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
             advantages_file(str(tmp_path / "b.jsonl"))
+
+
+def test_a_column_named_empty_keeps_its_name(tmp_path):
+    """A column named "" (legal in parquet and JSON) is written as "", not as polars' column_N
+    (issue 43, class 8), and reads back as itself."""
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"prompt_id": [0, 0], "reward": [1.0, 0.0], "": [5, 6]}), src)
+    out = tmp_path / "out.jsonl"
+    run_grpo("advantages", str(src), "-o", str(out), "-q")
+    assert out.read_text().splitlines() == ['{"prompt_id":0,"reward":1.0,"":5,"advantage":1.0}', '{"prompt_id":0,"reward":0.0,"":6,"advantage":-1.0}']
+    back = tmp_path / "back.parquet"
+    run_grpo("advantages", str(out), "-o", str(back), "-q")
+    assert pq.read_table(back).column_names == ["prompt_id", "reward", "", "advantage"]
