@@ -18,6 +18,7 @@ CLI's. A ``datasets.Dataset`` goes in as its Arrow table, ``dataset.data.table``
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import tempfile
 from functools import partial
@@ -62,13 +63,21 @@ def arrow_of(frame: Any) -> tuple[Any, Callable[[pa.Table], Any]]:
             return frame.collect().to_arrow(), lambda table: cast(pl.DataFrame, pl.from_arrow(table)).lazy()  # a table gives a frame
         return frame.to_arrow(), pl.from_arrow
     if library == "pandas" and kind == "DataFrame":
+        given = pa.Table.from_pandas(frame, preserve_index=False)
 
         def back(table: pa.Table):
+            # pandas' metadata would give a column the command wrote (a string `advantage` replaced
+            # by float64) its old dtype back: its entry goes, the others stay (Int64, categories...)
+            written = {f.name for f in table.schema if f.name not in given.column_names or not f.type.equals(given.schema.field(f.name).type)}
+            meta = table.schema.pandas_metadata
+            if meta and written:
+                meta["columns"] = [c for c in meta["columns"] if c["name"] not in written]
+                table = table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
             out = table.to_pandas()
             out.index = frame.index
             return out
 
-        return pa.Table.from_pandas(frame, preserve_index=False), back
+        return given, back
     raise UsageError(
         f"`frame` is a pyarrow Table, RecordBatch, RecordBatchReader or Dataset, a polars DataFrame or LazyFrame, "
         f"or a pandas DataFrame (found {type(frame).__name__}); for a datasets.Dataset pass dataset.data.table"

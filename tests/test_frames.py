@@ -128,3 +128,16 @@ def test_a_dataset_of_several_files_is_scanned_in_order(tmp_path):
     out, figures = annotate_advantages(ds.dataset(tmp_path / "dataset"), figures=True, batch_rows=64)
     expected, expected_figures = cli(tmp_path, "advantages")
     assert out.to_table().equals(expected) and figures["advantage"] == expected_figures["advantage"]
+
+
+def test_pandas_gets_the_advantages_as_float64_over_a_column_of_another_type():
+    """An existing `advantage` column of strings or nullable Int64 is replaced by the float64
+    advantages (pandas' metadata would give it its old dtype back; issue 43, class 10); the
+    other columns keep their dtypes."""
+    import pandas as pd
+
+    for old in (["x", "y"], pd.array([1, None], dtype="Int64")):
+        frame = pd.DataFrame({"prompt_id": [0, 0], "reward": [1.0, 0.0], "advantage": old, "n": pd.array([1, None], dtype="Int64")})
+        out = annotate_advantages(frame)
+        assert out["advantage"].dtype == "float64" and out["advantage"].tolist() == [1.0, -1.0]
+        assert str(out["n"].dtype) == "Int64"
