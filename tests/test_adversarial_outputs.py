@@ -429,3 +429,11 @@ def test_interrupt_while_printing_the_summary_says_the_outputs_are_complete(tmp_
         assert (tmp_path / "o.parquet").read_bytes() == expected_output(tmp_path, str(PARQUET))
         assert json.loads((tmp_path / "s.json").read_text())["rows"] == 320
     assert sorted(p.name for p in tmp_path.iterdir()) == (["expected", "o.parquet", "s.json"] if written else [])
+
+
+def test_an_output_symlink_loop_and_json_into_a_full_disk_are_one_line(tmp_path):
+    """Issue 43, class 13: each was an internal error."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    refused(closed(f"advantages '{PARQUET}' -o '{tmp_path / 'a'}' -q"), 2, f"output '{tmp_path / 'a'}' is a symlink loop; write it elsewhere")
+    refused(closed(f"inspect '{PARQUET}' --json > /dev/full"), 1, "<stdout>: cannot write (No space left on device)")

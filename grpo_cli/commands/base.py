@@ -24,7 +24,7 @@ import typer
 
 from .. import options as o
 from ..process import drop_stdout
-from ..errors import GrpoError, Interrupted, UsageError
+from ..errors import GrpoError, Interrupted, OutputError, UsageError
 from ..files import file_function, json_text
 from ..io import stdout
 from . import load
@@ -234,8 +234,13 @@ def emit(figures: dict, render: Callable[[dict, Any], None], quiet: bool, json_o
     with _reporting(any(path is not None for path in written)):
         if json_out:
             out = stdout()
-            out.write(json_text(figures).encode())
-            out.flush()
+            try:
+                out.write(json_text(figures).encode())
+                out.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as exc:  # a full disk: one line, as for every output
+                raise OutputError(f"<stdout>: cannot write ({exc.strerror or exc})") from None
         else:
             render(figures, _stderr())
 

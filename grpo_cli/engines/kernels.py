@@ -142,6 +142,10 @@ def group_keys(batch: pa.RecordBatch | pa.Table, key: str | tuple[str, ...]) -> 
 
 def prompt_runs(keys: pa.Array | pa.ChunkedArray, name: str) -> Runs:
     """The :class:`~grpo_cli.estimators.groups.Runs` of the prompt id column ``name``; a null id is refused."""
+    if pa.types.is_string_view(keys.type) or pa.types.is_binary_view(keys.type):  # compared as their plain kind
+        import pyarrow.compute as pc
+
+        keys = pc.cast(keys, pa.large_string() if pa.types.is_string_view(keys.type) else pa.large_binary())
     if keys.null_count:
         import pyarrow.compute as pc
 

@@ -3,6 +3,7 @@ is overwritten, and each is written in a format it can name."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -68,6 +69,9 @@ class Writes:
         formats.check_name(self.output_format, "output_format")
         if STDIO in (self.output, self.summary_json):
             stdout()  # refused if closed
+        for what, path in (("output", self.output), ("`output_dir`", self.output_dir), ("`summary_json`", self.summary_json)):
+            if path not in (None, STDIO):
+                _check_no_loop(what, path)
         for what, path in (("output", self.output), ("`summary_json`", self.summary_json)):
             if path not in (None, STDIO) and not Path(path).resolve().parent.is_dir():
                 raise UsageError(f"{what} folder {str(Path(path).parent)!r} does not exist")
@@ -104,6 +108,15 @@ def _check_written(parts: list[Part], folders: tuple[Path, ...], written: list[t
                 raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
             raise UsageError(f"{seen[key][0]} {seen[key][1]!r} and {what} {path!r} are one file; write them to different paths")
         seen[key] = (what, path)
+
+
+def _check_no_loop(what: str, path: str) -> None:
+    """Refuse a path whose symlinks point at each other (nothing could be written there)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{what} {path!r} is a symlink loop; write it elsewhere") from None
 
 
 def _check_target(what: str, path: str, folders: tuple[Path, ...]) -> None:

@@ -280,3 +280,14 @@ def test_the_kl_in_the_reward_is_clamped_per_token_when_asked(tmp_path):
     assert pq.read_table(out)["advantage"].to_pylist() == pytest.approx([-0.325, 0.325], rel=1e-15)
     proc = run_grpo("advantages", str(path), "--kl-reward-clamp", "0.5", check=False)
     assert proc.returncode == 2 and "--kl-reward-clamp applies to --kl-in-reward" in proc.stderr.decode()
+
+
+def test_string_view_prompt_ids_group_as_strings(tmp_path):
+    """Arrow's string_view ids (issue 43, class 13: an internal error) group as their strings."""
+    import pyarrow as pa
+
+    path = tmp_path / "view.parquet"
+    pq.write_table(pa.table({"prompt_id": pa.array(["a", "a", "b", "b"], pa.string_view()), "reward": [1.0, 0.0, 1.0, 0.5]}), path)
+    out = tmp_path / "out.parquet"
+    run_grpo("advantages", str(path), "-o", str(out), "-q")
+    assert pq.read_table(out)["advantage"].to_pylist() == [1.0, -1.0, 1.0, -1.0]
