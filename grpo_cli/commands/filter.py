@@ -140,6 +140,10 @@ class FilterPlan:
             penalty = overlong_penalty(passes.joined(parts, ("length",))["length"], config)
             reward = r + penalty
         figures = filter_figures(groups, rules, keep, truncated, penalty, config)
+        if self.output.targets and not keep.any():  # an empty file the next command would refuse: said here, nothing written
+            raise InputError(
+                f"{source.name}: the rules drop every one of the {len(keep)} rows; nothing is written (run without `output` or `output_dir` to see why)"
+            )
         if self.output.targets:
             mask = self.mask if config.truncated == "mask" else None  # the plan found it
             masked = truncated if mask is not None else None

@@ -110,3 +110,17 @@ def test_a_truncation_flag_other_than_0_or_1_is_refused(tmp_path):
     pq.write_table(pa.table({"prompt_id": ["a", "a"], "reward": [1.0, 0.0], "truncated": [0, 2]}), bad)
     with pytest.raises(InputError, match=r"row 1 \(prompt id 'a'\): column 'truncated' \(truncation flag\) must hold booleans or 0/1"):
         filter_file(str(bad), config=FilterConfig(truncated="drop"))
+
+
+def test_rules_that_drop_every_row_write_nothing_and_say_so(tmp_path):
+    """Issue 43, class 17: an empty file, which the next command would refuse, is never
+    written; the run says so in one line (exit 1), and without an output it reports."""
+    path = tmp_path / "same.parquet"
+    pq.write_table(pa.table({"prompt_id": [0, 0, 1, 1], "reward": [1.0, 1.0, 0.0, 0.0]}), path)
+    out = tmp_path / "f.parquet"
+    proc = run_grpo("filter", str(path), "--drop-zero-variance", "-o", str(out), check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (
+        f"Error: {path}: the rules drop every one of the 4 rows; nothing is written (run without --output or --output-dir to see why)\n"
+    )
+    assert not out.exists()
+    assert filter_file(str(path), config=FilterConfig(drop_zero_variance=True))["kept"]["rows"] == 0
