@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -109,10 +110,15 @@ class Staged:
             if self.place is None:
                 self._copy_in()
             else:
-                # the temporary file is private (0600); give it the mode a plain open() would.
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(self.temporary, 0o666 & ~umask)
+                # the temporary file is private (0600): it gets the mode of the file it replaces,
+                # else the one a plain open() would give
+                try:
+                    mode = stat.S_IMODE(os.stat(self.place).st_mode)
+                except FileNotFoundError:
+                    umask = os.umask(0)
+                    os.umask(umask)
+                    mode = 0o666 & ~umask
+                os.chmod(self.temporary, mode)
                 os.replace(self.temporary, self.place)
         self.made = []
 

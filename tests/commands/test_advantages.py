@@ -33,6 +33,9 @@ def test_output_gets_the_mode_a_plain_write_would(sample_parquet, tmp_path):
     run_grpo("advantages", str(sample_parquet), "-o", str(out), "-q")
     plain.write_bytes(b"")
     assert out.stat().st_mode == plain.stat().st_mode
+    out.chmod(0o600)  # a file replaced keeps its mode (issue 43, class 18)
+    run_grpo("advantages", str(sample_parquet), "-o", str(out), "-q")
+    assert out.stat().st_mode & 0o777 == 0o600
 
 
 def test_jsonl_to_jsonl_sample_std_rloo(sample_jsonl, tmp_path):
