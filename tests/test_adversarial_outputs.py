@@ -344,6 +344,7 @@ def test_closed_stdout_is_one_clear_line(args):
     refused(closed(args), 1, "<stdout>: not open (stdout is closed); redirect it, or write to a file")
 
 
+@pytest.mark.slow  # twelve processes
 @pytest.mark.parametrize("args", ["presets", "--version", "--help", "presets --preset verl"])
 def test_what_only_prints_to_stdout_says_when_it_cannot(args):
     """`grpo presets`, `--version`, `--help` (issue 43, class 14): a full disk and a closed

@@ -65,7 +65,10 @@ def row_advantages(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.nda
         a = _scored(groups, inputs.scored, config)
     else:
         w = weights(config, inputs.columns.shape[1])
-        a = sum(w[k] * _scored(groups.with_rewards(inputs.columns[:, k]), ~np.isnan(inputs.columns[:, k]), config) for k in range(len(w)))
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: refused below, naming the row
+            a = sum(w[k] * _scored(groups.with_rewards(inputs.columns[:, k]), ~np.isnan(inputs.columns[:, k]), config) for k in range(len(w)))
+        if not np.isfinite(a).all():
+            raise RowError(int(np.flatnonzero(~np.isfinite(a))[0]), "the weighted sum of its advantages is beyond float64; rescale `reward_weights`")
     scored = inputs.scored
     if config.advantage_clip is not None:
         a = np.where(scored, np.clip(a, *config.advantage_clip), 0.0)

@@ -71,8 +71,12 @@ def row_inputs(values: np.ndarray, names: list[str], config, *, length=None, bas
         if x.shape[1] == 1 and w[0] == 1:  # one reward column: itself (a view: no copy of every row)
             return x[:, 0]
         total = np.zeros(len(x))
-        for k in range(x.shape[1]):
-            total += w[k] * np.where(null[:, k], 0.0, x[:, k])
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: refused below, naming the row
+            for k in range(x.shape[1]):
+                total += w[k] * np.where(null[:, k], 0.0, x[:, k])
+        if not np.isfinite(total).all():
+            row = int(np.flatnonzero(~np.isfinite(total))[0])
+            raise RowError(row, "the weighted sum of its rewards is beyond float64; rescale `reward_weights`")
         return total
 
     if config.multi_reward != "sum-then-normalize":  # r: only what the summary describes

@@ -1,6 +1,9 @@
 """From reward columns to the reward an estimator sees: which rows are scored."""
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -8,6 +11,8 @@ from grpo_cli import AdvantageConfig
 from grpo_cli.estimators import GroupIndex, Groups, row_inputs
 from grpo_cli.numerics import units
 from grpo_cli.summaries import GroupSummary
+
+from ..conftest import run_grpo
 
 reward_or_null = st.one_of(st.just(np.nan), st.integers(-100, 100).map(lambda k: k / 10))
 
@@ -52,3 +57,16 @@ def test_group_sizes_counted_or_known():
     assert (same.groups, dict(same.sizes), same.zero_variance) == (4, {2: 4}, 2)
     mixed = GroupSummary.of(Groups(r, GroupIndex(np.array([0, 3, 5]), 8)))  # 3, 2 and 3 rows
     assert (mixed.groups, dict(mixed.sizes), mixed.zero_variance) == (3, {3: 2, 2: 1}, 0)
+
+
+@pytest.mark.parametrize("multi_reward", ["sum-then-normalize", "normalize-then-sum"])
+def test_weighted_rewards_beyond_float64_name_the_row(tmp_path, multi_reward):
+    """--reward-weights 1e308,1e308 (issue 43, class 5): the weighted sum overflows; one line
+    naming the row, never Infinity or NaN in the summary, nor numpy's warnings."""
+    path = tmp_path / "two.parquet"
+    pq.write_table(pa.table({"prompt_id": [0, 0], "a": [1.0, 0.0], "b": [1.0, 0.5]}), path)
+    args = ["--reward-col", "a", "--reward-col", "b", "--reward-weights", "1e308,1e308", "--multi-reward", multi_reward]
+    proc = run_grpo("advantages", str(path), *args, "-q", check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (
+        f"Error: {path}: row 0 (prompt id 0): the weighted sum of its rewards is beyond float64; rescale --reward-weights\n"
+    )
