@@ -208,7 +208,11 @@ def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...
         raise UsageError(f"`reward_col` names a column twice ({', '.join(map(str, given))})")
     rewards = tuple(schema.resolve_column(source.schema, "reward", name, source=source.name) for name in given)
     for reward in rewards:
-        field = pa.field(reward, schema.field_type(source.schema, column_path(source, reward)))
+        path = column_path(source, reward)
+        lacking = next((p for p, s in zip(source.parts, source.part_schemas) if len(path) > 1 and schema.field_path(s, reward) is None), None)
+        if lacking is not None:  # its rows would read null: unscored in silence
+            raise ColumnNotFoundError(f"{lacking.name}: no field {reward!r}, which this run reads (other input files have it)")
+        field = pa.field(reward, schema.field_type(source.schema, path))
         schema.check_numeric(field, source.name, "reward")
     if config.reward_weights is not None and len(config.reward_weights) != len(rewards):
         raise UsageError(

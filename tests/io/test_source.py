@@ -478,3 +478,17 @@ def test_held_columns_give_the_batches_reading_gives(tmp_path, suffix, monkeypat
         taken = [b for _, b in source.iter_batches(2, held=held)]
         assert [b.num_rows for b in taken] == [2, 2, 2, 1]
         assert pa.Table.from_batches(taken).equals(expected)
+
+
+def test_a_struct_reward_field_missing_from_one_file_is_refused(tmp_path):
+    """Issue 43, class 3: its rows would read null and be left unscored in silence."""
+    folder = tmp_path / "structs"
+    folder.mkdir()
+    pq.write_table(pa.table({"prompt_id": [0, 0], "rewards": pa.array([{"acc": 1.0, "fmt": 0.0}, {"acc": 0.0, "fmt": 1.0}])}), folder / "a.parquet")
+    pq.write_table(pa.table({"prompt_id": [1, 1], "rewards": pa.array([{"fmt": 0.0}, {"fmt": 1.0}])}), folder / "b.parquet")
+    proc = run_grpo("advantages", str(folder), "--reward-col", "rewards.acc", check=False)
+    assert (
+        proc.returncode == 1
+        and proc.stderr.decode() == f"Error: {folder / 'b.parquet'}: no field 'rewards.acc', which this run reads (other input files have it)\n"
+    )
+    run_grpo("advantages", str(folder), "--reward-col", "rewards.fmt", "-q")  # in every file: read
