@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
@@ -78,8 +79,23 @@ def _decoded(field: pa.Field) -> pa.Field:
 
 
 def typed(values: pa.Array) -> pa.Array:
-    """Partition values (strings): int64 if all are integers, else float64 if all are numbers."""
-    for numbers in (pa.int64(), pa.float64()):
-        with contextlib.suppress(pa.ArrowInvalid):
-            return values.cast(numbers)
-    return values
+    """Partition values (strings): int64 if all are integers, else float64 if all are finite
+    numbers that float64 holds as written (an integer beyond 2^53 would be rounded), else the
+    strings as they are (``nan``, ``inf``, ``1e400`` too), as JSON Lines numbers are read.
+
+    >>> typed(pa.array(["9007199254740993", "0.5"])).type, typed(pa.array(["1", "2.5"])).type
+    (DataType(string), DataType(double))
+    """
+    with contextlib.suppress(pa.ArrowInvalid):
+        return values.cast(pa.int64())
+    try:
+        numbers = values.cast(pa.float64())
+    except pa.ArrowInvalid:
+        return values
+    import pyarrow.compute as pc
+
+    whole = pc.fill_null(pc.match_substring_regex(values, r"^[+-]?[0-9]+$"), False).to_numpy(zero_copy_only=False)
+    x = numbers.to_numpy(zero_copy_only=False)
+    nulls = values.is_null().to_numpy(zero_copy_only=False)
+    exact = np.isfinite(x) & ~(whole & (np.abs(x) >= 2.0**53))  # from 2^53 on, float64 may have rounded it
+    return numbers if (exact | nulls).all() else values

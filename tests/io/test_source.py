@@ -492,3 +492,14 @@ def test_a_struct_reward_field_missing_from_one_file_is_refused(tmp_path):
         and proc.stderr.decode() == f"Error: {folder / 'b.parquet'}: no field 'rewards.acc', which this run reads (other input files have it)\n"
     )
     run_grpo("advantages", str(folder), "--reward-col", "rewards.fmt", "-q")  # in every file: read
+
+
+def test_hive_values_are_never_rounded_nor_made_infinite(tmp_path, sample_parquet):
+    """Issue 43, class 4: `k=9007199254740993` beside `k=0.5` would round to ...992 as float64,
+    and `k=1e400`, `k=nan` become inf, NaN: such keys are read as the strings written."""
+    from grpo_cli.io.unify import typed
+
+    assert typed(pa.array(["9007199254740993", "0.5"])).to_pylist() == ["9007199254740993", "0.5"]
+    for texts in (["1e400", "2"], ["nan", "1"], ["inf", "1"]):
+        assert typed(pa.array(texts)).type == pa.string()
+    assert typed(pa.array(["1", "2.5"])).to_pylist() == [1.0, 2.5] and typed(pa.array(["3", "9007199254740993"])).to_pylist() == [3, 9007199254740993]
