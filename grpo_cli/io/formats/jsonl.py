@@ -76,6 +76,7 @@ def scan(open_file: Callable[[], BinaryIO], name: str) -> tuple[pa.Schema, int]:
     schema, rows = pa.schema([]), 0
     wide: dict[tuple[str, ...], tuple[int, int]] = {}  # (column, *leaf path): (line, value) of its first integer beyond 2^53
     for first_line, chunk in line_chunks(open_file):
+        check_utf8(chunk, first_line, name)
         check_depth(chunk, first_line, name)
         table = parse_chunk(chunk, first_line, name)
         _check_rounded(table, chunk, first_line, name)
@@ -87,6 +88,17 @@ def scan(open_file: Callable[[], BinaryIO], name: str) -> tuple[pa.Schema, int]:
         rows += table.num_rows
     _check_widened(schema, wide, name)
     return schema, rows
+
+
+def check_utf8(chunk: bytes, first_line: int, name: str) -> None:
+    """Refuse the first line of ``chunk`` that is not UTF-8, as JSON text must be: its
+    strings would reach parquet as bytes no reader accepts."""
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = chunk.rfind(b"\n", 0, exc.start) + 1
+        line = first_line + chunk.count(b"\n", 0, exc.start)
+        raise InputError(f"{name}: line {line}: not UTF-8 at byte {exc.start - line_start + 1} (JSON text is UTF-8)") from None
 
 
 def check_depth(chunk: bytes, first_line: int, name: str) -> None:

@@ -54,3 +54,14 @@ def test_a_column_named_empty_keeps_its_name(tmp_path):
     back = tmp_path / "back.parquet"
     run_grpo("advantages", str(out), "-o", str(back), "-q")
     assert pq.read_table(back).column_names == ["prompt_id", "reward", "", "advantage"]
+
+
+def test_invalid_utf8_is_refused_naming_the_line(tmp_path):
+    """Issue 43, class 7: a string that is not UTF-8 would reach parquet as bytes that polars
+    and pyarrow's full validation refuse; the line is named instead, and nothing is written."""
+    src = tmp_path / "bad.jsonl"
+    src.write_bytes(b'{"prompt_id": "a", "reward": 1.0}\n{"prompt_id": "a\xff", "reward": 0.0}\n')
+    out = tmp_path / "out.parquet"
+    proc = run_grpo("advantages", str(src), "-o", str(out), check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == f"Error: {src}: line 2: not UTF-8 at byte 17 (JSON text is UTF-8)\n"
+    assert not out.exists()
