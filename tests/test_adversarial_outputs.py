@@ -438,3 +438,13 @@ def test_an_output_symlink_loop_and_json_into_a_full_disk_are_one_line(tmp_path)
     (tmp_path / "b").symlink_to(tmp_path / "a")
     refused(closed(f"advantages '{PARQUET}' -o '{tmp_path / 'a'}' -q"), 2, f"output '{tmp_path / 'a'}' is a symlink loop; write it elsewhere")
     refused(closed(f"inspect '{PARQUET}' --json > /dev/full"), 1, "<stdout>: cannot write (No space left on device)")
+
+
+@pytest.mark.parametrize("rows, summary", [("-", "/dev/stdout"), ("/dev/stdout", "-"), ("/dev/fd/1", "-"), ("-", "/proc/self/fd/1")])
+def test_two_names_for_stdout_are_refused(tmp_path, rows, summary):
+    """Issue 43, class 1: `-o - --summary-json /dev/stdout > out.txt` kept only the summary.
+    Any path that is the process's stdout counts as stdout: two outputs there are refused."""
+    out = tmp_path / "out.txt"
+    proc = closed(f"advantages '{PARQUET}' -o {rows} --output-format jsonl --summary-json {summary} -q > '{out}'")
+    refused(proc, 2, "the rows and the summary JSON cannot both go to stdout; write --summary-json to a file")
+    assert out.read_bytes() == b""

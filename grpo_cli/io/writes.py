@@ -96,18 +96,29 @@ def _check_written(parts: list[Part], folders: tuple[Path, ...], written: list[t
     named twice, and be read too."""
     inputs = {_identity(part.path) for part in parts if part.local}
     seen: dict[object, tuple[str, str]] = {}
+    out = _stdout_identity()
     for what, path in written:
         device = _is_device(path)
-        key = path if path == STDIO else _identity(path)
+        key = (out or path) if path == STDIO else _identity(path)
         if key in inputs and not device:
             raise UsageError(f"{what} {path!r} is an input file; choose another path")
         if path != STDIO:
             _check_target(what, path, folders)
         if key in seen and not device:
-            if path == STDIO:
+            if STDIO in (path, seen[key][1]) or key == out:  # `-`, /dev/stdout, /dev/fd/1: one stdout
                 raise UsageError("the rows and the summary JSON cannot both go to stdout; write `summary_json` to a file")
             raise UsageError(f"{seen[key][0]} {seen[key][1]!r} and {what} {path!r} are one file; write them to different paths")
         seen[key] = (what, path)
+
+
+def _stdout_identity() -> object | None:
+    """The device and inode of what descriptor 1 writes to (a file, a pipe), so that
+    ``/dev/stdout``, ``/dev/fd/1`` and ``-`` are one output; ``None`` if it is closed."""
+    try:
+        found = os.fstat(1)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _check_no_loop(what: str, path: str) -> None:
