@@ -144,15 +144,22 @@ def test_verl_batch_on_policy_objective_has_ratio_one(tmp_path):
 
 
 def test_trl_logged_advantage_kept_and_compared(tmp_path):
-    """TRL logs its ``advantage`` beside one column per reward function (NaN where it returned
-    None). --advantage-name keeps it and writes ours beside; under --preset trl ours is TRL's
-    (nansum of the functions, (r - mean) / (std + 1e-4), std ddof 1), and ``compare`` with
-    ``column:advantage`` shows no sign flip and rank correlation 1."""
+    """TRL logs its ``advantage`` beside one column per reward function (null where it returned
+    None). --advantage-name keeps it and writes ours beside; under --preset trl ours is TRL's:
+    r = nansum of the functions, (r - mean) / (std + 1e-4), std ddof 1, a row no function scored
+    (step 20's sixth) left out of its group's mean and std, its advantage 0 (TRL 1.16.0
+    grpo_trainer.py); ``compare`` with ``column:advantage`` shows no sign flip, rank correlation 1."""
     out = tmp_path / "a.parquet"
     run_grpo("advantages", str(TRL), "--num-generations", "4", *TRL_REWARDS, "--preset", "trl", "--advantage-name", "ours", "-o", str(out), "-q")
     table = pq.read_table(out).to_pydict()
-    r = np.nansum([table["accuracy_reward"], np.array(table["format_reward"], dtype=float)], axis=0)
-    np.testing.assert_allclose(table["ours"], group_normalised(r, ddof=1, eps=1e-4), atol=1e-12)
+    scores = np.array([table["accuracy_reward"], table["format_reward"]], dtype=float)  # null: NaN
+    unscorable = np.isnan(scores).all(0)
+    assert unscorable.sum() == 1
+    r = np.where(unscorable, np.nan, np.nansum(scores, axis=0)).reshape(-1, N)
+    mean = np.nanmean(r, 1, keepdims=True)
+    std = np.sqrt(np.nansum((r - mean) ** 2, 1, keepdims=True) / ((~np.isnan(r)).sum(1, keepdims=True) - 1))
+    expected = np.nan_to_num((r - mean) / (std + 1e-4), nan=0.0).reshape(-1)
+    np.testing.assert_allclose(table["ours"], expected, atol=1e-12)
     np.testing.assert_allclose(table["ours"], table["advantage"], atol=1e-12)
     summary = tmp_path / "c.json"
     run_grpo(

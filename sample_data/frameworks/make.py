@@ -12,8 +12,9 @@ for field from their sources (a few prompts x a few responses each; deterministi
   token), GRPO's token-level ``advantages`` and ``returns`` (equal in GRPO), ``uid`` (the group)
   and ``index`` (the dataset row). No new log-probs: on-policy, new = old.
 - trl/completions/completions_{step:05d}.parquet: TRL 1.16.0 ``GRPOTrainer.log`` with
-  ``log_completions``: ``step``, ``prompt``, ``completion``, one column per reward function (NaN
-  where it returned None), the logged ``advantage``; rows in consecutive blocks of
+  ``log_completions`` (a pandas DataFrame's ``to_parquet``): ``step``, ``prompt``, ``completion``,
+  one column per reward function (NaN where it returned None, which pandas writes as null), the
+  logged ``advantage``; rows in consecutive blocks of
   ``num_generations``.
 - openrlhf/experiences.jsonl: OpenRLHF 0.11.2 ``Experience`` fields dumped as JSON Lines by a user:
   ``index`` numbers samples (``split_rollout_samples``), ``prompts``, ``labels``, ``rewards``,
@@ -114,7 +115,8 @@ def verl_batch(rng: np.random.Generator) -> None:
 def trl_completions(rng: np.random.Generator) -> None:
     """Steps 10 and 20 (logging_steps 10), 3 prompts x N each; the logged advantage is TRL's
     sum_then_normalize: r = nansum of the reward functions, (r - mean) / (nanstd + 1e-4), std
-    with ddof 1 (trl/trainer/grpo_trainer.py)."""
+    with ddof 1, a row every function scored None (unscorable) left out of its group's mean and
+    std, its advantage 0 (trl/trainer/grpo_trainer.py, ``_generate_and_score_completions``)."""
     folder = HERE / "trl" / "completions"
     folder.mkdir(parents=True, exist_ok=True)
     for number, step in enumerate((10, 20)):
@@ -122,15 +124,21 @@ def trl_completions(rng: np.random.Generator) -> None:
         accuracy = rng.integers(0, 2, 3 * N).astype(np.float64)
         fmt = rng.choice([0.0, 0.5, 1.0], 3 * N)
         fmt[rng.random(3 * N) < 0.2] = np.nan  # the format function returned None
-        r = np.nansum(np.stack([accuracy, fmt]), axis=0).reshape(3, N)
-        advantage = (r - r.mean(1, keepdims=True)) / (r.std(1, ddof=1, keepdims=True) + 1e-4)
+        if step == 20:
+            accuracy[5] = fmt[5] = np.nan  # every function returned None: unscorable
+        r = np.nansum(np.stack([accuracy, fmt]), axis=0)
+        r[np.isnan(accuracy) & np.isnan(fmt)] = np.nan  # left out of the group's mean and std
+        g = r.reshape(3, N)
+        mean = np.nanmean(g, 1, keepdims=True)
+        std = np.sqrt(np.nansum((g - mean) ** 2, 1, keepdims=True) / (np.sum(~np.isnan(g), 1, keepdims=True) - 1))
+        advantage = np.nan_to_num((g - mean) / (std + 1e-4), nan=0.0)  # an unscorable row's advantage is 0
         table = pa.table(
             {
                 "step": [step] * (3 * N),
                 "prompt": [text.split("user\n")[1].split("\n")[0] for text, _ in prompts for _ in range(N)],
-                "completion": [f"<think>...</think> {prompts[i // N][1] + int(1 - a)}" for i, a in enumerate(accuracy)],
-                "accuracy_reward": accuracy,
-                "format_reward": fmt,
+                "completion": [f"<think>...</think> {prompts[i // N][1] + int(a != 1)}" for i, a in enumerate(accuracy)],
+                "accuracy_reward": pa.array(accuracy, from_pandas=True),
+                "format_reward": pa.array(fmt, from_pandas=True),  # pandas' to_parquet: NaN is written as null
                 "advantage": advantage.reshape(-1),
             }
         )
