@@ -105,6 +105,20 @@ def test_verl_steps_never_merge_the_same_prompt(tmp_path):
     assert ran.returncode != 0 or read_json(tmp_path / "s.json")["group_sizes"] == {"4": 6}
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="a long prompt text is named by its first line: verl decodes its prompts with the chat template, so every "
+    "group is 'system…' in tables and messages, two different groups shown alike",
+)
+def test_groups_named_by_prompt_text_are_told_apart():
+    """verl's ``input`` starts with the chat template's ``system`` line: the names of two groups
+    in compare's table of most affected groups differ."""
+    shown = run_grpo("compare", str(VERL_ROLLOUT / "10.jsonl"), "--prompt-col", "input", "--estimators", "grpo,rloo", env={"COLUMNS": "100"})
+    table = shown.stderr.decode().split("most affected groups", 1)[1]
+    names = [line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│")]
+    assert len(names) == 2 and names[0] != names[1], names
+
+
 def test_verl_batch_groups_by_uid_over_index_and_sums_the_token_scores(tmp_path):
     """A DataProto batch holds ``uid`` (the group) and ``index`` (the dataset row): uid wins, and
     inspect says why. ``token_level_scores`` holds the score on the last valid token: the row's
@@ -141,6 +155,26 @@ def test_verl_batch_on_policy_objective_has_ratio_one(tmp_path):
     batch = pq.read_table(VERL_BATCH).to_pydict()
     per_row = [sum(a for a, m in zip(adv, mask) if m) for adv, mask in zip(batch["advantages"], batch["response_mask"])]
     assert math.isclose(figures["objective"], sum(per_row) / len(per_row), abs_tol=1e-12)
+    # verl's own: token-mean of A over every valid token, from the logged advantages (float32) or
+    # from the scores by --estimator grpo: the same number
+    logged, recomputed = (tmp_path / "logged.json", tmp_path / "recomputed.json")
+    run_grpo("objective", str(VERL_BATCH), "--logprobs-col", "old_log_probs", "--preset", "verl", "-q", "--summary-json", str(logged))
+    run_grpo(
+        "objective",
+        str(VERL_BATCH),
+        "--logprobs-col",
+        "old_log_probs",
+        "--preset",
+        "verl",
+        "--estimator",
+        "grpo",
+        "-q",
+        "--summary-json",
+        str(recomputed),
+    )
+    tokens = [a for adv, mask in zip(batch["advantages"], batch["response_mask"]) for a, m in zip(adv, mask) if m]
+    assert math.isclose(read_json(logged)["objective"], sum(tokens) / len(tokens), abs_tol=1e-12)
+    assert math.isclose(read_json(recomputed)["objective"], read_json(logged)["objective"], abs_tol=1e-6)
 
 
 def test_trl_logged_advantage_kept_and_compared(tmp_path):
