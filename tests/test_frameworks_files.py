@@ -17,6 +17,7 @@ from .conftest import SAMPLE, examples, read_json, run_grpo
 
 FRAMEWORKS = SAMPLE / "frameworks"
 VERL_ROLLOUT = FRAMEWORKS / "verl" / "rollout"
+VERL_VALIDATION = FRAMEWORKS / "verl" / "validation" / "10.jsonl"
 VERL_BATCH = FRAMEWORKS / "verl" / "batch.parquet"
 TRL = FRAMEWORKS / "trl" / "completions"
 OPENRLHF = FRAMEWORKS / "openrlhf" / "experiences.jsonl"
@@ -92,6 +93,14 @@ def test_verl_dump_of_one_step_groups_by_prompt_text(tmp_path):
         assert len(r) == N
         expected = np.zeros(N) if r.std() == 0 else (r - r.mean()) / r.std()
         np.testing.assert_allclose([row["advantage"] for row in rows if row["input"] == text], expected, atol=1e-12)
+
+
+def test_verl_validation_dump_names_both_rewards():
+    """verl's validation dumps hold ``score`` and ``reward`` (its summed score): the run stops and
+    names both; ``--reward-col score`` reads DAPO's."""
+    refused = one_line_error(run_grpo("advantages", str(VERL_VALIDATION), "--prompt-col", "input", check=False))
+    assert "'reward'" in refused and "'score'" in refused and "--reward-col" in refused
+    run_grpo("advantages", str(VERL_VALIDATION), "--prompt-col", "input", "--reward-col", "score", "-q")
 
 
 @pytest.mark.xfail(
@@ -258,6 +267,7 @@ OPTIONS = [
 FILES = {
     VERL_ROLLOUT: ([["--prompt-col", "input"]], []),
     VERL_ROLLOUT / "10.jsonl": ([["--prompt-col", "input"]], []),
+    VERL_VALIDATION: ([["--prompt-col", "input"], ["--reward-col", "score"]], []),
     VERL_BATCH: ([], [["--logprobs-col", "old_log_probs"]]),
     TRL: ([["--num-generations", "4"], list(TRL_REWARDS)], []),
     OPENRLHF: ([["--reward-col", "rewards"], ["--prompt-col", "none"], ["--num-generations", "4"]], [["--logprobs-col", "action_log_probs"]]),

@@ -6,6 +6,7 @@ for field from their sources (a few prompts x a few responses each; deterministi
   ``score``, ``step``, then the reward function's extra keys (here DAPO's ``acc`` and ``pred``;
   its ``score`` overwrites the summed one). Rows shuffled (batch balancing), no uid; the prompts
   of step 1 come back at step 10 (a later epoch).
+- verl/validation/10.jsonl: ``trainer.validation_data_dir``, the same keys plus ``reward``.
 - verl/batch.parquet: a DataProto batch saved to parquet (verl 0.9.1 ``ray_trainer.py``, after
   ``compute_advantage``): right-padded ``responses`` and ``response_mask``, ``old_log_probs``,
   ``ref_log_prob``, ``rollout_log_probs``, ``token_level_scores`` (the score on the last valid
@@ -70,6 +71,31 @@ def verl_rollout(rng: np.random.Generator) -> None:
                     }
                 )
         write_jsonl(HERE / "verl" / "rollout" / f"{step}.jsonl", [rows[i] for i in rng.permutation(len(rows))])
+
+
+def verl_validation(rng: np.random.Generator) -> None:
+    """``trainer.validation_data_dir`` at step 10: the same keys, rows in order, and ``reward``
+    too (``_validate`` adds the summed score to the extra keys; DAPO's ``score`` overwrites the
+    summed one): two reward columns, equal here."""
+    rows = []
+    for k in (4, 5):
+        text, answer = question(k)
+        for _ in range(N):
+            pred = answer + int(rng.integers(0, 2))
+            score = 1.0 if pred == answer else -1.0
+            rows.append(
+                {
+                    "input": text,
+                    "output": f"The answer is {pred}.",
+                    "gts": str(answer),
+                    "score": score,
+                    "step": 10,
+                    "reward": score,
+                    "acc": pred == answer,
+                    "pred": str(pred),
+                }
+            )
+    write_jsonl(HERE / "verl" / "validation" / "10.jsonl", rows)
 
 
 def right_padded(values: np.ndarray, mask: np.ndarray) -> pa.Array:
@@ -179,6 +205,7 @@ def openrlhf_experiences(rng: np.random.Generator) -> None:
 def main() -> None:
     rng = np.random.default_rng(SEED)
     verl_rollout(rng)
+    verl_validation(np.random.default_rng(SEED + 1))  # its own stream: the other files stay as they were
     verl_batch(rng)
     trl_completions(rng)
     openrlhf_experiences(rng)
