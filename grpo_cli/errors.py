@@ -81,16 +81,18 @@ SHOWN_CHARACTERS = 60  # of a prompt text used as a group's id, in messages and 
 
 
 def shortened(key: object) -> object:
-    r"""A prompt id as messages and tables show it: a text cut to its first line and
-    :data:`SHOWN_CHARACTERS` characters, an ellipsis saying so; any other id as it is.
+    r"""A prompt id as messages and tables show it: a text on one line (its line breaks and
+    runs of spaces as one space), and one longer than :data:`SHOWN_CHARACTERS` characters as
+    its first 20 and its last 39 with an ellipsis between: chat-templated prompts share their
+    start (``system ...``) and differ at their end, the question. Any other id as it is.
 
-    >>> shortened("Solve: 2 + 2 = ?\nShow your work.")
-    'Solve: 2 + 2 = ?…'
+    >>> shortened("system\nYou are a helpful assistant. Think step by step.\nuser\nWhat is 2 + 2?")
+    'system You are a hel…Think step by step. user What is 2 + 2?'
     """
     if not isinstance(key, str):
         return key
-    line = key.split("\n", 1)[0]
-    return key if line == key and len(key) <= SHOWN_CHARACTERS else line[:SHOWN_CHARACTERS] + "…"
+    text = " ".join(key.split())
+    return text if len(text) <= SHOWN_CHARACTERS else text[:20] + "…" + text[-(SHOWN_CHARACTERS - 21) :]
 
 
 def check_keywords(given: Iterable[str], valid: Iterable[str], where: str, within: dict[str, str] | None = None) -> None:

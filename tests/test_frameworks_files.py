@@ -125,10 +125,18 @@ def test_verl_validation_dump_names_both_rewards():
     run_grpo("advantages", str(VERL_VALIDATION), "--prompt-col", "input", "--reward-col", "score", "-q")
 
 
+def test_a_composite_key_keeps_the_steps_apart(tmp_path):
+    """The prompts of step 1 recur at step 10: `--prompt-col step --prompt-col input` keeps
+    them in six groups of 4, where `--prompt-col input` alone would merge them into groups of 8."""
+    figures = tmp_path / "s.json"
+    run_grpo("advantages", str(VERL_ROLLOUT), "--prompt-col", "step", "--prompt-col", "input", "-q", "--summary-json", str(figures))
+    assert read_json(figures)["group_sizes"] == {"4": 6} and read_json(figures)["grouped_by"] == "by columns 'step', 'input'"
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 42 trap 3, not implemented yet: the prompts of step 1 recur at step 10 and --prompt-col input merges them "
-    "into groups of 8 with exit 0; composite keys (--prompt-col step --prompt-col input) and --by are not there yet",
+    reason="issue 42 trap 3, --by not implemented yet: the prompts of step 1 recur at step 10 and --prompt-col input merges them "
+    "into groups of 8 with exit 0 (the composite key --prompt-col step --prompt-col input keeps them apart)",
 )
 def test_verl_steps_never_merge_the_same_prompt(tmp_path):
     """A prompt that recurs in a later step (a later epoch) is another group, or the run stops."""
@@ -136,11 +144,6 @@ def test_verl_steps_never_merge_the_same_prompt(tmp_path):
     assert ran.returncode != 0 or read_json(tmp_path / "s.json")["group_sizes"] == {"4": 6}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a long prompt text is named by its first line: verl decodes its prompts with the chat template, so every "
-    "group is 'system…' in tables and messages, two different groups shown alike",
-)
 def test_groups_named_by_prompt_text_are_told_apart():
     """verl's ``input`` starts with the chat template's ``system`` line: the names of two groups
     in compare's table of most affected groups differ."""

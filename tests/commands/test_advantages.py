@@ -197,12 +197,13 @@ def test_overflowing_rewards_are_computed_with_no_numpy_warning(tmp_path):
 
 
 def test_a_long_prompt_text_as_group_id_is_shortened_where_it_is_shown(tmp_path):
-    """verl dumps name groups by their prompt text: messages and tables show its first line,
-    60 characters at most, and an ellipsis (the JSON figures and outputs keep it whole)."""
+    """verl dumps name groups by their prompt text: messages and tables show it on one line, 60
+    characters at most, its start and its end (where chat prompts differ) around an ellipsis
+    (the JSON figures and outputs keep it whole)."""
     prompt = "Solve the following problem step by step, then give the final answer in a box.\nProblem: 2 + 2"
     path = write_jsonl_rows(tmp_path / "long.jsonl", [{"input": prompt, "reward": 1.0}, {"input": prompt, "reward": float("inf")}])
     proc = run_grpo("advantages", str(path), "--prompt-col", "input", "-q", check=False)
-    shown = "Solve the following problem step by step, then give the fina…"
+    shown = "Solve the following …e final answer in a box. Problem: 2 + 2"
     assert proc.returncode == 1 and proc.stderr.decode() == f"Error: {path}: row 1 (prompt id {shown!r}): column 'reward' is infinite\n"
 
 
