@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import stat
 import re
 import shutil
 import sys
@@ -138,8 +139,46 @@ def _joined(fixed: str, relative: PurePath) -> str:
 
 def _listing(filesystem: pafs.FileSystem, folder: str, *, recursive: bool = False) -> dict[PurePath, pafs.FileInfo]:
     """What ``folder`` holds (at any depth if ``recursive``), by path below it."""
+    if recursive and isinstance(filesystem, pafs.LocalFileSystem):
+        return _local_walk(folder)
     infos = filesystem.get_file_info(pafs.FileSelector(folder, recursive=recursive, allow_not_found=True))
     return {PurePath(PurePosixPath(info.path).relative_to(PurePosixPath(folder))): info for info in infos}
+
+
+def _local_walk(folder: str) -> dict[PurePath, pafs.FileInfo]:
+    """A local folder at any depth, symlinks followed, each real folder entered once: a link
+    back into it (``loop -> .``) adds nothing, so a cycle ends. A file reached by two paths (a
+    link to a file of the folder) is refused: it would be read twice."""
+    found: dict[PurePath, pafs.FileInfo] = {}
+    entered: set[tuple[int, int]] = set()
+    files: dict[tuple[int, int], PurePath] = {}
+    stack = [PurePath()]
+    while stack:
+        below = stack.pop()
+        here = os.path.join(folder, below)
+        st = os.stat(here)
+        if (st.st_dev, st.st_ino) in entered:
+            continue
+        entered.add((st.st_dev, st.st_ino))
+        with os.scandir(here) as entries:
+            for entry in entries:
+                path, q = entry.path, below / entry.name
+                try:
+                    info = os.stat(path)
+                except OSError:  # a dangling link: not a file of the folder
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    found[q] = pafs.FileInfo(path, pafs.FileType.Directory)
+                    stack.append(q)
+                elif stat.S_ISREG(info.st_mode):
+                    key = (info.st_dev, info.st_ino)
+                    if key in files and format_from_name(q.name):
+                        raise InputError(
+                            f"{os.path.join(folder, files[key])} and {path} are one file (a link): a folder is read once; remove the link"
+                        )
+                    files.setdefault(key, q)
+                    found[q] = pafs.FileInfo(path, pafs.FileType.File, size=info.st_size)
+    return found
 
 
 def _walk(filesystem: pafs.FileSystem, folder: str) -> dict[PurePath, pafs.FileInfo]:

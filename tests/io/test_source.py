@@ -503,3 +503,17 @@ def test_hive_values_are_never_rounded_nor_made_infinite(tmp_path, sample_parque
     for texts in (["1e400", "2"], ["nan", "1"], ["inf", "1"]):
         assert typed(pa.array(texts)).type == pa.string()
     assert typed(pa.array(["1", "2.5"])).to_pylist() == [1.0, 2.5] and typed(pa.array(["3", "9007199254740993"])).to_pylist() == [3, 9007199254740993]
+
+
+def test_symlinks_in_a_folder_input_are_followed_once(tmp_path, sample_parquet):
+    """Issue 43, class 2: a `loop -> .` link read the same file 41 times, two links walked
+    without end. Each real folder is entered once; a file reached by two paths is refused."""
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    pq.write_table(pq.read_table(sample_parquet), data / "sub" / "a.parquet")
+    (data / "sub" / "loop").symlink_to(data)
+    (data / "back").symlink_to(data / "sub")
+    assert annotated(tmp_path, str(data)).equals(annotated(tmp_path, str(sample_parquet)))
+    (data / "b.parquet").symlink_to(data / "sub" / "a.parquet")
+    proc = run_grpo("advantages", str(data), "-q", check=False)
+    assert proc.returncode == 1 and "are one file (a link): a folder is read once; remove the link" in proc.stderr.decode()
