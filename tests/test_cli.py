@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import grpo_executable, run_grpo, write_jsonl_rows
+from .conftest import SAMPLE, grpo_executable, run_grpo, write_jsonl_rows
 
 
 @pytest.mark.parametrize(
@@ -324,3 +324,15 @@ def test_the_command_collects_garbage_but_not_start_ups_objects(sample_parquet):
             assert gc.isenabled() == enabled and gc.get_freeze_count() == frozen
         finally:
             gc.enable()
+
+
+def test_a_narrow_terminal_and_a_line_break_in_a_file_name(tmp_path):
+    """Issue 43, class 18: COLUMNS=0 printed no summary and COLUMNS=20 cut the numbers (the
+    tables are at least 60 columns wide); a line break in a file name split the one-line error."""
+    for columns in ("0", "20"):
+        shown = run_grpo("advantages", str(SAMPLE / "rollouts.parquet"), env={"COLUMNS": columns}).stderr.decode()
+        assert "│ estimator            │ grpo  scale group  std population │" in shown, columns
+    odd = tmp_path / "a\nb.parquet"
+    odd.write_bytes(b"")
+    proc = run_grpo("advantages", str(odd), check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == f"Error: {tmp_path}/a\\nb.parquet: empty file\n"

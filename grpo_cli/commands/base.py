@@ -91,11 +91,16 @@ def _runner(command: Command) -> Callable[..., None]:
     return run
 
 
+MIN_WIDTH = 60  # columns: narrower (COLUMNS=0, 20), the tables would cut numbers; they run past the edge instead
+
+
 def _stderr():
-    """rich's console on stderr; rich is imported only by a run that shows something."""
+    """rich's console on stderr, at least :data:`MIN_WIDTH` wide; rich is imported only by a
+    run that shows something."""
     from rich.console import Console
 
-    return Console(stderr=True)
+    console = Console(stderr=True)
+    return console if console.width >= MIN_WIDTH else Console(stderr=True, width=MIN_WIDTH)
 
 
 def _interrupt(signum: int, frame) -> None:
@@ -109,6 +114,15 @@ def _flags(ctx: typer.Context) -> dict[str, str]:
     """Each option's Python parameter name (and library alias) and its long flag."""
     flags = {p.name: max(p.opts, key=len) for p in ctx.command.params if p.name and p.opts and p.opts[0].startswith("-")}
     return {**flags, **{alias: flags[name] for alias, name in LIBRARY_NAMES.items() if name in flags}}
+
+
+def one_line(message: str) -> str:
+    r"""An error as one line: a line break in it (a file name may hold one) shown as ``\n``.
+
+    >>> print(one_line("runs/a\nb.parquet: no column 'reward'"))
+    runs/a\nb.parquet: no column 'reward'
+    """
+    return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def with_flags(message: str, flags: dict[str, str]) -> str:
@@ -133,7 +147,7 @@ def reported_errors(ctx: typer.Context, debug: bool) -> Iterator[None]:
     except GrpoError as exc:
         if debug:
             raise
-        typer.echo(f"Error: {with_flags(str(exc), _flags(ctx))}", err=True)
+        typer.echo(f"Error: {one_line(with_flags(str(exc), _flags(ctx)))}", err=True)
         drop_stdout()  # a write to stdout that failed (full disk) must not fail again at exit
         raise typer.Exit(exc.exit_code) from None
     except BrokenPipeError:
@@ -143,7 +157,7 @@ def reported_errors(ctx: typer.Context, debug: bool) -> Iterator[None]:
     except Exception as exc:
         if debug:
             raise
-        typer.echo(f"Error: internal error ({type(exc).__name__}: {exc}); rerun with --debug for the traceback", err=True)
+        typer.echo(f"Error: internal error ({type(exc).__name__}: {one_line(str(exc))}); rerun with --debug for the traceback", err=True)
         raise typer.Exit(1) from None
     finally:
         for sig, handler in previous.items():
