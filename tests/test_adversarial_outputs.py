@@ -448,3 +448,10 @@ def test_two_names_for_stdout_are_refused(tmp_path, rows, summary):
     proc = closed(f"advantages '{PARQUET}' -o {rows} --output-format jsonl --summary-json {summary} -q > '{out}'")
     refused(proc, 2, "the rows and the summary JSON cannot both go to stdout; write --summary-json to a file")
     assert out.read_bytes() == b""
+
+
+def test_a_dangling_output_symlink_names_the_folder_it_points_into(tmp_path):
+    """Issue 43, class 18: it was reported as "folder '.' does not exist"."""
+    (tmp_path / "out.parquet").symlink_to(tmp_path / "gone" / "x.parquet")
+    proc = closed(f"advantages '{PARQUET}' -o '{tmp_path / 'out.parquet'}' -q")
+    refused(proc, 2, f"output folder '{tmp_path / 'gone'}' does not exist (where the symlink '{tmp_path / 'out.parquet'}' points)")

@@ -74,7 +74,8 @@ class Writes:
                 _check_no_loop(what, path)
         for what, path in (("output", self.output), ("`summary_json`", self.summary_json)):
             if path not in (None, STDIO) and not Path(path).resolve().parent.is_dir():
-                raise UsageError(f"{what} folder {str(Path(path).parent)!r} does not exist")
+                link = f" (where the symlink {path!r} points)" if Path(path).is_symlink() else ""
+                raise UsageError(f"{what} folder {str(Path(path).resolve().parent if link else Path(path).parent)!r} does not exist{link}")
         targets = self.targets(parts)
         if self.output_dir is not None:
             if any(part.path == STDIO for part in parts):
