@@ -42,7 +42,7 @@ def advantages(
     [0.5, -0.5]
     """
     config = config or AdvantageConfig()
-    r = np.asarray(_untensored(rewards), dtype=np.float64)
+    r = numbers(rewards, "rewards")
     values = r[:, None] if r.ndim == 1 else r
     if values.ndim != 2 or len(groups) != values.shape[0]:
         raise InputError(f"`rewards` and `groups` must have one entry per row (found {r.shape} and {len(groups)})")
@@ -57,7 +57,7 @@ def advantages(
     for name, needed in (("lengths", "length"), ("baseline", "baseline")):
         if (extras[name] is None) == (needed in read):
             raise UsageError(f"{needed_by(config, needed)} {'needs' if needed in read else 'takes no'} `{name}`")
-    length, base = (None if x is None else np.asarray(x, dtype=np.float64) for x in (lengths, baseline))
+    length, base = (None if x is None else numbers(x, name) for x, name in ((lengths, "lengths"), (baseline, "baseline")))
     try:
         names = [f"reward {k}" for k in range(values.shape[1])]
         inputs = row_inputs(values, names, config, length=length, baseline=base)
@@ -82,7 +82,16 @@ def _to_numpy(rewards) -> tuple[np.ndarray, Any]:
         import torch
 
         return _untensored(rewards), lambda a: torch.tensor(a, dtype=rewards.dtype, device=rewards.device)
-    return np.asarray(rewards, dtype=np.float64), lambda a: a
+    return numbers(rewards, "rewards"), lambda a: a
+
+
+def numbers(values, name: str) -> np.ndarray:
+    """``values`` (real numbers or booleans) as float64; strings, complex numbers and objects
+    are refused, never coerced."""
+    array = np.asarray(_untensored(values))
+    if array.dtype.kind not in "biuf":
+        raise UsageError(f"`{name}` holds real numbers (found {array.dtype}: {array.ravel()[:1].tolist()!r}...)")
+    return array.astype(np.float64, copy=False)
 
 
 class _GroupAdvantage:
@@ -113,7 +122,9 @@ class _GroupAdvantage:
         values, restore = _to_numpy(rewards)
         if values.ndim > 1:
             values = values.sum(axis=-1)
-        if num_generations < 1 or values.shape[0] % num_generations:
+        if not isinstance(num_generations, int) or isinstance(num_generations, bool) or num_generations < 1:
+            raise UsageError(f"`num_generations` must be an integer >= 1 (found {num_generations!r})")
+        if values.shape[0] % num_generations:
             raise UsageError(f"{values.shape[0]} rewards do not split into groups of `num_generations` {num_generations!r}")
         groups = np.arange(values.shape[0]) // num_generations
         return restore(advantages(values, groups, config))
@@ -157,7 +168,9 @@ def _list_array(values) -> pa.Array:
     values = _untensored(values)
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return pa.concat_arrays(values.chunks) if isinstance(values, pa.ChunkedArray) else values
-    if isinstance(values, np.ndarray) and values.ndim == 2:
+    if isinstance(values, np.ndarray) and values.ndim != 2:
+        raise UsageError(f"per-token values take one list per row: a 2-D array (rows x width) or a list of lists (found a {values.ndim}-D array)")
+    if isinstance(values, np.ndarray):
         rows, width = values.shape
         return pa.LargeListArray.from_arrays(np.arange(0, rows * width + 1, width, dtype=np.int64), pa.array(values.ravel()))
     return pa.array([np.asarray(v, dtype=np.float64) if not isinstance(v, list) else v for v in values])
@@ -209,6 +222,8 @@ def policy_objective(
     for name, values in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs)):
         if values is not None:
             arrays[name] = _list_array(values)
+    if rewards is not None and advantage_values is not None:
+        raise UsageError("pass either `rewards` (the advantages computed from them) or `advantage_values`, not both")
     per_token = advantage_values is not None and _per_token(advantage_values)
     if per_token:
         arrays["advantage"] = _list_array(advantage_values)
@@ -217,7 +232,7 @@ def policy_objective(
     if per_token:
         adv = None
     elif advantage_values is not None:
-        adv = np.asarray(_untensored(advantage_values), dtype=np.float64)
+        adv = numbers(advantage_values, "advantage_values")
     elif rewards is not None:
         keys = groups if groups is not None else np.zeros(n_rows, dtype=np.int64)
         adv = advantages(rewards, keys, advantage_config or default_estimator(config.preset))

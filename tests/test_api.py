@@ -7,8 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from grpo_cli import GRPOAdvantage, RLOOAdvantage, UnknownOptionError, UsageError, advantages, normalize_group, policy_objective
+from grpo_cli import GRPOAdvantage, RLOOAdvantage, UnknownOptionError, UsageError, advantages, advantages_file, normalize_group, policy_objective
 from grpo_cli.errors import InputError
+
+from .conftest import SAMPLE
 
 SEED_004_REWARDS = [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
 SEED_NEW = [[-0.2, -0.3], [-0.1, -0.4]]
@@ -196,3 +198,21 @@ def test_length_mismatches_name_the_parameters():
         policy_objective(SEED_NEW, SEED_OLD, advantage_values=[1.0])
     with pytest.raises(InputError, match=r"^3 `rewards` for 2 rows of `log_probs_new`$"):
         policy_objective(SEED_NEW, SEED_OLD, [1.0, 0.0, 1.0], 0.2, groups=["a", "a", "b"])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: GRPOAdvantage()([1.0, 0.0], num_generations=None), r"^`num_generations` must be an integer >= 1 \(found None\)$"),
+        (lambda: policy_objective(np.array([-0.1, -0.2]), np.array([-0.1, -0.2]), [1.0, 0.0]), r"take one list per row.*\(found a 1-D array\)$"),
+        (lambda: advantages_file(str(SAMPLE / "rollouts.parquet"), threads=-1), r"^`threads` must be an integer >= 1 \(found -1\)$"),
+        (lambda: GRPOAdvantage()([1 + 1j, 0.0], num_generations=2), r"^`rewards` holds real numbers \(found complex128"),
+        (lambda: GRPOAdvantage()(["1", "0"], num_generations=2), r"^`rewards` holds real numbers \(found <U1"),
+        (lambda: policy_objective([[-0.1]], [[-0.1]], [1.0], advantage_values=[0.5]), r"^pass either `rewards` .* or `advantage_values`, not both$"),
+    ],
+)
+def test_api_misuse_raises_the_librarys_error_naming_the_parameter(call, message):
+    """Issue 43, class 15: raw IndexError, TypeError, ArrowInvalid or ValueError leaked, strings
+    and complex numbers were coerced, and `rewards` was ignored beside `advantage_values`."""
+    with pytest.raises(UsageError, match=message):
+        call()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError, RowError, shortened
+from ..errors import InputError, RowError, UsageError, shortened
 from ..io import Outputs, Source
 from ..parallel import default_threads
 
@@ -53,6 +53,9 @@ class Engine(ABC):
     """
 
     def __init__(self, *, threads: int | None = None, batch_rows: int | None = None, progress: Progress | None = None):
+        for name, value in (("threads", threads), ("batch_rows", batch_rows)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise UsageError(f"`{name}` must be an integer >= 1 (found {value!r})")
         self.threads = threads
         self.batch_rows = batch_rows
         self.progress = progress
