@@ -93,5 +93,6 @@ def main() -> None:
         code = 141
     except OSError as exc:  # stdout of presets, --version, --help (the data commands say their own)
         print(f"Error: <stdout>: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        drop_stdout()  # what is still buffered for it would fail again at exit
         code = 1
     quick_exit(code)
