@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pajson
 
-from ...errors import InputError
+from ...errors import InputError, OutputError
 from ...numerics import EXACT_INTEGERS, inexact_integers
 from ...parallel import default_threads, ordered_map
 from . import Format, Scan
@@ -370,6 +370,19 @@ class JsonLines(Format):
         return LinesWriter(path, target)
 
 
+def _twice_named(t: pa.DataType) -> str | None:
+    """A field name that a struct in ``t`` (at any depth) holds twice, if any."""
+    if pa.types.is_struct(t):
+        names = [t.field(i).name for i in range(t.num_fields)]
+        twice = next((n for n in names if names.count(n) > 1), None)
+        return twice if twice is not None else next((found for i in range(t.num_fields) if (found := _twice_named(t.field(i).type))), None)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
+        return _twice_named(t.value_type)
+    if pa.types.is_map(t):
+        return _twice_named(t.item_type)
+    return None
+
+
 EMPTY_NAME = "\x00grpo:empty\x00"  # the stand-in of a column named "" (polars would rename it)
 EMPTY_KEY = b'"\\u0000grpo:empty\\u0000":'  # ... as polars writes it as a key
 
@@ -387,6 +400,11 @@ class LinesWriter:
         import polars as pl  # only for JSON Lines output: importing polars is slow
 
         names = batch.schema.names
+        for field in batch.schema:
+            if (twice := _twice_named(field.type)) is not None:
+                raise OutputError(
+                    f"{self.target}: column {field.name!r} holds a struct with two fields named {twice!r}, which a JSON object cannot; write parquet"
+                )
         batch = pa.RecordBatch.from_arrays([json_values(column) for column in batch.columns], names=[n or EMPTY_NAME for n in names])
         self._check_numbers(batch)
         frame = cast(pl.DataFrame, pl.from_arrow(batch))  # a batch gives a frame

@@ -65,3 +65,20 @@ def test_invalid_utf8_is_refused_naming_the_line(tmp_path):
     proc = run_grpo("advantages", str(src), "-o", str(out), check=False)
     assert proc.returncode == 1 and proc.stderr.decode() == f"Error: {src}: line 2: not UTF-8 at byte 17 (JSON text is UTF-8)\n"
     assert not out.exists()
+
+
+def test_a_struct_with_two_fields_of_one_name_is_refused_for_json_lines(tmp_path):
+    """Issue 43, class 13 (an internal error): a JSON object cannot hold one key twice."""
+    twice = pa.StructArray.from_arrays(
+        [pa.array([1.0, 2.0]), pa.array([3.0, 4.0])], fields=[pa.field("x", pa.float64()), pa.field("x", pa.float64())]
+    )
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"prompt_id": [0, 0], "reward": [1.0, 0.0], "s": twice}), src)
+    out = tmp_path / "out.jsonl"
+    proc = run_grpo("advantages", str(src), "-o", str(out), check=False)
+    assert (
+        proc.returncode == 1
+        and proc.stderr.decode() == f"Error: {out}: column 's' holds a struct with two fields named 'x', which a JSON object cannot; write parquet\n"
+    )
+    assert not out.exists()
+    run_grpo("advantages", str(src), "-o", str(tmp_path / "out.parquet"), "-q")  # parquet holds it
