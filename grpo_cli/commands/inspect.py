@@ -205,10 +205,15 @@ def plan_inspect(
 
 def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> dict:
     """A batch's null count per column (a null list counts one) and, with token columns,
-    each row's entries and valid tokens."""
+    each row's entries and valid tokens (a null list: none; counted among the nulls, not
+    refused as a run that reads it would)."""
     out = {"nulls": np.array([batch.column(name).null_count for name in plan.columns], dtype=np.int64)}
     if plan.steps is not None:
-        data = read_steps(batch, plan.steps)
+        import pyarrow.compute as pc
+
+        names = {plan.steps.count, plan.steps.mask} - {None}
+        columns = {n: pc.if_else(batch.column(n).is_null(), pa.scalar([], batch.column(n).type), batch.column(n)) for n in names}
+        data = read_steps(pa.RecordBatch.from_arrays([columns.get(n, batch.column(n)) for n in batch.schema.names], schema=batch.schema), plan.steps)
         out.update(length=data.valid_lengths.astype(np.int32), entries=data.lengths)
     return out
 

@@ -79,3 +79,17 @@ def test_padded_layout_nulls_truncation_and_roles_it_cannot_resolve(tmp_path):
     assert f["reward"] is None and f["tokens"] is None and f["layout"] == "no token columns"
     proc = run_grpo("inspect", str(bare), "--json", "--summary-json", "-", check=False)
     assert proc.returncode == 2 and os.path.exists(bare)
+
+
+def test_a_null_list_is_counted_not_stopped_on(tmp_path):
+    """Issue 43, class 18: inspect stopped at a null token list; it says what a file holds, so
+    it counts the null (and the row has no tokens)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "nulls.parquet"
+    pq.write_table(
+        pa.table({"prompt_id": ["a", "a", "b", "b"], "reward": [1.0, 0.0, 1.0, 0.5], "logprobs": [[-1.0], None, [-0.5, -0.2], [-0.2]]}), path
+    )
+    f = inspect_file(str(path))
+    assert f["nulls"]["logprobs"] == 1 and f["tokens"]["total"] == 4
