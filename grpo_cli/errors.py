@@ -77,6 +77,8 @@ def present(value: T | None, what: str) -> T:
     return value
 
 
+RECEIVED: list[Interrupted] = []  # signals the CLI's handler raised, in case Python swallowed one (see Outputs.commit)
+
 SHOWN_CHARACTERS = 60  # of a prompt text used as a group's id, in messages and tables
 
 

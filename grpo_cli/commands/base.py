@@ -24,7 +24,7 @@ import typer
 
 from .. import options as o
 from ..process import drop_stdout
-from ..errors import GrpoError, Interrupted, OutputError, UsageError
+from ..errors import RECEIVED, GrpoError, Interrupted, OutputError, UsageError
 from ..files import file_function, json_text
 from ..io import stdout
 from . import load
@@ -104,7 +104,9 @@ def _stderr():
 
 
 def _interrupt(signum: int, frame) -> None:
-    raise Interrupted(signal.Signals(signum).name, 128 + signum)
+    interrupted = Interrupted(signal.Signals(signum).name, 128 + signum)
+    RECEIVED.append(interrupted)  # raised where Python ignores exceptions (a weakref callback), it would be lost
+    raise interrupted
 
 
 LIBRARY_NAMES = {"advantage_config": "estimator"}  # library parameters that CLI options spell out
@@ -141,6 +143,7 @@ def reported_errors(ctx: typer.Context, debug: bool) -> Iterator[None]:
     SIGINT and SIGTERM raise :class:`Interrupted`, so every temporary file is removed on the
     way out (exit 130 / 143).
     """
+    RECEIVED.clear()
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -162,6 +165,7 @@ def reported_errors(ctx: typer.Context, debug: bool) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        RECEIVED.clear()
 
 
 def progress_lines(write: Callable[[str], None], every: float = o.PROGRESS_EVERY, clock=time.monotonic) -> Callable[[int, int, str], None]:

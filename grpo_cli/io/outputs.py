@@ -13,7 +13,7 @@ from typing import BinaryIO, Iterator
 
 import pyarrow as pa
 
-from ..errors import Interrupted, OutputError
+from ..errors import RECEIVED, Interrupted, OutputError
 from ..process import ClosedStdout
 from . import formats
 from .discovery import STDIO, is_special
@@ -197,6 +197,8 @@ class Outputs:
         self.staged.append(staged)
 
     def commit(self) -> None:
+        if RECEIVED:  # a signal the run went on past (Python swallowed its exception): nothing is committed
+            raise RECEIVED[0]
         self.committing = True  # from here on, an interrupt never says that nothing was written
         for done, staged in enumerate(sorted(self.staged, key=lambda s: s.place is not None)):
             try:
