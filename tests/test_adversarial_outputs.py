@@ -208,6 +208,7 @@ def test_a_full_disk_while_writing_the_summary_json_leaves_nothing(tmp_path, mon
 # 4. An interrupt says what is true; none leaves a temporary file.
 
 
+@pytest.mark.slow  # a process per case, signalled
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_interrupt_while_copying_to_stdout_says_the_output_is_incomplete(tmp_path, sig, code):
     spool = tmp_path / "tmp"
@@ -312,6 +313,7 @@ def test_a_named_fifo_input_is_read(tmp_path):
     assert out.read_bytes() == expected_output(tmp_path, str(PARQUET))
 
 
+@pytest.mark.slow  # a shell and a process per case
 @pytest.mark.parametrize("sample", [PARQUET, JSONL])
 def test_process_substitution_input_is_read(tmp_path, sample):
     out = tmp_path / "o.parquet"
@@ -415,6 +417,7 @@ INTERRUPTED_RENDER = (
 )
 
 
+@pytest.mark.slow  # a process per case, signalled
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 @pytest.mark.parametrize("written", [True, False])
 def test_interrupt_while_printing_the_summary_says_the_outputs_are_complete(tmp_path, sig, code, written):

@@ -186,6 +186,7 @@ def on_a_terminal(args: list[str]) -> tuple[subprocess.CompletedProcess, bytes]:
     return proc, drawn
 
 
+@pytest.mark.slow  # a process on a terminal
 def test_parquet_is_not_written_to_a_terminal(sample_parquet):
     proc, shown = on_a_terminal(["advantages", str(sample_parquet), "-o", "-", "-q"])
     assert proc.returncode == 2 and b"PAR1" not in shown

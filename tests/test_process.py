@@ -100,6 +100,7 @@ def test_the_grpo_command_allocates_arrows_buffers_from_the_heap(tmp_path):
 HUGE_PAGES = "__import__('numpy._core.multiarray', fromlist=['_']).__dict__.get('_get_madvise_hugepage', lambda: 'unknown')()"
 
 
+@pytest.mark.slow  # a process per setting
 def test_the_grpo_command_keeps_numpys_arrays_off_huge_pages_unless_the_user_says_otherwise(tmp_path):
     """``cli.main`` makes the setting before anything imports numpy; ``NUMPY_MADVISE_HUGEPAGE`` stands."""
     env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}

@@ -341,6 +341,7 @@ def test_killed_run_leaves_no_output_and_no_temp_file(tmp_path, sig, code):
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.slow  # a pipeline of processes
 def test_closed_pipe_exits_quietly(tmp_path):
     src = tmp_path / "big.parquet"
     big_rollouts(src, rows=50_000)
