@@ -9,6 +9,7 @@ from grpo_cli import ObjectiveConfig, policy_objective
 from grpo_cli.errors import UsageError
 
 from .references import clip, ratios
+from . import openrlhf_twinkle_case
 
 
 def weight(r, config) -> float:
@@ -64,16 +65,7 @@ def test_trl_numbers():
 def test_twinkle_numbers():
     # Twinkle 0.5.1's CISPOLoss: -min(rho, 1 + epsilon) A log pi, token-mean; epsilon_high is
     # not read (ref-twinkle-0.5.1.json: epsilon 0.2 -0.33326101785379686, 0.1 -0.33285054912166345)
-    mask = [[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 1, 1]]
-    new = [[-0.5, -1.2, -0.3, 0.0], [-2.0, -0.1, -0.7, -1.5], [-0.4, -0.9, 0.0, 0.0], [-1.1, -0.05, -2.5, -0.6], [-0.3] * 4, [-0.8, -1.0, -0.2, -3.0]]
-    old = [
-        [-0.7, -1.0, -0.35, 0.0],
-        [-1.6, -0.12, -0.95, -1.4],
-        [-0.45, -0.6, 0.0, 0.0],
-        [-1.0, -0.3, -2.2, -0.7],
-        [-0.2] * 4,
-        [-0.9, -0.7, -0.25, -2.4],
-    ]
+    mask, new, old = openrlhf_twinkle_case.MASK, openrlhf_twinkle_case.NEW, openrlhf_twinkle_case.OLD
     adv = [1.2, -0.8, 0.3, -1.1, 0.5, -0.4]
     for epsilon, loss in ((0.2, -0.33326101785379686), (0.1, -0.33285054912166345)):
         ours = policy_objective(new, old, advantage_values=adv, mask=mask, loss="cispo", cispo_clip="upper", epsilon=epsilon, agg="token-mean")

@@ -6,6 +6,7 @@ import pytest
 
 from grpo_cli import policy_objective
 
+from . import verl_case
 from .references import ratios
 
 
@@ -31,24 +32,7 @@ def test_verl_geo_mean_averages_over_every_row_an_empty_one_included():
     row 5 (A 0.6):  d = -.25                                    rho = exp(-0.25)   = 0.77880
     loss = (-0.96319 + 0.72628 - 0.68857 + 1.74599 - 0.46728) / 6 = 0.0588721 (verl: 0.05887210876,
     its n_i + 1e-8 a relative 1e-8 off); ``empty_rows`` skip divides by 5."""
-    new = [
-        [-0.1, -1.25, -2.4, -0.45],
-        [-0.6, -0.28, -1.9, -0.2],
-        [-2.7, -0.1, -0.8, -1.0],
-        [-0.45, -0.4, -0.35, -2.95],
-        [-0.9, -0.3, -0.7, -1.1],
-        [-1.75, -0.7, -0.7, -0.7],
-    ]
-    old = [
-        [-0.4, -1.2, -2.5, -0.05],
-        [-1.9, -0.3, -1.6, -0.7],
-        [-2.2, -0.35, -0.8, -1.0],
-        [-0.6, -1.8, -0.25, -3.0],
-        [-1.1, -0.5, -0.9, -1.3],
-        [-1.5, -0.7, -0.7, -0.7],
-    ]
-    mask = [[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 0, 0]]
-    adv = [1.0, -0.5, 0.8, -1.2, 0.7, 0.6]
+    new, old, mask, adv = verl_case.NEW, verl_case.OLD, verl_case.MASK, verl_case.ADV
     loss = -policy_objective(new, old, advantage_values=adv, mask=mask, loss="gmpo")
     assert loss == pytest.approx(0.05887210876223418, rel=1e-7)
     assert -policy_objective(new, old, advantage_values=adv, mask=mask, loss="gmpo", empty_rows="skip") == pytest.approx(loss * 6 / 5, rel=1e-14)

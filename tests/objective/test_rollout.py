@@ -16,7 +16,7 @@ from grpo_cli.errors import UsageError
 
 from ..conftest import run_grpo
 from ..strategies import logprob_rollout, unpack
-from . import verl_case
+from . import openrlhf_twinkle_case, verl_case
 
 L2 = math.log(2.0)
 # one row, two tokens, new = old (rho = 1), rollout such that w = exp(old - rollout) = 2 and 0.5
@@ -379,24 +379,12 @@ def test_bypass_with_the_rollout_as_old_is_the_plain_loss(rows):
 
 
 # OpenRLHF 0.11.2's own numbers (ref-openrlhf-0.11.2.json in the issue 41 research: its loss.py run in float64)
-ORL_MASK = [[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 1, 1]]
-ORL_NEW = [[-0.5, -1.2, -0.3, 0.0], [-2.0, -0.1, -0.7, -1.5], [-0.4, -0.9, 0.0, 0.0], [-1.1, -0.05, -2.5, -0.6], [-0.3] * 4, [-0.8, -1.0, -0.2, -3.0]]
-ORL_OLD = [
-    [-0.7, -1.0, -0.35, 0.0],
-    [-1.6, -0.12, -0.95, -1.4],
-    [-0.45, -0.6, 0.0, 0.0],
-    [-1.0, -0.3, -2.2, -0.7],
-    [-0.2] * 4,
-    [-0.9, -0.7, -0.25, -2.4],
-]
-ORL_ROLLOUT = [
-    [-0.9, -0.95, -0.35, 0.0],
-    [-0.5, -0.15, -1.0, -1.45],
-    [-0.4, -0.6, 0.0, 0.0],
-    [-1.05, -0.3, -3.1, -0.65],
-    [-0.2] * 4,
-    [-0.95, -0.7, -0.1, -2.5],
-]
+ORL_MASK, ORL_NEW, ORL_OLD, ORL_ROLLOUT = (
+    openrlhf_twinkle_case.MASK,
+    openrlhf_twinkle_case.NEW,
+    openrlhf_twinkle_case.OLD,
+    openrlhf_twinkle_case.ROLLOUT,
+)
 
 
 @pytest.mark.parametrize(
