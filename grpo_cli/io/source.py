@@ -55,8 +55,22 @@ class Source:
 
     @cached_property
     def scans(self) -> list[Scan]:
-        """What each part holds, learnt once (see :class:`~grpo_cli.io.formats.Scan`)."""
+        """What each part holds, learnt once (see :class:`~grpo_cli.io.formats.Scan`); each
+        file's fingerprint is taken first, so a change while it is read is seen too."""
+        self.fingerprints  # noqa: B018  (taken now, before the first read)
         return self.reader.scans(self.parts)
+
+    @cached_property
+    def fingerprints(self) -> list[tuple | None]:
+        """Each file's size, modification time and identity when the run first read it (a
+        part in memory has none)."""
+        return [_fingerprint(part) for part in self.parts]
+
+    def check_unchanged(self, k: int) -> None:
+        """Refuse part ``k`` if it changed since the run first read it: a later pass would pair
+        its rows with what the first pass read of the old file."""
+        if self.fingerprints[k] is not None and _fingerprint(self.parts[k]) != self.fingerprints[k]:
+            raise InputError(f"{self.parts[k].name}: changed while this run read it (its size, time or identity); rerun once it is written")
 
     @cached_property
     def stored_schemas(self) -> list[pa.Schema]:
@@ -169,6 +183,7 @@ class Source:
     def read_part_columns(self, k: int, columns: list[str]) -> pa.Table:
         """The named columns of part ``k``, in their unified types; a value that its unified
         type cannot hold raises :class:`RowError` with its row in the dataset."""
+        self.check_unchanged(k)
         try:
             table = self._with_partitions(k, self.reader.read(self.parts[k], self._stored(k, columns)), columns)
             return conform(table, self.read_schema(columns), self.parts[k].name)
@@ -192,6 +207,7 @@ class Source:
         for k, part in enumerate(self.parts):
             if only is not None and k != only:
                 continue
+            self.check_unchanged(k)
             stored = self._stored(k, columns)
             kept = [f.name for f in stored if held is not None and f.name in held.column_names and held.schema.field(f.name).type.equals(f.type)]
             read = pa.schema([f for f in stored if f.name not in kept])
@@ -213,6 +229,21 @@ class Source:
             if columns is None or key in columns:
                 data = data.append_column(pa.field(key, value.type), pa.repeat(value, data.num_rows))
         return data
+
+
+def _fingerprint(part: Part) -> tuple | None:
+    """A file's size, modification time and identity (device and inode where local); ``None``
+    for data in memory or a stream read once."""
+    if part.filesystem is None:
+        return None
+    if part.local:
+        try:
+            st = os.stat(part.path)
+        except OSError:
+            return ("gone",)
+        return st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino
+    info = part.files.get_file_info(part.path)
+    return info.size, info.mtime_ns
 
 
 def _with_held(read: Iterator[pa.RecordBatch] | None, held: pa.Table, schema: pa.Schema, batch_rows: int) -> Iterator[pa.RecordBatch]:

@@ -3,6 +3,7 @@ per input; JSON Lines written with exact digits and never NaN as null; readers f
 only raise our errors."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -517,3 +518,27 @@ def test_symlinks_in_a_folder_input_are_followed_once(tmp_path, sample_parquet):
     (data / "b.parquet").symlink_to(data / "sub" / "a.parquet")
     proc = run_grpo("advantages", str(data), "-q", check=False)
     assert proc.returncode == 1 and "are one file (a link): a folder is read once; remove the link" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("change", ["replaced", "grown"])
+def test_a_file_that_changes_between_passes_is_refused(tmp_path, sample_parquet, change):
+    """Issue 43, class 6: a file replaced (`mv`) between two passes paired the first pass's ids
+    and rewards with the new file's token lists (exit 0); a growing JSON Lines file was an
+    internal error. Each file's size, time and identity are taken when it is first read and
+    checked before every later read."""
+    from grpo_cli.errors import InputError
+    from grpo_cli.io import open_source
+
+    path = tmp_path / "r.jsonl"
+    rows = [{"prompt_id": "a", "reward": 1.0}, {"prompt_id": "a", "reward": 0.0}]
+    write_jsonl_rows(path, rows)
+    with open_source(str(path)) as source:
+        source.read_columns(["reward"])  # the first pass
+        if change == "replaced":
+            other = write_jsonl_rows(tmp_path / "other.jsonl", [{**row, "reward": 0.5} for row in rows])
+            os.replace(other, path)
+        else:
+            with open(path, "a") as f:
+                f.write(json.dumps({"prompt_id": "b", "reward": 1.0}) + "\n")
+        with pytest.raises(InputError, match=r"r\.jsonl: changed while this run read it"):
+            source.read_columns(["prompt_id"])
