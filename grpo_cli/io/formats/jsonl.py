@@ -18,6 +18,7 @@ raw bytes before pyarrow sees them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from typing import TYPE_CHECKING, BinaryIO, Callable, Collection, Iterator, cast
@@ -79,6 +80,7 @@ def scan(open_file: Callable[[], BinaryIO], name: str) -> tuple[pa.Schema, int]:
         check_utf8(chunk, first_line, name)
         check_depth(chunk, first_line, name)
         table = parse_chunk(chunk, first_line, name)
+        check_one_per_line(table.num_rows, chunk, first_line, name)
         _check_rounded(table, chunk, first_line, name)
         wide.update(_wide_integers(table, chunk, first_line, skip=wide.keys()))
         try:
@@ -99,6 +101,20 @@ def check_utf8(chunk: bytes, first_line: int, name: str) -> None:
         line_start = chunk.rfind(b"\n", 0, exc.start) + 1
         line = first_line + chunk.count(b"\n", 0, exc.start)
         raise InputError(f"{name}: line {line}: not UTF-8 at byte {exc.start - line_start + 1} (JSON text is UTF-8)") from None
+
+
+FILLED_LINE = re.compile(rb"^[ \t\r]*[^ \t\r\n]", re.MULTILINE)  # a line with something on it
+
+
+def check_one_per_line(rows: int, chunk: bytes, first_line: int, name: str) -> None:
+    """Refuse a line that holds two JSON objects (the parser reads them as two rows, and every
+    later line number would be off): a chunk has as many rows as lines with something on them."""
+    if rows == len(FILLED_LINE.findall(chunk)):
+        return
+    for k, line in enumerate(chunk.split(b"\n")):  # only on the way to the error
+        with contextlib.suppress(pa.ArrowInvalid):
+            if line.strip() and pajson.read_json(pa.BufferReader(line)).num_rows > 1:
+                raise InputError(f"{name}: line {first_line + k}: two JSON objects on one line; JSON Lines holds one per line")
 
 
 def check_depth(chunk: bytes, first_line: int, name: str) -> None:

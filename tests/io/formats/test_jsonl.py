@@ -82,3 +82,11 @@ def test_a_struct_with_two_fields_of_one_name_is_refused_for_json_lines(tmp_path
     )
     assert not out.exists()
     run_grpo("advantages", str(src), "-o", str(tmp_path / "out.parquet"), "-q")  # parquet holds it
+
+
+def test_two_objects_on_one_line_are_refused_naming_the_line(tmp_path):
+    """Issue 43, class 18: they were read as two rows, every later line number off by one."""
+    src = tmp_path / "two.jsonl"
+    src.write_text('{"prompt_id": "b", "reward": 1.0}\n{"prompt_id": "a", "reward": 1.0} {"prompt_id": "a", "reward": 0.0}\n')
+    proc = run_grpo("advantages", str(src), check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == f"Error: {src}: line 2: two JSON objects on one line; JSON Lines holds one per line\n"
