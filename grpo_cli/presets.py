@@ -197,6 +197,16 @@ TRL_ADVANTAGE = {
     "whiten_eps": 1e-4,
 }
 TRL_ESTIMATORS = {"rloo": {"scale": "none", "kl_in_reward": 0.05, "kl": "k1"}}  # RLOOTrainer: never scaled, beta 0.05 in the reward
+# 1.9.0's; kl_weight 'none' (use_bias_correction_kl False) is this tool's default
+TRL_OBJECTIVE = {
+    "loss": "ppo",
+    "epsilon": 0.2,
+    "dual_clip": None,
+    "agg": "token-mean",
+    "logratio_clamp": LOGRATIO_CLAMP_MAX,
+    "max_length": 256,
+    "empty_rows": "count",
+}
 TRL_LOSSES: dict[str, dict] = {
     "gspo": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},  # importance_sampling_level sequence, loss_type dapo
     "gspo-token": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},
@@ -242,16 +252,7 @@ TRL = Preset(
     "PyPI wheel; no release tag",
     "trainer/grpo_trainer.py, trainer/grpo_config.py, trainer/rloo_trainer.py, trainer/rloo_config.py",
     TRL_ADVANTAGE,
-    {
-        "loss": "ppo",
-        "epsilon": 0.2,
-        "dual_clip": None,
-        "agg": "token-mean",
-        "logratio_clamp": LOGRATIO_CLAMP_MAX,
-        "max_length": 512,
-        "kl_weight": "ratio",  # use_bias_correction_kl, True since 1.16
-        "empty_rows": "count",
-    },
+    {**TRL_OBJECTIVE, "max_length": 512, "kl_weight": "ratio"},  # max_completion_length, use_bias_correction_kl: changed in 1.16
     TRL_ESTIMATORS,
     TRL_LOSSES,
     ships={**TRL_SHIPS, "loss_type luspo (token level)": "--agg seq-mean-token-sum", "beta (KL loss, k3, times the ratio)": "--beta BETA"},
@@ -266,15 +267,7 @@ TRL_19 = Preset(
     "tag v1.9.0, 35def3ee",
     "trainer/grpo_trainer.py, trainer/grpo_config.py, trainer/rloo_trainer.py, experimental/ppo/ppo_trainer.py",
     TRL_ADVANTAGE,
-    {
-        "loss": "ppo",
-        "epsilon": 0.2,
-        "dual_clip": None,
-        "agg": "token-mean",
-        "logratio_clamp": LOGRATIO_CLAMP_MAX,
-        "max_length": 256,
-        "empty_rows": "count",
-    },
+    TRL_OBJECTIVE,
     {
         **TRL_ESTIMATORS,
         # experimental PPOTrainer: GAE lambda 0.95, KL 0.05 per token in the reward, verl-like whitening

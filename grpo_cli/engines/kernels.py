@@ -74,11 +74,12 @@ def row_sums(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     on every other, so the sum is the row's score."""
     import pyarrow.compute as pc
 
+    from ..tokens import reduce_rows  # a run without list rewards does not import the token math
+
     lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy().astype(np.int64)
     values = float64(pc.list_flatten(lists), name)
-    sums = np.bincount(np.repeat(np.arange(len(lists)), lengths), weights=values, minlength=len(lists))  # each row's entries in order
-    return np.where(lists.is_null().to_numpy(zero_copy_only=False), np.nan, sums)
+    return np.where(lists.is_null().to_numpy(zero_copy_only=False), np.nan, reduce_rows(values, lengths))
 
 
 def reward_values(table: pa.Table | pa.RecordBatch, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
