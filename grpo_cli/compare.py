@@ -64,6 +64,11 @@ def parse_estimators(text: str, *, preset: str | None = None, **common) -> list[
     return out
 
 
+def held_column(label: str) -> str:
+    """The column of a ``column:NAME`` estimator."""
+    return label.removeprefix(f"{COLUMN}:")
+
+
 def _option(text: str, name: str) -> tuple[str, Any]:
     """``key=value`` of estimator ``name``, the value as its option takes it (several numbers
     separated by spaces: ``reward_weights=1 0.5``)."""

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .. import options as o
 from .. import passes, schema
-from ..compare import column_name, compare_figures, parse_estimators
+from ..compare import column_name, compare_figures, held_column, parse_estimators
 from ..config import AdvantageConfig
 from ..engines import Engine, kernels
 from ..engines.base import labelled, row_labeller
@@ -110,10 +110,10 @@ class ComparePlan:
                 computed[label] = passes.advantages(engine, source, self.grouping, index, rows, config, ahead)[0]
         if not computed:  # only columns: the groups alone
             index, _, held, _ = passes.first_pass(engine, source, self.grouping, None, None, hold=hold)
-        held_columns = [label.split(":", 1)[1] for label, inputs, _ in self.estimators if inputs is None]
+        held_columns = [held_column(label) for label, inputs, _ in self.estimators if inputs is None]
         table = source.read_columns(held_columns) if held_columns else None
         columns = {
-            column_name(label): computed[label] if inputs is not None else _held(table, label.split(":", 1)[1], source)
+            column_name(label): computed[label] if inputs is not None else _held(table, held_column(label), source)
             for label, inputs, _ in self.estimators
         }
 
@@ -140,7 +140,7 @@ class ComparePlan:
     def figures(self) -> dict:
         return {
             "columns": self.roles,
-            "config": {label: config.figures if config else {"column": label.split(":", 1)[1]} for label, _, config in self.estimators},
+            "config": {label: config.figures if config else {"column": held_column(label)} for label, _, config in self.estimators},
         }
 
 
@@ -181,7 +181,7 @@ def plan_compare(
     resolved: list[tuple[str, Inputs | None, AdvantageConfig | None]] = []
     for label, config in specs:
         if config is None:
-            held = label.split(":", 1)[1]
+            held = held_column(label)
             schema.resolve_column(source.schema, "advantage", held, source=source.name)  # there, or the closest names
             schema.check_numeric(source.schema.field(held), source.name, "advantage")
             resolved.append((label, None, None))
