@@ -18,7 +18,7 @@ from ..config import AdvantageConfig
 from ..engines import Engine, kernels
 from ..engines.base import labelled, row_labeller
 from ..errors import UsageError, shortened
-from ..estimators import lookup
+from ..estimators import GroupIndex, lookup
 from ..files import file_function
 from ..io import Source
 from ..plan import Grouping, Inputs, Output, reads_tokens, resolve_grouping, resolve_inputs, resolve_output, resolve_steps
@@ -103,7 +103,25 @@ class ComparePlan:
     def run(self, engine: Engine, source: Source) -> dict:
         """Compute the estimators side by side on ``engine`` and write one column each; the
         figures of :func:`grpo_cli.compare.compare_figures`."""
-        computed, prompt, hold = {}, self.grouping.prompt, bool(self.output.targets)
+        index, held, columns = self.advantages(engine, source)
+        figures = self.summarized(source, index, columns)
+        if self.output.targets:
+            engine.write_pass(
+                source,
+                self.output,
+                [pa.field(name, pa.float64()) for name in columns],
+                kernels.row_columns,
+                columns,
+                columns=[],
+                prompt=self.grouping.prompt,
+                held=held,
+            )
+        return figures
+
+    def advantages(self, engine: Engine, source: Source) -> tuple[GroupIndex, pa.Table | None, dict[str, np.ndarray]]:
+        """The groups, the columns pass 1 held (to write), and each estimator's advantages by
+        its written column's name (:func:`~grpo_cli.compare.column_name`)."""
+        computed, hold = {}, bool(self.output.targets)
         for label, inputs, config in self.estimators:
             if inputs is not None and config is not None:
                 index, rows, held, ahead = passes.first_pass(engine, source, self.grouping, inputs, config, hold=hold)
@@ -116,25 +134,18 @@ class ComparePlan:
             column_name(label): computed[label] if inputs is not None else _held(table, held_column(label), source)
             for label, inputs, _ in self.estimators
         }
+        return index, held, columns
+
+    def summarized(self, source: Source, index: GroupIndex, columns: dict[str, np.ndarray]) -> dict:
+        """The figures of the estimators' advantages (``columns``, in the estimators' order)."""
+        prompt = self.grouping.prompt
 
         def names(groups: np.ndarray) -> list:
             if prompt is None:
                 return groups.tolist()
             return source.read_columns([prompt]).column(prompt).take(index.first[groups]).to_pylist()
 
-        figures = compare_figures([label for label, _, _ in self.estimators], np.column_stack(list(columns.values())), index, names, self.top)
-        if self.output.targets:
-            engine.write_pass(
-                source,
-                self.output,
-                [pa.field(name, pa.float64()) for name in columns],
-                kernels.row_columns,
-                columns,
-                columns=[],
-                prompt=prompt,
-                held=held,
-            )
-        return figures
+        return compare_figures([label for label, _, _ in self.estimators], np.column_stack(list(columns.values())), index, names, self.top)
 
     @property
     def figures(self) -> dict:

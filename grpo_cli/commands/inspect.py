@@ -108,9 +108,13 @@ class InspectPlan:
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Describe the input on ``engine``; the figures of :func:`grpo_cli.inspection.inspect_figures`."""
+        parts = passes.results(engine, source, inspect_batch, self, columns=list(self.columns), prompt=self.grouping.prompt)
+        return self.described(engine, source, parts)
+
+    def described(self, engine: Engine, source: Source, parts: list[dict]) -> dict:
+        """The figures from every batch's :func:`inspect_batch` (``parts``, in row order) and pass 1."""
         from ..inspection import inspect_figures
 
-        parts = passes.results(engine, source, inspect_batch, self, columns=list(self.columns), prompt=self.grouping.prompt)
         nulls = dict(zip(self.columns, np.sum([p["nulls"] for p in parts], axis=0).tolist()))
         lengths = entries = None
         if self.steps is not None:

@@ -145,6 +145,10 @@ class MismatchPlan:
         if self.grouping.num_generations is not None:
             passes.first_pass(engine, source, self.grouping, None, None)  # every group has num_generations rows
         partials = passes.partials(engine, source, self.output, mismatch_fields(), mismatch_batch, self, columns=self.columns, prompt=self.prompt)
+        return self.summarized(source, partials)
+
+    def summarized(self, source: Source, partials: list[MismatchSummary]) -> dict:
+        """The figures of every batch's partial summary (``partials``, in row order), the worst rows named."""
         summary = reduce(lambda done, partial: done.merge(partial, self.config.worst), partials, MismatchSummary())
         figures = summary.figures(self.config)
         named = row_names(source, self.prompt, [entry["row"] for entry in figures["worst_rows"]])

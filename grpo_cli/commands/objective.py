@@ -231,6 +231,26 @@ class ObjectivePlan:
     def run(self, engine: Engine, source: Source) -> dict:
         """Compute the objective on ``engine`` and write the per-row columns; the figures of
         :meth:`grpo_cli.objective.summary.ObjectiveSummary.figures`."""
+        plan, computed, context, held = self.prepared(engine, source)
+        partials = passes.partials(
+            engine,
+            source,
+            self.output,
+            objective_fields(self),
+            objective_batch,
+            plan,
+            computed,
+            context,
+            columns=self.columns,
+            prompt=self.grouping.prompt,
+            held=held,
+        )
+        return plan.summarized(partials)
+
+    def prepared(self, engine: Engine, source: Source) -> tuple[ObjectivePlan, np.ndarray | None, object, pa.Table | None]:
+        """What the streaming pass needs, from the passes before it: the plan (with
+        ``is_normalize``'s mean weight), the advantages computed from the rewards (``None``:
+        read from a column), what the loss's scans found, and the columns pass 1 held."""
         plan, computed, held = self, None, None
         if self.config.is_normalize:  # a pass for the mean weight over the whole input
             parts = passes.results(engine, source, is_mean_batch, self, columns=self.tokens.names, prompt=self.grouping.prompt)
@@ -255,20 +275,11 @@ class ObjectivePlan:
                 ),
                 plan.config,
             )
-        partials = passes.partials(
-            engine,
-            source,
-            self.output,
-            objective_fields(self),
-            objective_batch,
-            plan,
-            computed,
-            context,
-            columns=self.columns,
-            prompt=self.grouping.prompt,
-            held=held,
-        )
-        return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(plan.config)
+        return plan, computed, context, held
+
+    def summarized(self, partials: list[ObjectiveSummary]) -> dict:
+        """The figures of every batch's partial summary (``partials``, in row order)."""
+        return reduce(ObjectiveSummary.merge, partials, ObjectiveSummary()).figures(self.config)
 
     @property
     def figures(self) -> dict:
@@ -449,10 +460,17 @@ def scan_batch(
 def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None, context: object = None) -> Written:
     """The per-row columns (when the plan writes rows) and the partial summary of one batch
     (``context``: what the loss's scans found over the whole input, if it has any)."""
-    tokens, adv = batch_rows(batch, first_row, plan, computed)
-    terms = row_terms(tokens, adv, plan.config, context=context, first_row=first_row)
+    terms, adv = batch_terms(batch, first_row, plan, computed, context)
     summary = ObjectiveSummary.of(terms, first_row)
     return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
+
+
+def batch_terms(
+    batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None, context: object = None
+) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """The per-row terms of one batch (:func:`~grpo_cli.objective.row_terms`) and its advantages (``None``: per token)."""
+    tokens, adv = batch_rows(batch, first_row, plan, computed)
+    return row_terms(tokens, adv, plan.config, context=context, first_row=first_row), adv
 
 
 def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:

@@ -1,0 +1,294 @@
+"""One self-contained HTML page of a rollout file: the file, rewards, advantages, response lengths, train/inference mismatch, objective diagnostics.
+
+Each section is shown where the input has what it needs, with its figure and the numbers behind it: those `grpo inspect`, `compare`, `mismatch` and `objective` compute on the same file (--summary-json gives every figure's numbers). It draws with matplotlib: pip install 'grpo-cli[report]'.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .. import options as o
+from .. import passes
+from ..config import AdvantageConfig
+from ..engines import Engine
+from ..errors import ColumnNotFoundError, InputError, UsageError
+from ..estimators import Groups
+from ..files import _with_plan, file_function
+from ..io import Source, Staged
+from ..mismatch import bucket
+from ..objective import LOSSES
+from ..objective.config import ObjectiveConfig
+from ..objective.summary import ObjectiveSummary
+from ..summaries import described, histogram
+from .compare import OPTIONS as COMPARE_OPTIONS, ComparePlan, plan_compare
+from .inspect import InspectPlan, inspect_batch, plan_inspect
+from .mismatch import MismatchPlan, mismatch_batch, plan_mismatch
+from .objective import ObjectivePlan, batch_terms, plan_objective
+
+__all__ = ["EXAMPLES", "OPTIONS", "report_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
+
+ESTIMATORS = "grpo,rloo"  # the advantages section's estimators unless --estimators says
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)  # of the rewards per value of --by (nearest rank, as `grpo inspect`'s lengths)
+
+OPTIONS = (
+    o.PRESET,
+    *o.INPUTS,
+    *o.GROUPING,
+    o.option(
+        "by",
+        str,
+        "Show the rewards, the zero-variance groups and the clip fraction per value of this column (a training step: --by step).",
+        o.COLUMNS,
+    ),
+    o.REWARD_COL,
+    o.MASK_COL,
+    o.NEW_COL,
+    o.OLD_COL,
+    o.REF_COL,
+    o.ROLLOUT_COL,
+    o.column_option("advantage", "Advantage column (read as `grpo inspect` and `grpo objective` read it)."),
+    replace(next(option for option in COMPARE_OPTIONS if option.name == "estimators"), default=ESTIMATORS).told(
+        f"The advantages section's estimators, as `grpo compare --estimators` takes them (default {ESTIMATORS})."
+    ),
+    *o.REWARD_OPTIONS,
+    o.OUTPUT_OPTION.told("Write the page here: one HTML file, figures embedded (- for stdout)."),
+    *o.RUN_AND_JSON,
+)
+EXAMPLES = """\
+Examples:
+
+  grpo report sample_data/rollouts_vllm.parquet -o report.html
+
+  grpo report sample_data/rollouts.parquet --estimators grpo,rloo,mean -o report.html --summary-json report.json -q
+"""
+
+keywords = o.into(config=AdvantageConfig)
+
+
+def render(figures: dict, console) -> None:
+    """Where the page went, and its sections."""
+    console.print(f"grpo report: {figures['page']} ({', '.join(figures['sections'])})", markup=False, highlight=False)
+
+
+@dataclass(frozen=True)
+class ReportPlan:
+    """`grpo report`: the plans of the commands whose figures it shows (``None``: the input
+    lacks what that section needs), run with one streaming pass over the token columns
+    (:func:`report_batch`), and the ``by`` column."""
+
+    page: str
+    inspect: InspectPlan
+    compare: ComparePlan | None
+    mismatch: MismatchPlan | None
+    objective: ObjectivePlan | None
+    by: str | None
+
+    def run(self, engine: Engine, source: Source) -> dict:
+        """Every section's figures on ``engine``, the page written with the other outputs."""
+        from ..html_report import page, sections
+
+        o_plan, computed, context = None, None, None
+        if self.objective is not None:
+            o_plan, computed, context, _ = self.objective.prepared(engine, source)
+        columns = list(dict.fromkeys([*self.inspect.columns, *(self.mismatch.columns if self.mismatch else []), *(o_plan.columns if o_plan else [])]))
+        parts = passes.results(engine, source, report_batch, self, o_plan, computed, context, columns=columns, prompt=self.inspect.grouping.prompt)
+        figures: dict = {"inspect": _with_plan(self.inspect.described(engine, source, [p["inspect"] for p in parts]), self.inspect)}
+        lengths = np.concatenate([p["inspect"]["length"] for p in parts]) if self.inspect.steps else None
+        rewards, points = self._rewards(engine, source, lengths)
+        figures.update(rewards)
+        if self.mismatch is not None:
+            figures["mismatch"] = _with_plan(self.mismatch.summarized(source, [p["mismatch"] for p in parts]), self.mismatch)
+        if o_plan is not None:
+            figures["objective"] = _with_plan(o_plan.summarized([p["objective"] for p in parts]), o_plan)
+            figures.update(self._ratios(engine, source, o_plan, parts))
+        shown = sections(figures)
+        Staged(self.page, engine.outputs).write_text(page(figures, source.name, points))
+        return {"page": self.page, "sections": shown, **figures}
+
+    def _rewards(self, engine: Engine, source: Source, lengths: np.ndarray | None) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
+        """`grpo compare`'s figures and each estimator's histogram; the rewards per value of
+        ``by`` and against the response length (and the scored rows' lengths and rewards,
+        the points drawn: rows, not figures)."""
+        if self.compare is None:
+            return {}, None
+        index, _, columns = self.compare.advantages(engine, source)
+        figures: dict = {
+            "compare": _with_plan(self.compare.summarized(source, index, columns), self.compare),
+            "advantage_histograms": {
+                label: histogram(*described(a, histogram=True)) for (label, _, _), a in zip(self.compare.estimators, columns.values())
+            },
+        }
+        inputs = self.inspect.inputs
+        if self.by is None and lengths is None or inputs is None:
+            return figures, None
+        index, rows, _, _ = passes.first_pass(engine, source, self.inspect.grouping, inputs, self.inspect.estimator)
+        points = None
+        if lengths is not None:
+            points = (lengths[rows.scored], rows.r[rows.scored])
+            figures["reward_by_length"] = reward_by_length(points[1], points[0])
+        if self.by is not None:
+            values, codes = _by_codes(engine, source, self.by)
+            groups = Groups(rows.r, index).subset(rows.scored)
+            figures["by"] = {"column": self.by, "values": values, **rewards_by(rows.r[rows.scored], codes[rows.scored], groups, len(values))}
+        return figures, points
+
+    def _ratios(self, engine: Engine, source: Source, o_plan: ObjectivePlan, parts: list[dict]) -> dict:
+        """The distribution of each row's mean ratio, and the clip fraction per value of ``by``."""
+        n = np.concatenate([p["n_tokens"] for p in parts])
+        ratio = np.concatenate([p["ratio_sum"] for p in parts])[n > 0] / n[n > 0]
+        figures: dict = {"ratio_histogram": histogram(*described(ratio, histogram=True)) if len(ratio) else None}
+        if self.by is not None:
+            values, codes = _by_codes(engine, source, self.by)
+            tokens = np.bincount(codes, weights=n, minlength=len(values))
+            flags = {
+                name: np.bincount(codes, weights=np.concatenate([p["flags"][name] for p in parts]), minlength=len(values))
+                for name in parts[0]["flags"]
+            }
+            clip = {name: np.divide(f, tokens, out=np.zeros_like(f), where=tokens > 0).tolist() for name, f in flags.items()}
+            figures["clip_frac_by"] = {"column": self.by, "values": values, "tokens": tokens.astype(np.int64).tolist(), "clip_frac": clip}
+        return figures
+
+    @property
+    def figures(self) -> dict:
+        return {}
+
+
+def _by_codes(engine: Engine, source: Source, column: str) -> tuple[list, np.ndarray]:
+    """The distinct values of ``column`` in order, and each row's position among them."""
+    found = engine.read_columns(source, [column]).column(column)
+    if found.null_count:
+        raise InputError(f"{source.name}: `by` column {column!r} has {found.null_count} null values; every row needs one")
+    values, codes = np.unique(found.to_numpy(zero_copy_only=False), return_inverse=True)
+    return values.tolist(), codes.reshape(-1)
+
+
+def rewards_by(r: np.ndarray, codes: np.ndarray, groups: Groups, count: int) -> dict:
+    """Per value (``codes``: each scored row's value, ``r``: its reward): rows, reward mean and
+    :data:`QUANTILES` (nearest rank), and the share of the groups starting there whose rewards
+    are all equal (the groups of ``groups``, `grpo inspect`'s zero-variance groups).
+
+    >>> from grpo_cli.estimators import GroupIndex
+    >>> g = Groups(np.array([1.0, 1.0, 0.0, 1.0]), GroupIndex.blocks(4, 2))
+    >>> f = rewards_by(g.r, np.array([0, 0, 1, 1]), g, 2); f["rows"], f["mean"], f["zero_variance_share"]
+    ([2, 2], [1.0, 0.5], [1.0, 0.0])
+    """
+    rows = np.bincount(codes, minlength=count)
+    order = np.lexsort((r, codes))  # by value, then reward
+    starts = np.cumsum(rows) - rows
+    quantiles = {
+        f"q{round(q * 100)}": np.where(
+            rows > 0, r[order][starts + np.maximum(np.ceil(q * rows).astype(np.int64) - 1, 0).clip(max=np.maximum(rows - 1, 0))], np.nan
+        )
+        for q in QUANTILES
+    }
+    group_code = codes[groups.index.first]
+    per_value = np.bincount(group_code, minlength=count)
+    zero = np.bincount(group_code, weights=~groups.informative, minlength=count)
+    return {
+        "rows": rows.tolist(),
+        "mean": (np.bincount(codes, weights=r, minlength=count) / np.maximum(rows, 1)).tolist(),
+        **{k: [None if np.isnan(x) else float(x) for x in v] for k, v in quantiles.items()},
+        "groups": per_value.tolist(),
+        "zero_variance_share": np.divide(zero, per_value, out=np.zeros(count), where=per_value > 0).tolist(),
+    }
+
+
+def reward_by_length(r: np.ndarray, lengths: np.ndarray) -> list[dict]:
+    """The scored rows' rewards against their valid tokens: per power-of-two bucket of length
+    (1, 2-3, 4-7, ..., as `grpo mismatch`'s; a row without tokens in the first), its rows
+    and mean reward.
+
+    >>> reward_by_length(np.array([1.0, 0.0, 1.0]), np.array([1, 2, 3]))
+    [{'first': 1, 'last': 1, 'rows': 1, 'reward_mean': 1.0}, {'first': 2, 'last': 3, 'rows': 2, 'reward_mean': 0.5}]
+    """
+    b = bucket(np.maximum(lengths, 1))
+    rows = np.bincount(b)
+    sums = np.bincount(b, weights=r)
+    return [
+        {"first": 1 << int(k), "last": (2 << int(k)) - 1, "rows": int(rows[k]), "reward_mean": float(sums[k] / rows[k])} for k in np.flatnonzero(rows)
+    ]
+
+
+def plan_report(
+    source: Source,
+    *,
+    config: AdvantageConfig | None = None,
+    estimators: str = ESTIMATORS,
+    by: str | None = None,
+    prompt_col: str | list[str] | None = None,
+    reward_col: str | list[str] | None = None,
+    num_generations: int | None = None,
+    mask_col: str | None = None,
+    logprobs_col: str | None = None,
+    old_logprobs_col: str | None = None,
+    ref_logprobs_col: str | None = None,
+    rollout_logprobs_col: str | None = None,
+    advantage_col: str | None = None,
+    output: str | None = None,
+) -> ReportPlan:
+    """The plan of `grpo report` on ``source`` (see :func:`grpo_cli.report_file`): the plans of
+    `grpo inspect`, and of `compare` (with rewards), `mismatch` (with old and rollout
+    log-probs) and `objective` (with new and old log-probs), made with the same options."""
+    from ..html_report import check_plotting
+
+    check_plotting()
+    if output is None:
+        raise UsageError("`grpo report` writes one HTML page; pass `output` (-o report.html)")
+    config = config or AdvantageConfig()
+    columns: dict[str, Any] = dict(prompt_col=prompt_col, num_generations=num_generations)
+    tokens: dict[str, Any] = dict(
+        mask_col=mask_col, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col, rollout_logprobs_col=rollout_logprobs_col
+    )
+    looked = plan_inspect(
+        source, config=config, reward_col=reward_col, ref_logprobs_col=ref_logprobs_col, advantage_col=advantage_col, **columns, **tokens
+    )
+    roles = {role: r["column"] for role, r in looked.roles.items()}
+    if by is not None and by not in source.schema.names:
+        raise ColumnNotFoundError(f"{source.name}: no column {by!r} (`by`)")
+    compared = plan_compare(source, estimators=estimators, config=config, reward_col=reward_col, **columns) if looked.inputs else None
+    mismatched = None
+    if roles["old"] is not None and roles["rollout"] is not None and roles["old"] != roles["rollout"]:
+        mismatched = plan_mismatch(source, old_logprobs_col=roles["old"], rollout_logprobs_col=roles["rollout"], mask_col=mask_col, **columns)
+    objectived = None
+    if roles["new"] is not None and roles["old"] is not None:
+        rewards: dict[str, Any] = {} if roles["advantage"] is not None else {"reward_col": reward_col}
+        objectived = plan_objective(
+            source,
+            config=ObjectiveConfig(preset=config.preset),
+            advantage_col=advantage_col,
+            ref_logprobs_col=ref_logprobs_col,
+            **rewards,
+            **columns,
+            **tokens,
+        )
+    return ReportPlan(output, looked, compared, mismatched, objectived, by)
+
+
+def report_batch(
+    batch: pa.RecordBatch, first_row: int, plan: ReportPlan, o_plan: ObjectivePlan | None, computed: np.ndarray | None, context: object
+) -> dict:
+    """One batch of the one pass over the token columns: what `grpo inspect`'s, `grpo
+    mismatch`'s and `grpo objective`'s kernels find in it, and each row's ratio sum and
+    clipped tokens (the objective's terms)."""
+    out: dict = {"inspect": inspect_batch(batch, first_row, plan.inspect)}
+    if plan.mismatch is not None:
+        out["mismatch"] = mismatch_batch(batch, first_row, plan.mismatch).partial
+    if o_plan is not None:
+        terms, _ = batch_terms(batch, first_row, o_plan, computed, context)
+        out.update(
+            objective=ObjectiveSummary.of(terms, first_row),
+            n_tokens=terms["n_tokens"],
+            ratio_sum=terms["ratio_sum"],
+            flags={flag.name: terms[f"flag_{flag.name}"] for flag in LOSSES[o_plan.config.loss].flags},
+        )
+    return out
+
+
+plan = plan_report
+
+report_file = file_function(sys.modules[__name__])

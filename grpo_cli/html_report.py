@@ -1,0 +1,343 @@
+"""The page of `grpo report`: one HTML file, each section a figure and the numbers behind it.
+
+Nothing here computes a figure: it draws and tabulates the numbers of
+:mod:`grpo_cli.commands.report` (those of `grpo inspect`, `compare`, `mismatch` and
+`objective`). Figures are drawn by matplotlib (Agg, imported here only) and embedded as SVG,
+or as PNG where they hold more than :data:`POINTS_AS_PNG` points; the page loads nothing
+else. Every text from the data (file, column and prompt names) is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib.util
+import io
+import math
+from typing import Any, Callable
+
+from .errors import GrpoError
+from .report import fmt
+
+EXTRA = "report"  # the optional dependencies that draw: grpo-cli[report]
+POINTS_AS_PNG = 5000
+SECTIONS = {  # id: title, in the page's order
+    "file": "The file",
+    "rewards": "Rewards",
+    "advantages": "Advantages",
+    "lengths": "Response lengths",
+    "mismatch": "Train/inference mismatch",
+    "objective": "Objective diagnostics",
+}
+STYLE = """\
+*{box-sizing:border-box}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d1d1f;margin:0 auto;max-width:1180px;padding:0 16px 48px}
+h1{font-size:1.5rem;overflow-wrap:anywhere}h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:40px}
+h3{font-size:1rem;margin:16px 0 4px}nav a{margin-right:12px;white-space:nowrap}
+.row{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:16px;align-items:start}
+figure{margin:0;min-width:0}figure img{display:block;width:100%;height:auto}
+.numbers{overflow-x:auto;max-width:100%;max-height:28em;overflow-y:auto}
+table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}
+th,td{padding:3px 10px;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+td.n{text-align:right;white-space:nowrap}
+th{background:#f6f6f6;position:sticky;top:0}
+"""
+
+
+def check_plotting() -> None:
+    """Refuse to run without matplotlib, saying which extra to install."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise GrpoError(f"`grpo report` draws its figures with matplotlib, which is not installed: pip install 'grpo-cli[{EXTRA}]'")
+
+
+def sections(figures: dict) -> list[str]:
+    """The sections the figures give (the input had what each needs), in the page's order."""
+    has = {
+        "file": True,
+        "rewards": figures["inspect"]["reward"] is not None,
+        "advantages": "compare" in figures,
+        "lengths": figures["inspect"]["tokens"] is not None,
+        "mismatch": "mismatch" in figures,
+        "objective": "objective" in figures,
+    }
+    return [name for name in SECTIONS if has[name]]
+
+
+def page(figures: dict, name: str, points: tuple[Any, Any] | None = None) -> str:
+    """The HTML page of the figures of input ``name`` (``points``: each scored row's length
+    and reward, drawn against each other)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams.update({"svg.hashsalt": "grpo-report", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+    shown = sections(figures)
+    draw: dict[str, Callable[[dict], str]] = {
+        "file": _file,
+        "rewards": _rewards,
+        "advantages": _advantages,
+        "lengths": lambda f: _lengths(f, points),
+        "mismatch": _mismatch,
+        "objective": _objective,
+    }
+    nav = " ".join(f'<a href="#{s}">{SECTIONS[s]}</a>' for s in shown)
+    body = "\n".join(f'<section id="{s}">\n<h2>{SECTIONS[s]}</h2>\n{draw[s](figures)}\n</section>' for s in shown)
+    title = html.escape(f"grpo report: {name}")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n'
+        f"<body>\n<h1>{title}</h1>\n<nav>{nav}</nav>\n{body}\n</body>\n</html>\n"
+    )
+
+
+# -- pieces of HTML --------------------------------------------------------------------------
+
+
+def _text(x: Any) -> str:
+    """A cell: a figure formatted, any text escaped."""
+    if isinstance(x, float):
+        return html.escape(fmt(x))
+    return html.escape("null" if x is None else str(x))
+
+
+def _cell(x: Any) -> str:
+    """A cell; a number is right-aligned."""
+    number = isinstance(x, (int, float)) and not isinstance(x, bool)
+    return f'<td class="n">{_text(x)}</td>' if number else f"<td>{_text(x)}</td>"
+
+
+def table(header: list[str] | None, rows: list[list[Any]]) -> str:
+    """A small table of the numbers behind a figure (scrolls inside its box, never the page)."""
+    head = "<tr>" + "".join(f"<th>{_text(h)}</th>" for h in header) + "</tr>" if header else ""
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
+    return f'<div class="numbers"><table>{head}{body}</table></div>'
+
+
+def _row(*parts: str) -> str:
+    return '<div class="row">' + "".join(f"<div>{p}</div>" for p in parts if p) + "</div>"
+
+
+def _figure(fig, caption: str, points: int = 0) -> str:
+    """``fig`` as an image inside the page: SVG, or PNG above :data:`POINTS_AS_PNG` points."""
+    out = io.BytesIO()
+    png = points > POINTS_AS_PNG
+    fig.savefig(out, format="png" if png else "svg", dpi=144, bbox_inches="tight", metadata={} if png else {"Date": None})
+    kind = "png" if png else "svg+xml"
+    data = base64.b64encode(out.getvalue()).decode()
+    return f'<figure><img alt="{html.escape(caption)}" src="data:image/{kind};base64,{data}"><figcaption>{html.escape(caption)}</figcaption></figure>'
+
+
+def _axes(width: float = 5.6, height: float = 3.0, rows: int = 1):
+    """A figure and its axes (``rows`` of them, sharing x), drawn without pyplot."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    return fig, fig.subplots(rows, 1, sharex=True)
+
+
+def _histogram(h: dict, caption: str, xlabel: str) -> str:
+    """A histogram of equal-width bins (``edges``, ``counts``), as the figures hold it."""
+    fig, ax = _axes()
+    ax.stairs(h["counts"], h["edges"], fill=True, alpha=0.7)
+    ax.set(xlabel=xlabel, ylabel="rows")
+    return _figure(fig, caption)
+
+
+def _bins(h: dict, caption: str, xlabel: str, ylabel: str, shown: Callable[[float | None], str] = lambda e: "-inf" if e is None else f"{e:g}") -> str:
+    """A histogram of uneven (or open-ended: null) edges, one bar per bin."""
+    fig, ax = _axes()
+    edges = h["edges"]
+    labels = [
+        f"{shown(edges[k]) if edges[k] is not None else '-inf'} to {'inf' if edges[k + 1] is None else shown(edges[k + 1])}"
+        for k in range(len(h["counts"]))
+    ]
+    ax.bar(range(len(labels)), h["counts"], alpha=0.7)
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    return _figure(fig, caption)
+
+
+def _histogram_rows(h: dict) -> list[list[Any]]:
+    return [[lo, hi, c] for lo, hi, c in zip(h["edges"], h["edges"][1:], h["counts"])]
+
+
+def _stats(label: str, d: dict) -> list[Any]:
+    return [label, *(d[k] for k in ("mean", "std", "min", "max"))]
+
+
+# -- the sections ----------------------------------------------------------------------------
+
+
+def _file(f: dict) -> str:
+    i = f["inspect"]
+    numbers = [["rows", i["rows"]], ["layout", i["layout"]]]
+    if i["reward"] is not None:
+        numbers += [["groups", f"{i['groups']} ({i['grouped_by']})"], ["unscorable rows", i["unscorable_rows"]]]
+    if i["tokens"] is not None:
+        numbers += [["tokens", i["tokens"]["total"]]]
+    numbers += [[f"nulls in {column}", n] for column, n in i["nulls"].items() if n]
+    roles = table(
+        ["role", "column", "why", "option"],
+        [[role, r["column"] or "-", r["why"], "--" + r["option"].replace("_", "-")] for role, r in i["columns"].items()],
+    )
+    figure = ""
+    if i["reward"] is not None:
+        fig, ax = _axes()
+        sizes = i["group_sizes"]
+        ax.bar([str(s) for s in sizes], list(sizes.values()), alpha=0.7)
+        ax.set(xlabel="rows in the group", ylabel="groups")
+        figure = _figure(fig, "group sizes") + table(["group size", "groups"], [[s, c] for s, c in sizes.items()])
+    return _row(figure, table(None, numbers)) + "<h3>columns and their roles (as <code>grpo inspect</code>)</h3>" + roles
+
+
+def _rewards(f: dict) -> str:
+    i = f["inspect"]
+    z = i["zero_variance_groups"]
+    numbers = [_stats("reward", i["reward"])]
+    out = _row(
+        _histogram(i["reward_histogram"], "reward per scored row", "reward"),
+        table(["", "mean", "std", "min", "max"], numbers)
+        + table(None, [["zero-variance groups", f"{z['count']} ({z['share']:.2%})"]])
+        + table(["from", "to", "rows"], _histogram_rows(i["reward_histogram"])),
+    )
+    by = f.get("by")
+    if by:
+        x = list(range(len(by["values"])))
+        fig, (top, bottom) = _axes(5.6, 4.2, rows=2)
+        top.fill_between(x, _nan(by["q10"]), _nan(by["q90"]), alpha=0.2, label="q10-q90")
+        top.fill_between(x, _nan(by["q25"]), _nan(by["q75"]), alpha=0.3, label="q25-q75")
+        top.plot(x, by["mean"], label="mean")
+        top.plot(x, _nan(by["q50"]), linestyle="--", label="median")
+        top.set(ylabel="reward")
+        top.legend(fontsize=7)
+        bottom.plot(x, by["zero_variance_share"], marker=".")
+        bottom.set(ylabel="zero-variance share", xlabel=str(by["column"]))
+        _value_ticks(bottom, by["values"])
+        header = [str(by["column"]), "rows", "mean", "q10", "q25", "q50", "q75", "q90", "groups", "zero-variance share"]
+        rows = [[v, *(by[k][n] for k in header[1:-1]), by["zero_variance_share"][n]] for n, v in enumerate(by["values"])]
+        out += f"<h3>per {html.escape(str(by['column']))}</h3>" + _row(
+            _figure(fig, f"reward and zero-variance groups per {by['column']}"), table(header, rows)
+        )
+    return out
+
+
+def _nan(values: list) -> list[float]:
+    return [math.nan if v is None else v for v in values]
+
+
+def _value_ticks(ax, values: list) -> None:
+    """At most a dozen of the ``by`` column's values as ticks."""
+    step = max(1, math.ceil(len(values) / 12))
+    ax.set_xticks(
+        range(0, len(values), step),
+        [str(v) for v in values[::step]],
+        rotation=45 if len(values) > 6 else 0,
+        ha="right" if len(values) > 6 else "center",
+    )
+
+
+def _advantages(f: dict) -> str:
+    c = f["compare"]
+    fig, ax = _axes()
+    for label, h in f["advantage_histograms"].items():
+        ax.stairs(h["counts"], h["edges"], label=label, linewidth=1.4)
+    ax.set(xlabel="advantage", ylabel="rows")
+    ax.legend(fontsize=7)
+    spread = table(["estimator", "mean", "std", "min", "max"], [_stats(label, d) for label, d in c["estimators"].items()])
+    pairs = table(["pair", "rank correlation", "sign flips"], [[p, rho, f"{c['sign_flips'][p]:.4%}"] for p, rho in c["rank_correlation"].items()])
+    return _row(_figure(fig, f"advantages, {c['rows']} rows in {c['groups']} groups (as grpo compare)"), spread + pairs)
+
+
+def _lengths(f: dict, points: tuple[Any, Any] | None) -> str:
+    i, k = f["inspect"], f["inspect"]["tokens"]
+    numbers = table(None, [["tokens", k["total"]], *([key.replace("_", " "), k[key]] for key in ("min", "median", "p99", "max", "rows_at_max"))])
+    parts = [_histogram(i["length_histogram"], "valid tokens per row", "tokens") if i["length_histogram"] else "", numbers]
+    out = _row(*parts)
+    b = f.get("reward_by_length")
+    if b and points is not None:
+        fig, ax = _axes()
+        ax.scatter(*points, s=6, alpha=0.3, linewidths=0)
+        ax.plot([(e["first"] + e["last"]) / 2 for e in b], [e["reward_mean"] for e in b], marker="o", color="C1", label="mean per length bucket")
+        ax.set(xlabel="valid tokens", ylabel="reward")
+        ax.legend(fontsize=7)
+        rows = [[e["first"], e["last"], e["rows"], e["reward_mean"]] for e in b]
+        out += "<h3>reward against length</h3>" + _row(
+            _figure(fig, "reward of each scored row against its length", points=len(points[0])), table(["from", "to", "rows", "mean reward"], rows)
+        )
+    return out
+
+
+def _mismatch(f: dict) -> str:
+    m = f["mismatch"]
+    if not m["tokens"]:
+        return table(None, [["rows", m["rows"]], ["tokens", 0]])
+    numbers = table(
+        None,
+        [
+            ["rows, tokens", f"{m['rows']}, {m['tokens']}"],
+            ["|old - rollout| mean, max", f"{fmt(m['abs_diff_mean'])}, {fmt(m['abs_diff_max'])}"],
+            ["KL(rollout || old) k1, k3", f"{fmt(m['kl_k1'])}, {fmt(m['kl_k3'])}"],
+            ["chi-square token, sequence", f"{fmt(m['chi2_token'])}, {fmt(m['chi2_seq'])}"],
+            ["ESS share token, sequence", f"{fmt(m['ess_token']['share'])}, {fmt(m['ess_seq']['share'])}"],
+        ],
+    )
+    out = ""
+    for key, what in (("by_position", "token position"), ("by_length", "response length")):
+        b = m[key]
+        fig, ax = _axes()
+        x = [e["first"] for e in b]
+        ax.plot(x, [e["abs_diff_mean"] for e in b], marker="o", label="|old - rollout|")
+        ax.plot(x, [e["kl_k3"] for e in b], marker="s", label="KL k3")
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel=f"{what} (from, power-of-two buckets)", ylabel="mean per token")
+        ax.legend(fontsize=7)
+        rows = [[e["first"], e["last"] or "-", e["rows"], e["tokens"], e["abs_diff_mean"], e["kl_k1"], e["kl_k3"]] for e in b]
+        out += f"<h3>by {what}</h3>" + _row(
+            _figure(fig, f"mismatch by {what}"), table(["from", "to", "rows", "tokens", "|old - rollout|", "k1", "k3"], rows)
+        )
+    weights = _bins(m["log_weight_histogram"], "sequence log importance weight sum(old - rollout) per row", "log weight", "rows")
+    diffs = _bins(m["abs_diff_histogram"], "|old - rollout| per token", "|old - rollout|", "tokens")
+    worst = table(
+        ["row", "tokens", "k3", "|old - rollout|", "log-weight"],
+        [[w["row"], w["tokens"], w["kl_k3"], w["abs_diff_mean"], w["log_weight"]] for w in m["worst_rows"]],
+    )
+    return (
+        _row(numbers)
+        + out
+        + "<h3>importance weights</h3>"
+        + _row(weights, table(["from", "to", "rows"], _histogram_rows(m["log_weight_histogram"])))
+        + _row(diffs, table(["from", "to", "tokens"], _histogram_rows(m["abs_diff_histogram"])))
+        + "<h3>worst rows (mean k3)</h3>"
+        + worst
+    )
+
+
+def _objective(f: dict) -> str:
+    o = f["objective"]
+    numbers = table(
+        None,
+        [
+            ["objective", o["objective"]],
+            ["loss", f"{fmt(o['loss'])} ({o['config']['loss']})"],
+            ["ratio mean, min, max", ", ".join(fmt(o["ratio"][k]) for k in ("mean", "min", "max"))],
+            *([f"clip fraction {name}", f"{share:.4%}"] for name, share in o["clip_frac"].items()),
+            ["KL old (k3)", o["kl_old"]],
+            ["tokens, rows", f"{o['tokens']}, {o['rows']}"],
+        ],
+    )
+    parts = [_histogram(f["ratio_histogram"], "mean ratio pi_new / pi_old per row", "ratio") if f.get("ratio_histogram") else "", numbers]
+    out = _row(*parts)
+    by = f.get("clip_frac_by")
+    if by:
+        fig, ax = _axes()
+        x = list(range(len(by["values"])))
+        for name, shares in by["clip_frac"].items():
+            ax.plot(x, shares, marker=".", label=name)
+        ax.set(xlabel=str(by["column"]), ylabel="clip fraction")
+        ax.legend(fontsize=7)
+        _value_ticks(ax, by["values"])
+        names = list(by["clip_frac"])
+        rows = [[v, by["tokens"][n], *(by["clip_frac"][name][n] for name in names)] for n, v in enumerate(by["values"])]
+        out += f"<h3>clip fraction per {html.escape(str(by['column']))}</h3>" + _row(
+            _figure(fig, f"clip fraction per {by['column']}"), table([str(by["column"]), "tokens", *names], rows)
+        )
+    return out
