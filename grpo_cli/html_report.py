@@ -38,7 +38,7 @@ h3{font-size:1rem;margin:16px 0 4px}nav a{margin-right:12px;white-space:nowrap}
 figure{margin:0;min-width:0}figure img{display:block;width:100%;height:auto}
 .numbers{overflow-x:auto;max-width:100%;max-height:28em;overflow-y:auto}
 table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}
-th,td{padding:3px 10px;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th,td{padding:3px 10px;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top;overflow-wrap:break-word}
 td.n{text-align:right;white-space:nowrap}
 th{background:#f6f6f6;position:sticky;top:0}
 """
@@ -120,7 +120,7 @@ def _figure(fig, caption: str, points: int = 0) -> str:
     """``fig`` as an image inside the page: SVG, or PNG above :data:`POINTS_AS_PNG` points."""
     out = io.BytesIO()
     png = points > POINTS_AS_PNG
-    fig.savefig(out, format="png" if png else "svg", dpi=144, bbox_inches="tight", metadata={} if png else {"Date": None})
+    fig.savefig(out, format="png" if png else "svg", dpi=144, metadata={} if png else {"Date": None})
     kind = "png" if png else "svg+xml"
     data = base64.b64encode(out.getvalue()).decode()
     return f'<figure><img alt="{html.escape(caption)}" src="data:image/{kind};base64,{data}"><figcaption>{html.escape(caption)}</figcaption></figure>'

@@ -72,7 +72,7 @@ keywords = o.into(config=AdvantageConfig)
 
 def render(figures: dict, console) -> None:
     """Where the page went, and its sections."""
-    console.print(f"grpo report: {figures['page']} ({', '.join(figures['sections'])})", markup=False, highlight=False)
+    console.print(f"grpo report: {figures['page']} ({', '.join(figures['sections'])})", markup=False, highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,213 @@
+"""`grpo report`: every figure's numbers are those `grpo inspect`, `compare`, `mismatch` and
+`objective` compute on the same file (per step, on that step's rows), the sections follow the
+columns, the page is self-contained and escaped, and a real browser renders it."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from grpo_cli import compare_file, inspect_file, mismatch_file, objective_file, report_file
+from grpo_cli.summaries import described, histogram
+
+from ..conftest import SAMPLE, run_grpo
+
+pytest.importorskip("matplotlib", reason="grpo report draws with matplotlib: pip install 'grpo-cli[report]'")
+
+EVIL = "<script>alert('x')</script> & co"  # a prompt id the page must show as text
+
+
+def steps_file(path, steps: int = 3, prompts: int = 4, k: int = 4, seed: int = 0) -> str:
+    """Rollouts of ``steps`` training steps, ``prompts`` groups of ``k`` each, with new, old
+    and rollout log-probs (the policy drifting more each step) and one group of equal rewards
+    per step; one prompt id is HTML."""
+    rng = np.random.default_rng(seed)
+    rows = steps * prompts * k
+    lengths = rng.integers(1, 40, rows)
+    step = np.repeat(np.arange(1, steps + 1), prompts * k)
+    reward = rng.integers(0, 2, rows).astype(float)
+    reward[np.arange(rows) // k % prompts == 0] = 1.0  # the first group of each step: no signal
+    group = np.arange(rows) // k % prompts
+    ids = [EVIL if g == 1 else f"s{s}-p{g}" for s, g in zip(step, group)]
+    ids = [f"{i} (step {s})" if i == EVIL and s > 1 else i for i, s in zip(ids, step)]
+
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
+    base = rng.normal(1.0, 0.5, lengths.sum())
+
+    def lists(scale: np.ndarray) -> pa.Array:  # log-probs |base + noise| below 0, the noise of each row's scale
+        return pa.ListArray.from_arrays(offsets, pa.array(-np.abs(base + rng.normal(0.0, 1.0, len(base)) * np.repeat(scale, lengths))))
+
+    table = pa.table(
+        {
+            "step": step,
+            "prompt_id": ids,
+            "reward": reward,
+            "old_logprobs": lists(np.zeros(rows)),
+            "logprobs": lists(0.1 * step),
+            "rollout_logprobs": lists(0.02 * step + (group == 1)),  # the HTML id's rows are the worst
+        }
+    )
+    pq.write_table(table, path)
+    return str(path)
+
+
+@pytest.fixture
+def stepped(tmp_path):
+    return steps_file(tmp_path / "steps.parquet")
+
+
+def test_every_section_is_the_commands_figures(stepped, tmp_path):
+    r = report_file(stepped, output=str(tmp_path / "r.html"), by="step", estimators="grpo,rloo,mean")
+    assert r["sections"] == ["file", "rewards", "advantages", "lengths", "mismatch", "objective"]
+    assert r["inspect"] == inspect_file(stepped)
+    assert r["compare"] == compare_file(stepped, estimators="grpo,rloo,mean")
+    assert r["mismatch"] == mismatch_file(stepped)
+    assert r["objective"] == objective_file(stepped)
+    written = (tmp_path / "r.html").read_text()
+    assert all(f'<section id="{s}">' in written for s in r["sections"])
+
+
+def test_figures_do_not_depend_on_batch_size_or_threads(stepped, tmp_path):
+    whole = report_file(stepped, output=str(tmp_path / "a.html"), by="step")
+    cut = report_file(stepped, output=str(tmp_path / "b.html"), by="step", batch_rows=5, threads=1)
+    assert {**cut, "page": None} == {**whole, "page": None}
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+
+
+def test_per_step_figures_are_the_commands_on_each_steps_rows(stepped, tmp_path):
+    r = report_file(stepped, output=str(tmp_path / "r.html"), by="step")
+    by, clip = r["by"], r["clip_frac_by"]
+    table = pq.read_table(stepped)
+    assert by["values"] == clip["values"] == [1, 2, 3]
+    for n, step in enumerate(by["values"]):
+        part = str(tmp_path / f"step{step}.parquet")
+        pq.write_table(table.filter(pc.equal(table["step"], step)), part)
+        i, o = inspect_file(part), objective_file(part)
+        rewards = table.filter(pc.equal(table["step"], step))["reward"].to_numpy()
+        assert by["rows"][n] == i["rows"] and by["mean"][n] == pytest.approx(i["reward"]["mean"], rel=1e-15)
+        assert by["groups"][n] == i["groups"] and by["zero_variance_share"][n] == i["zero_variance_groups"]["share"] == 0.25
+        assert [by[f"q{q}"][n] for q in (10, 25, 50, 75, 90)] == np.quantile(rewards, [0.1, 0.25, 0.5, 0.75, 0.9], method="inverted_cdf").tolist()
+        assert clip["tokens"][n] == o["tokens"]
+        assert {name: shares[n] for name, shares in clip["clip_frac"].items()} == o["clip_frac"]
+
+
+def test_histograms_are_those_of_the_commands_columns(stepped, tmp_path):
+    r = report_file(stepped, output=str(tmp_path / "r.html"))
+    compare_file(stepped, str(tmp_path / "c.parquet"), estimators="grpo,rloo")
+    objective_file(stepped, str(tmp_path / "o.parquet"))
+    written = pq.read_table(tmp_path / "c.parquet")
+    for label in ("grpo", "rloo"):
+        assert r["advantage_histograms"][label] == histogram(*described(written[f"advantage_{label}"].to_numpy(), histogram=True))
+    assert r["ratio_histogram"] == histogram(*described(pq.read_table(tmp_path / "o.parquet")["ratio_mean"].to_numpy(), histogram=True))
+    assert sum(b["rows"] for b in r["reward_by_length"]) == r["inspect"]["rows"]
+
+
+def test_sections_follow_the_columns(tmp_path):
+    path = tmp_path / "rewards.parquet"
+    pq.write_table(pa.table({"prompt_id": ["a", "a", "b", "b"], "reward": [1.0, 0.0, 0.5, 0.5]}), path)
+    r = report_file(str(path), output=str(tmp_path / "r.html"))
+    assert r["sections"] == ["file", "rewards", "advantages"]
+    assert "mismatch" not in r and "objective" not in r
+    r = report_file(str(SAMPLE / "rollouts.parquet"), output=str(tmp_path / "s.html"))
+    assert r["sections"] == ["file", "rewards", "advantages", "lengths", "objective"]
+
+
+def test_the_page_is_self_contained_and_escaped(stepped, tmp_path):
+    report_file(stepped, output=str(tmp_path / "r.html"))
+    page = (tmp_path / "r.html").read_text()
+    assert not re.search(r"(src|href)=\"(?!data:|#)", page) and "<link" not in page and "<script" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; co" in page  # a worst row, named by its prompt id
+    assert re.findall(r'src="data:image/(svg\+xml|png);base64,', page) and "data:image/png" not in page
+
+
+def test_more_than_5000_points_are_drawn_as_png(tmp_path):
+    path = tmp_path / "many.parquet"
+    rows = 5002
+    pq.write_table(pa.table({"reward": np.arange(rows) % 2 * 1.0, "logprobs": [[-1.0] * (1 + i % 3) for i in range(rows)]}), path)
+    report_file(str(path), output=str(tmp_path / "r.html"), num_generations=2)
+    assert page_images(tmp_path / "r.html").count("png") == 1  # the reward against length scatter
+
+
+def page_images(path) -> list[str]:
+    return re.findall(r'src="data:image/(svg\+xml|png);base64,', path.read_text())
+
+
+def test_the_cli_writes_the_page_and_the_summary_json(stepped, tmp_path):
+    out, summary = tmp_path / "r.html", tmp_path / "r.json"
+    ran = run_grpo("report", stepped, "--by", "step", "-o", str(out), "--summary-json", str(summary))
+    assert ran.stderr.decode().strip() == f"grpo report: {out} (file, rewards, advantages, lengths, mismatch, objective)"
+    figures = json.loads(summary.read_text())
+    assert figures["page"] == str(out) and figures["by"]["column"] == "step" and out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_without_matplotlib_it_says_which_extra_to_install(stepped, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    ran = run_grpo("report", stepped, "-o", str(tmp_path / "r.html"), check=False)
+    assert ran.returncode == 1 and not (tmp_path / "r.html").exists()
+    assert ran.stderr.decode() == "Error: `grpo report` draws its figures with matplotlib, which is not installed: pip install 'grpo-cli[report]'\n"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "Error: `grpo report` writes one HTML page; pass --output (-o report.html)"),
+        (["--by", "epoch", "-o", "r.html"], "Error: {path}: no column 'epoch' (--by)"),
+        (["--estimators", "grpo", "-o", "r.html"], "Error: --estimators needs two or more to compare (found 'grpo')"),
+    ],
+)
+def test_errors(stepped, tmp_path, args, message):
+    ran = run_grpo("report", stepped, *[str(tmp_path / a) if a == "r.html" else a for a in args], check=False)
+    assert ran.returncode != 0 and ran.stderr.decode().strip() == message.format(path=stepped)
+
+
+CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+PROBE = """<script>
+window.onerror = (m) => { document.title = "error: " + m; };
+addEventListener("load", () => {
+  const images = [...document.images];
+  document.body.insertAdjacentHTML("beforeend", "<pre id=probe>" + JSON.stringify({
+    overflow: document.documentElement.scrollWidth - innerWidth,
+    sections: [...document.querySelectorAll("section")].map(s => s.id),
+    images: images.length,
+    broken: images.filter(i => !i.complete || i.naturalWidth === 0).length,
+    title: document.title,
+  }) + "</pre>");
+});
+</script>"""
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    assert CHROMIUM is not None
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=5000"]
+    return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, timeout=120)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless browser installed (Debian: apt-get install chromium)")
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_browser_renders_every_section(stepped, tmp_path, width):
+    """Chromium opens the page at 1280 and 390 px: no script error, every section and image
+    there, nothing wider than the window, and a screenshot that is not blank."""
+    out = tmp_path / "r.html"
+    figures = report_file(stepped, output=str(out), by="step")
+    probed = tmp_path / "probed.html"
+    probed.write_text(out.read_text().replace("</head>", PROBE + "</head>"))
+    dom = chromium(f"--window-size={width},900", "--dump-dom", probe_url := probed.as_uri()).stdout.decode()
+    found = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S).group(1))
+    assert found["title"].startswith("grpo report"), (probe_url, found)
+    assert found["sections"] == figures["sections"] == ["file", "rewards", "advantages", "lengths", "mismatch", "objective"]
+    assert found["images"] == len(page_images(out)) and found["broken"] == 0
+    assert found["overflow"] <= 0, f"the page is {found['overflow']} px wider than a {width} px window"
+    shot = tmp_path / f"shot{width}.png"
+    chromium(f"--window-size={width},2400", f"--screenshot={shot}", out.as_uri())
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[1] == width and pixels[..., :3].std() > 0.05, "the screenshot is blank"
