@@ -50,6 +50,19 @@ def check_plotting() -> None:
         raise GrpoError(f"`grpo report` draws its figures with matplotlib, which is not installed: pip install 'grpo-cli[{EXTRA}]'")
 
 
+def prepare() -> None:
+    """Import matplotlib, its SVG and PNG backends and its fonts (the page's fixed cost): a run
+    calls it on a thread of its own while its passes read."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import font_manager
+    from matplotlib.backends import backend_svg  # noqa: F401
+    from matplotlib.figure import Figure  # noqa: F401
+
+    font_manager.findfont(font_manager.FontProperties())
+
+
 def sections(figures: dict) -> list[str]:
     """The sections the figures give (the input had what each needs), in the page's order."""
     has = {
@@ -68,7 +81,7 @@ def page(figures: dict, name: str, points: tuple[Any, Any] | None = None) -> str
     and reward, drawn against each other)."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    prepare()
     matplotlib.rcParams.update({"svg.hashsalt": "grpo-report", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
     shown = sections(figures)
     draw: dict[str, Callable[[dict], str]] = {

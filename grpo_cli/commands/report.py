@@ -6,6 +6,7 @@ Each section is shown where the input has what it needs, with its figure and the
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -52,7 +53,7 @@ OPTIONS = (
     o.REF_COL,
     o.ROLLOUT_COL,
     o.column_option("advantage", "Advantage column (read as `grpo inspect` and `grpo objective` read it)."),
-    replace(next(option for option in COMPARE_OPTIONS if option.name == "estimators"), default=ESTIMATORS).told(
+    replace(next(option for option in COMPARE_OPTIONS if option.name == "estimators"), default=None).told(
         f"The advantages section's estimators, as `grpo compare --estimators` takes them (default {ESTIMATORS})."
     ),
     *o.REWARD_OPTIONS,
@@ -90,8 +91,10 @@ class ReportPlan:
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Every section's figures on ``engine``, the page written with the other outputs."""
-        from ..html_report import page, sections
+        from ..html_report import page, prepare, sections
 
+        drawing = threading.Thread(target=prepare, daemon=True)  # matplotlib loads while the passes read
+        drawing.start()
         o_plan, computed, context = None, None, None
         if self.objective is not None:
             o_plan, computed, context, _ = self.objective.prepared(engine, source)
@@ -99,21 +102,25 @@ class ReportPlan:
         parts = passes.results(engine, source, report_batch, self, o_plan, computed, context, columns=columns, prompt=self.inspect.grouping.prompt)
         figures: dict = {"inspect": _with_plan(self.inspect.described(engine, source, [p["inspect"] for p in parts]), self.inspect)}
         lengths = np.concatenate([p["inspect"]["length"] for p in parts]) if self.inspect.steps else None
-        rewards, points = self._rewards(engine, source, lengths)
+        by = _by_codes(engine, source, self.by) if self.by is not None else None
+        rewards, points = self._rewards(engine, source, lengths, by)
         figures.update(rewards)
         if self.mismatch is not None:
             figures["mismatch"] = _with_plan(self.mismatch.summarized(source, [p["mismatch"] for p in parts]), self.mismatch)
         if o_plan is not None:
             figures["objective"] = _with_plan(o_plan.summarized([p["objective"] for p in parts]), o_plan)
-            figures.update(self._ratios(engine, source, o_plan, parts))
+            figures.update(self._ratios(o_plan, parts, by))
         shown = sections(figures)
+        drawing.join()
         Staged(self.page, engine.outputs).write_text(page(figures, source.name, points))
         return {"page": self.page, "sections": shown, **figures}
 
-    def _rewards(self, engine: Engine, source: Source, lengths: np.ndarray | None) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
+    def _rewards(
+        self, engine: Engine, source: Source, lengths: np.ndarray | None, by: tuple[list, np.ndarray] | None
+    ) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
         """`grpo compare`'s figures and each estimator's histogram; the rewards per value of
-        ``by`` and against the response length (and the scored rows' lengths and rewards,
-        the points drawn: rows, not figures)."""
+        ``by`` (its values, and each row's among them) and against the response length (and
+        the scored rows' lengths and rewards, the points drawn: rows, not figures)."""
         if self.compare is None:
             return {}, None
         index, _, columns = self.compare.advantages(engine, source)
@@ -124,30 +131,30 @@ class ReportPlan:
             },
         }
         inputs = self.inspect.inputs
-        if self.by is None and lengths is None or inputs is None:
+        if by is None and lengths is None or inputs is None:
             return figures, None
         index, rows, _, _ = passes.first_pass(engine, source, self.inspect.grouping, inputs, self.inspect.estimator)
         points = None
         if lengths is not None:
             points = (lengths[rows.scored], rows.r[rows.scored])
             figures["reward_by_length"] = reward_by_length(points[1], points[0])
-        if self.by is not None:
-            values, codes = _by_codes(engine, source, self.by)
+        if by is not None:
+            values, codes = by
             groups = Groups(rows.r, index).subset(rows.scored)
             figures["by"] = {"column": self.by, "values": values, **rewards_by(rows.r[rows.scored], codes[rows.scored], groups, len(values))}
         return figures, points
 
-    def _ratios(self, engine: Engine, source: Source, o_plan: ObjectivePlan, parts: list[dict]) -> dict:
+    def _ratios(self, o_plan: ObjectivePlan, parts: list[dict], by: tuple[list, np.ndarray] | None) -> dict:
         """The distribution of each row's mean ratio, and the clip fraction per value of ``by``."""
         n = np.concatenate([p["n_tokens"] for p in parts])
         ratio = np.concatenate([p["ratio_sum"] for p in parts])[n > 0] / n[n > 0]
         figures: dict = {"ratio_histogram": histogram(*described(ratio, histogram=True)) if len(ratio) else None}
-        if self.by is not None:
-            values, codes = _by_codes(engine, source, self.by)
+        if by is not None:
+            values, codes = by
             tokens = np.bincount(codes, weights=n, minlength=len(values))
             flags = {
                 name: np.bincount(codes, weights=np.concatenate([p["flags"][name] for p in parts]), minlength=len(values))
-                for name in parts[0]["flags"]
+                for name in (flag.name for flag in LOSSES[o_plan.config.loss].flags)
             }
             clip = {name: np.divide(f, tokens, out=np.zeros_like(f), where=tokens > 0).tolist() for name, f in flags.items()}
             figures["clip_frac_by"] = {"column": self.by, "values": values, "tokens": tokens.astype(np.int64).tolist(), "clip_frac": clip}
@@ -161,6 +168,8 @@ class ReportPlan:
 def _by_codes(engine: Engine, source: Source, column: str) -> tuple[list, np.ndarray]:
     """The distinct values of ``column`` in order, and each row's position among them."""
     found = engine.read_columns(source, [column]).column(column)
+    if pa.types.is_nested(found.type):
+        raise UsageError(f"`by` column {column!r} holds {found.type}; it takes a column of one value per row (a step, an epoch)")
     if found.null_count:
         raise InputError(f"{source.name}: `by` column {column!r} has {found.null_count} null values; every row needs one")
     values, codes = np.unique(found.to_numpy(zero_copy_only=False), return_inverse=True)
@@ -218,7 +227,7 @@ def plan_report(
     source: Source,
     *,
     config: AdvantageConfig | None = None,
-    estimators: str = ESTIMATORS,
+    estimators: str | None = None,
     by: str | None = None,
     prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
@@ -250,7 +259,9 @@ def plan_report(
     roles = {role: r["column"] for role, r in looked.roles.items()}
     if by is not None and by not in source.schema.names:
         raise ColumnNotFoundError(f"{source.name}: no column {by!r} (`by`)")
-    compared = plan_compare(source, estimators=estimators, config=config, reward_col=reward_col, **columns) if looked.inputs else None
+    if looked.inputs is None and estimators is not None:
+        raise UsageError("`estimators` are compared on the rewards, and the input has no reward column; pass `reward_col`, or drop `estimators`")
+    compared = plan_compare(source, estimators=estimators or ESTIMATORS, config=config, reward_col=reward_col, **columns) if looked.inputs else None
     mismatched = None
     if roles["old"] is not None and roles["rollout"] is not None and roles["old"] != roles["rollout"]:
         mismatched = plan_mismatch(source, old_logprobs_col=roles["old"], rollout_logprobs_col=roles["rollout"], mask_col=mask_col, **columns)
@@ -265,6 +276,10 @@ def plan_report(
             **rewards,
             **columns,
             **tokens,
+        )
+    if by is not None and compared is None and objectived is None:
+        raise UsageError(
+            "`by` shows the rewards and the clip fraction per value, and the input has neither rewards nor new and old log-probs; drop `by`"
         )
     return ReportPlan(output, looked, compared, mismatched, objectived, by)
 

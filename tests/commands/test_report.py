@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -58,31 +59,36 @@ def steps_file(path, steps: int = 3, prompts: int = 4, k: int = 4, seed: int = 0
     return str(path)
 
 
-@pytest.fixture
-def stepped(tmp_path):
-    return steps_file(tmp_path / "steps.parquet")
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory):
+    return steps_file(tmp_path_factory.mktemp("report") / "steps.parquet")
 
 
-def test_every_section_is_the_commands_figures(stepped, tmp_path):
-    r = report_file(stepped, output=str(tmp_path / "r.html"), by="step", estimators="grpo,rloo,mean")
+@pytest.fixture(scope="module")
+def reported(stepped):
+    """The report of the stepped file, --by step, and its page."""
+    page = Path(stepped).with_name("r.html")
+    return report_file(stepped, output=str(page), by="step", estimators="grpo,rloo,mean"), page.read_text()
+
+
+def test_every_section_is_the_commands_figures(stepped, reported):
+    r, page = reported
     assert r["sections"] == ["file", "rewards", "advantages", "lengths", "mismatch", "objective"]
     assert r["inspect"] == inspect_file(stepped)
     assert r["compare"] == compare_file(stepped, estimators="grpo,rloo,mean")
     assert r["mismatch"] == mismatch_file(stepped)
     assert r["objective"] == objective_file(stepped)
-    written = (tmp_path / "r.html").read_text()
-    assert all(f'<section id="{s}">' in written for s in r["sections"])
+    assert all(f'<section id="{s}">' in page for s in r["sections"])
 
 
-def test_figures_do_not_depend_on_batch_size_or_threads(stepped, tmp_path):
-    whole = report_file(stepped, output=str(tmp_path / "a.html"), by="step")
-    cut = report_file(stepped, output=str(tmp_path / "b.html"), by="step", batch_rows=5, threads=1)
-    assert {**cut, "page": None} == {**whole, "page": None}
-    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+def test_figures_do_not_depend_on_batch_size_or_threads(stepped, reported, tmp_path):
+    cut = report_file(stepped, output=str(tmp_path / "b.html"), by="step", estimators="grpo,rloo,mean", batch_rows=5, threads=1)
+    assert {**cut, "page": None} == {**reported[0], "page": None}
+    assert (tmp_path / "b.html").read_text() == reported[1]
 
 
-def test_per_step_figures_are_the_commands_on_each_steps_rows(stepped, tmp_path):
-    r = report_file(stepped, output=str(tmp_path / "r.html"), by="step")
+def test_per_step_figures_are_the_commands_on_each_steps_rows(stepped, reported, tmp_path):
+    r = reported[0]
     by, clip = r["by"], r["clip_frac_by"]
     table = pq.read_table(stepped)
     assert by["values"] == clip["values"] == [1, 2, 3]
@@ -98,8 +104,8 @@ def test_per_step_figures_are_the_commands_on_each_steps_rows(stepped, tmp_path)
         assert {name: shares[n] for name, shares in clip["clip_frac"].items()} == o["clip_frac"]
 
 
-def test_histograms_are_those_of_the_commands_columns(stepped, tmp_path):
-    r = report_file(stepped, output=str(tmp_path / "r.html"))
+def test_histograms_are_those_of_the_commands_columns(stepped, reported, tmp_path):
+    r = reported[0]
     compare_file(stepped, str(tmp_path / "c.parquet"), estimators="grpo,rloo")
     objective_file(stepped, str(tmp_path / "o.parquet"))
     written = pq.read_table(tmp_path / "c.parquet")
@@ -119,9 +125,8 @@ def test_sections_follow_the_columns(tmp_path):
     assert r["sections"] == ["file", "rewards", "advantages", "lengths", "objective"]
 
 
-def test_the_page_is_self_contained_and_escaped(stepped, tmp_path):
-    report_file(stepped, output=str(tmp_path / "r.html"))
-    page = (tmp_path / "r.html").read_text()
+def test_the_page_is_self_contained_and_escaped(reported):
+    page = reported[1]
     assert not re.search(r"(src|href)=\"(?!data:|#)", page) and "<link" not in page and "<script" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; co" in page  # a worst row, named by its prompt id
     assert re.findall(r'src="data:image/(svg\+xml|png);base64,', page) and "data:image/png" not in page
@@ -160,11 +165,35 @@ def test_without_matplotlib_it_says_which_extra_to_install(stepped, tmp_path, mo
         ([], "Error: `grpo report` writes one HTML page; pass --output (-o report.html)"),
         (["--by", "epoch", "-o", "r.html"], "Error: {path}: no column 'epoch' (--by)"),
         (["--estimators", "grpo", "-o", "r.html"], "Error: --estimators needs two or more to compare (found 'grpo')"),
+        (
+            ["--by", "old_logprobs", "-o", "r.html"],
+            "Error: --by column 'old_logprobs' holds list<element: double>; it takes a column of one value per row (a step, an epoch)",
+        ),
     ],
 )
 def test_errors(stepped, tmp_path, args, message):
     ran = run_grpo("report", stepped, *[str(tmp_path / a) if a == "r.html" else a for a in args], check=False)
     assert ran.returncode != 0 and ran.stderr.decode().strip() == message.format(path=stepped)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--by", "x"],
+            "Error: --by shows the rewards and the clip fraction per value, and the input has neither rewards nor new and old log-probs; drop --by",
+        ),
+        (
+            ["--estimators", "grpo,rloo"],
+            "Error: --estimators are compared on the rewards, and the input has no reward column; pass --reward-col, or drop --estimators",
+        ),
+    ],
+)
+def test_an_option_the_input_cannot_use_is_refused(tmp_path, args, message):
+    path = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"x": [[1], [2]]}), path)
+    ran = run_grpo("report", str(path), *args, "-o", str(tmp_path / "r.html"), check=False)
+    assert ran.returncode == 2 and ran.stderr.decode().strip() == message
 
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
