@@ -136,7 +136,7 @@ def test_the_commands_that_group_or_read_rewards_take_the_same_options():
 
 
 def test_the_registry_lists_every_command_module():
-    assert commands.names() == ("advantages", "compare", "filter", "inspect", "mismatch", "objective", "presets")
+    assert commands.names() == ("advantages", "compare", "filter", "inspect", "mismatch", "objective", "presets", "report")
     assert all(build(name).help.splitlines()[0] == commands.summary(name) for name in commands.names())
 
 
