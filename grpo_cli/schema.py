@@ -50,6 +50,7 @@ ROLES = {
     "baseline": Role("baseline reward", "baseline_col", ("reward_baseline", "reward_baselines", "baseline_reward", "greedy_reward")),
     "values": Role("values", "values_col", ("values", "value", "critic_values")),
     "truncated": Role("truncation flag", "truncated_col", ("truncated", "is_truncated")),
+    "batch": Role("batch", "by", ("step",)),  # verl's and TRL's dumps: a step is a batch
     "rollout": Role(
         "rollout log-probs",
         "rollout_logprobs_col",

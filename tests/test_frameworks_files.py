@@ -98,7 +98,7 @@ def test_verl_step_files_are_read_in_natural_order(tmp_path):
     would put 10 before 2)."""
     assert sorted(p.name for p in VERL_ROLLOUT.iterdir()) == ["1.jsonl", "10.jsonl", "2.jsonl"]
     out = tmp_path / "a.jsonl"
-    run_grpo("advantages", str(VERL_ROLLOUT), "--prompt-col", "input", "-o", str(out), "-q")
+    run_grpo("advantages", str(VERL_ROLLOUT), "--prompt-col", "step", "--prompt-col", "input", "-o", str(out), "-q")
     assert [row["step"] for row in jsonl(out)] == [1] * 8 + [2] * 8 + [10] * 8
 
 
@@ -133,11 +133,6 @@ def test_a_composite_key_keeps_the_steps_apart(tmp_path):
     assert read_json(figures)["group_sizes"] == {"4": 6} and read_json(figures)["grouped_by"] == "by columns 'step', 'input'"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 42 trap 3, --by not implemented yet: the prompts of step 1 recur at step 10 and --prompt-col input merges them "
-    "into groups of 8 with exit 0 (the composite key --prompt-col step --prompt-col input keeps them apart)",
-)
 def test_verl_steps_never_merge_the_same_prompt(tmp_path):
     """A prompt that recurs in a later step (a later epoch) is another group, or the run stops."""
     ran = run_grpo("advantages", str(VERL_ROLLOUT), "--prompt-col", "input", "-q", "--summary-json", str(tmp_path / "s.json"), check=False)

@@ -159,6 +159,8 @@ def plan_compare(
     prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     baseline_col: str | None = None,
     mask_col: str | None = None,
     top: int = 5,
@@ -177,7 +179,10 @@ def plan_compare(
     specs = parse_estimators(estimators, preset=config.preset, **{name: getattr(config, name) for name in config.given})
     if top < 0:
         raise UsageError(f"`top` must be >= 0 (found {top!r})")
-    grouping = resolve_grouping(source, prompt_col, num_generations, required=any(c is None or lookup(c.estimator).grouped for _, c in specs))
+    grouped = any(c is None or lookup(c.estimator).grouped for _, c in specs)
+    grouping = resolve_grouping(
+        source, prompt_col, num_generations, required=grouped, batched=any(c is not None for _, c in specs), by=by, by_file=by_file
+    )
     resolved: list[tuple[str, Inputs | None, AdvantageConfig | None]] = []
     for label, config in specs:
         if config is None:

@@ -177,6 +177,8 @@ def plan_filter(
     prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     truncated_col: str | None = None,
     mask_col: str | None = None,
     logprobs_col: str | None = None,
@@ -191,7 +193,7 @@ def plan_filter(
     reward is refused."""
     s, name = source.schema, source.name
     grouped = config.drop_zero_variance or config.keep_if is not None
-    grouping = resolve_grouping(source, prompt_col, num_generations, required=grouped)
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=grouped, by=by, by_file=by_file)
     reward_config = advantage_config or AdvantageConfig()
     for option in sorted(reward_config.given - set(REWARD_OPTIONS)) + (["preset"] if reward_config.preset else []):
         raise UsageError(f"`grpo filter` reads the rewards, and `{option}` is no reward option; drop it")

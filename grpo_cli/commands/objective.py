@@ -302,6 +302,8 @@ def plan_objective(
     reward_col: str | list[str] | None = None,
     baseline_col: str | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     logprobs_col: str | None = None,
     old_logprobs_col: str | None = None,
     ref_logprobs_col: str | None = None,
@@ -367,7 +369,14 @@ def plan_objective(
         rollout=rollout,
     )
     grouping = resolve_grouping(
-        source, prompt_col, num_generations, required=False, grouped=estimator is not None and lookup(estimator.estimator).grouped
+        source,
+        prompt_col,
+        num_generations,
+        required=False,
+        grouped=estimator is not None and lookup(estimator.estimator).grouped,
+        batched=estimator is not None,
+        by=by,
+        by_file=by_file,
     )
     inputs = None
     if estimator is not None:
