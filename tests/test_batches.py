@@ -159,3 +159,32 @@ def test_the_library_takes_by(two_steps):
     """The file API takes `by` as the CLI does."""
     figures = advantages_file(two_steps, prompt_col=["step", "prompt"], by="step", config=AdvantageConfig(scale="batch", std="population", eps=0.0))
     assert [b["rows"] for b in figures["by"]["batches"]] == [4, 4]
+
+
+@pytest.mark.parametrize("estimator", ["reinforce", "reinforce-baseline"])
+def test_token_whitening_is_per_file(tmp_path, estimator):
+    """The token-level whitening (REINFORCE++'s, over every valid token) is each batch's: with
+    `--by-file`, each row's token advantages are those of its file alone, and the summary's
+    whole-input figures pool the files'. Each file's n whitened tokens have mean 0 and, the
+    whitening's std being the sample one, a population std of sqrt((n - 1) / n); pooled over
+    the N tokens of both files, sqrt((N - 2) / N)."""
+    table = pq.read_table(SAMPLE / "rollouts.parquet")
+    half = table.num_rows // 2
+    files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    pq.write_table(table.slice(0, half), files[0])
+    pq.write_table(table.slice(half), files[1])
+    out, figures = tmp_path / "all.parquet", tmp_path / "s.json"
+    run_grpo("advantages", *map(str, files), "--estimator", estimator, "--by-file", "-o", str(out), "--summary-json", str(figures), "-q")
+    alone, column = [], "token_advantage" if estimator == "reinforce" else "advantage"
+    for k, f in enumerate(files):
+        run_grpo("advantages", str(f), "--estimator", estimator, "-o", str(tmp_path / f"alone-{k}.parquet"), "-q")
+        alone.extend(pq.read_table(tmp_path / f"alone-{k}.parquet")[column].to_pylist())
+    assert pq.read_table(out)[column].to_pylist() == alone
+    if estimator == "reinforce-baseline":  # one advantage per row, whitened counting each row once per token
+        return
+    summary = read_json(figures)
+    each = summary["by"]["batches"]
+    assert [b["tokens"] for b in each] == [sum(map(len, table.slice(0, half)["logprobs"].to_pylist())), summary["tokens"] - each[0]["tokens"]]
+    assert all(abs(b["advantage"]["mean"]) < 1e-12 and abs(b["advantage"]["std"] - np.sqrt(1 - 1 / b["tokens"])) < 1e-7 for b in each)
+    assert abs(summary["advantage"]["std"] - np.sqrt(1 - 2 / summary["tokens"])) < 1e-7
+    assert summary["advantage"]["min"] == min(b["advantage"]["min"] for b in each)

@@ -331,3 +331,20 @@ def test_no_internal_error_on_framework_files(args):
     assert ran.returncode in (0, 1, 2), err
     if ran.returncode:
         assert len(err.strip().splitlines()) == 1, err
+
+
+def test_objective_recomputes_advantages_with_advantage_col_none(tmp_path):
+    """verl's batch holds its own `advantages`, which `objective` reads by default;
+    `--advantage-col none` computes them from the rewards instead (the preset's GRPO, grouped
+    by uid, from the summed token_level_scores), the same as `grpo advantages` writes."""
+    args = ("--preset", "verl", "--logprobs-col", "old_log_probs")
+    out, figures = tmp_path / "o.parquet", tmp_path / "s.json"
+    run_grpo("objective", str(VERL_BATCH), *args, "--advantage-col", "none", "-o", str(out), "--summary-json", str(figures), "-q")
+    summary = read_json(figures)
+    assert summary["columns"]["advantage"] is None and summary["columns"]["reward"] == "token_level_scores"
+    assert summary["config"]["advantages"]["estimator"] == "grpo" and summary["grouped_by"] == "by column 'uid'"
+    written = tmp_path / "a.parquet"
+    run_grpo("advantages", str(VERL_BATCH), "--preset", "verl", "-o", str(written), "-q")
+    assert pq.read_table(out)["advantage"].to_pylist() == pq.read_table(written)["advantage"].to_pylist()
+    with_estimator = run_grpo("objective", str(VERL_BATCH), *args, "--advantage-col", "none", "--estimator", "rloo", "-q", check=False)
+    assert with_estimator.returncode == 0, with_estimator.stderr.decode()

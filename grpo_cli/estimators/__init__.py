@@ -18,12 +18,13 @@ from .returns import Steps
 from .rewards import RowInputs, row_inputs, weights
 from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
-from .whiten import Whitening, pooled, whitened, whitening
+from .whiten import BatchWhitening, Whitening, pooled, whitened, whitening
 
 import_registering(__name__, __path__[0], "@estimator(", ESTIMATORS)
 
 __all__ = [
     "Batches",
+    "BatchWhitening",
     "ESTIMATORS",
     "SCALES",
     "SINGLETONS",

@@ -25,11 +25,19 @@ from ..config import AdvantageConfig
 from ..engines import Engine, kernels
 from ..engines.base import labelled, row_labeller
 from ..errors import InputError
-from ..estimators import GroupIndex, Groups, RowInputs, Runs, Whitening, lookup, row_inputs, whitened_rows, whitening
+from ..estimators import Batches, BatchWhitening, GroupIndex, Groups, RowInputs, Runs, Whitening, lookup, row_inputs, whitened_rows, whitening
 from ..io import Source
 from ..numerics import round_decimals
 from ..parallel import ordered_map
-from ..summaries import GroupSummary, advantage_figures, describe, described as described_chunks, reward_figures, token_advantage_figures
+from ..summaries import (
+    GroupSummary,
+    advantage_figures,
+    describe,
+    described as described_chunks,
+    reward_figures,
+    token_advantage_figures,
+    whitened_figures,
+)
 from .ahead import WINDOW_ROWS, WindowsAhead
 
 if TYPE_CHECKING:
@@ -229,7 +237,7 @@ def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict
                 group_summary, plan.grouping.described, rewards.result(), described(engine, adv, histogram=True), plan.estimator, len(adv)
             )
         )
-        by = pool.submit(batch_figures, engine, index, inputs, adv)
+        by = pool.submit(batch_figures, engine, index, inputs, lambda _, rows: {"advantage": describe(*described(engine, adv[rows]))})
         if plan.output.targets:
             written = adv if plan.round_digits is None else round_decimals(adv, plan.round_digits)
             engine.write_pass(
@@ -260,11 +268,12 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
         r = np.where(inputs.scored, advantages(engine, source, plan.grouping, index, inputs, config)[0], np.nan)
     parts = results(engine, source, token_kernels.token_moments, plan, r, columns=columns, prompt=prompt)
     moments = joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
-    w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"]) if config.whiten else Whitening(0.0, 1.0)
+    w = _token_whitening(moments, config, inputs.batches)
     groups = Groups(inputs.r, index)
     figures = token_advantage_figures(
         GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(engine, scored(inputs)), len(inputs.r), moments, w, config
-    ) | batch_figures(engine, index, inputs)
+    )
+    figures |= batch_figures(engine, index, inputs, lambda k, rows: _token_figures(moments, w, k, rows))
     if plan.output.targets:
         engine.write_pass(
             source,
@@ -280,21 +289,36 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
     return figures
 
 
-def batch_figures(engine: Engine, g: GroupIndex, inputs: RowInputs, a: np.ndarray | None = None) -> dict:
+def _token_whitening(moments: dict[str, np.ndarray], config: AdvantageConfig, batches: Batches | None) -> Whitening | BatchWhitening:
+    """The whitening of the token advantages (none without ``config.whiten``): over every
+    valid token of the input, or of each batch."""
+    if not config.whiten:
+        return Whitening(0.0, 1.0)
+    count, mean, m2, u = (moments[k] for k in ("count", "mean", "m2", "unit"))
+    if batches is None or batches.index.count == 1:
+        return whitening(count, mean, m2, config, u)
+    return BatchWhitening(tuple(whitening(count[rows], mean[rows], m2[rows], config, u[rows]) for rows in batches.rows()), batches)
+
+
+def _token_figures(moments: dict[str, np.ndarray], w: Whitening | BatchWhitening, k: int, rows: slice | np.ndarray) -> dict:
+    """Batch ``k``'s whitened token advantages described (its ``rows``)."""
+    figures = whitened_figures({name: values[rows] for name, values in moments.items()}, w.each[k] if isinstance(w, BatchWhitening) else w)
+    return {"tokens": figures.pop("tokens"), "advantage": figures}
+
+
+def batch_figures(engine: Engine, g: GroupIndex, inputs: RowInputs, advantages: Callable[[int, slice | np.ndarray], dict]) -> dict:
     """With batches (`by`), ``by``: each batch's figures, as the whole input's are (its value
-    as ``batch``; with row advantages ``a``, their description too); else nothing."""
+    as ``batch``, and what ``advantages`` says of batch k's rows); else nothing."""
     b = inputs.batches
     if b is None:
         return {}
     each = []
-    for value, rows in zip(b.values, b.rows()):
+    for k, (value, rows) in enumerate(zip(b.values, b.rows())):
         batch = inputs.rows(rows)
         groups = GroupSummary.of(Groups(batch.r, g.subset(rows)).subset(batch.scored))
         figures = reward_figures(groups, "", described(engine, scored(batch)), len(batch.r))
         del figures["grouped_by"]
-        each.append({"batch": value if isinstance(value, (int, float, str)) else str(value)} | figures)
-        if a is not None:
-            each[-1]["advantage"] = describe(*described(engine, a[rows]))
+        each.append({"batch": value if isinstance(value, (int, float, str)) else str(value)} | figures | advantages(k, rows))
     return {"by": {"column": b.column, "batches": each}}
 
 
