@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .engines import Engine
     from .token_columns import StepColumns
 
+SAMPLE_INDEX = "index"  # OpenRLHF numbers its samples here: blocks of `num_generations` rows follow it
 OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or a preset: r - group mean
 
 
@@ -47,6 +48,7 @@ class Grouping:
     by: str | None = None  # the batch column: each of its values is a batch (``--by step``)
     by_file: bool = False  # each input file is a batch
     by_detected: bool = False  # ``by`` was found by its name
+    order: str | None = None  # blocks of rows: the column that numbers the samples (OpenRLHF's ``index``), checked ascending
 
     @property
     def batched(self) -> bool:
@@ -251,7 +253,13 @@ def _groups(source: Source, prompt_col: str | list[str] | None, num_generations:
             f"{source.name}: no prompt id column (looked for {', '.join(schema.ROLES['prompt'].candidates)}); "
             "pass `prompt_col`, or `num_generations` N to group consecutive blocks of N rows"
         )
-    return Grouping(prompt, num_generations, detected=prompt is not None and prompt_col is None and grouped)
+    order = SAMPLE_INDEX if prompt is None and num_generations is not None and _integers(source, SAMPLE_INDEX) else None
+    return Grouping(prompt, num_generations, detected=prompt is not None and prompt_col is None and grouped, order=order)
+
+
+def _integers(source: Source, name: str) -> bool:
+    """The input has an integer column ``name``."""
+    return name in source.schema.names and pa.types.is_integer(source.schema.field(name).type)
 
 
 def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...] | None, config: AdvantageConfig) -> tuple[str, ...]:

@@ -146,9 +146,12 @@ class ComparePlan:
 
 def _held(table: pa.Table | None, name: str, source: Source) -> np.ndarray:
     """Column ``name`` of advantages the input holds, float64 (a null, NaN or infinite value is
-    refused, naming its row)."""
+    refused, naming its row); a list per row is the row's one advantage on each token
+    (:func:`~grpo_cli.engines.kernels.row_values`)."""
     assert table is not None  # read with the other held columns
-    return labelled(row_labeller(source, None), kernels.scalars, table.column(name), name)
+    column = table.column(name)
+    read = kernels.row_values if schema.is_list(column.type) else kernels.scalars
+    return labelled(row_labeller(source, None), read, column, name)
 
 
 def plan_compare(

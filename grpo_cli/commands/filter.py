@@ -115,10 +115,12 @@ class FilterPlan:
             label,
             engine.read_columns,
             source,
-            list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), self.truncated) if c is not None)),
+            list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), self.truncated, grouping.by, grouping.order) if c is not None)),
         )
-        read = labelled(label, kernels.rows_read, table, 0, grouping.key, paths, self.rewards, None)
+        read = labelled(label, kernels.rows_read, table, 0, grouping.key, paths, self.rewards, None, grouping.by, grouping.order)
+        labelled(label, kernels.in_order, read.order_runs, grouping)
         index = labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
+        index, _ = labelled(label, kernels.batched, read.batch_runs, index, grouping, source)
         found = labelled(label, row_inputs, read.rewards, list(self.rewards), self.reward_config)
         r = found.r
         if not found.scored.all():

@@ -83,6 +83,30 @@ def row_sums(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     return np.where(lists.is_null().to_numpy(zero_copy_only=False), np.nan, reduce_rows(values, lengths))
 
 
+def row_values(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
+    """A list column that holds one value per row on each of its tokens (verl's outcome
+    advantages: ``A * response_mask``, 0 on padding) as that value per row, float64: the first
+    entry, which every other entry equals, or is 0. A row that holds two values (per-token
+    advantages, GAE's), an empty or null list, or a non-finite value is refused."""
+    import pyarrow.compute as pc
+
+    from ..tokens import reduce_rows
+
+    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if lists.null_count:
+        raise RowError(int(np.flatnonzero(lists.is_null().to_numpy(zero_copy_only=False))[0]), f"column {name!r} is null")
+    lengths = pc.list_value_length(lists).to_numpy().astype(np.int64)
+    if (lengths == 0).any():
+        raise RowError(int(np.flatnonzero(lengths == 0)[0]), f"column {name!r} is an empty list")
+    values = float64(pc.list_flatten(lists), name)
+    first = values[np.cumsum(lengths) - lengths]
+    for bad, what in ((~np.isfinite(values), "a null, NaN or infinite entry"), ((values != np.repeat(first, lengths)) & (values != 0), "two values")):
+        if bad.any():
+            row = int(np.flatnonzero(reduce_rows(bad.astype(np.float64), lengths))[0])
+            raise RowError(row, f"column {name!r} holds {what} (per-token advantages one row apart); compare takes one advantage per row")
+    return first
+
+
 def reward_values(table: pa.Table | pa.RecordBatch, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
     """The reward columns as float64 (rows x columns), null or NaN as NaN (a list column:
     each row's sum, :func:`row_sums`); an infinite reward is refused."""
@@ -106,6 +130,7 @@ class RowsRead:
     rewards: np.ndarray
     baseline: np.ndarray | None
     batch_runs: Runs | None = None  # the runs of the batch column (`by`), if any
+    order_runs: Runs | None = None  # the runs of the sample index (:attr:`~grpo_cli.plan.Grouping.order`), if any
 
 
 def rows_read(
@@ -116,6 +141,7 @@ def rows_read(
     names: tuple[str, ...],
     baseline: str | None,
     by: str | None = None,
+    order: str | None = None,
 ) -> RowsRead:
     """Pass 1's kernel: a batch's :class:`RowsRead` (or a table's, read whole); ``key``: the id
     column, or the columns of a composite key (:attr:`grpo_cli.plan.Grouping.key`); ``by``:
@@ -125,6 +151,7 @@ def rows_read(
         reward_values(batch, paths, names),
         scalars(batch.column(baseline), baseline) if baseline is not None else None,
         prompt_runs(batch.column(by), by, "batch") if by is not None else None,
+        prompt_runs(batch.column(order), order, "sample index") if order is not None else None,
     )
 
 
@@ -181,6 +208,23 @@ def index(runs: Runs | None, grouping: Grouping, rows: int, source: str) -> Grou
             raise InputError(f"{source}: {rows} rows is not a multiple of `num_generations` {grouping.num_generations}")
         return GroupIndex.blocks(rows, grouping.num_generations)
     return GroupIndex.whole(rows)
+
+
+def in_order(order_runs: Runs | None, grouping: Grouping) -> None:
+    """Blocks of ``num_generations`` rows are taken in file order: where the input numbers its
+    samples (:attr:`~grpo_cli.plan.Grouping.order`), a row whose number goes down (a dump in
+    another order than the trainer's) is refused."""
+    if order_runs is None or len(order_runs.keys) < 2:
+        return
+    keys = np.asarray(order_runs.keys)
+    down = np.flatnonzero(keys[1:] < keys[:-1])
+    if len(down):
+        j = int(down[0]) + 1
+        raise RowError(
+            int(order_runs.starts[j]),
+            f"column {grouping.order!r} goes down here ({keys[j - 1]} then {keys[j]}): the blocks of `num_generations` rows follow the "
+            f"file's order, and {grouping.order!r} numbers the samples; sort the rows by {grouping.order!r}, or pass `prompt_col` the prompt's column",
+        )
 
 
 def batched(batch_runs: Runs | None, index: GroupIndex, grouping: Grouping, source: Source) -> tuple[GroupIndex, Batches | None]:

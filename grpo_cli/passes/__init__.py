@@ -113,8 +113,8 @@ def first_pass(
     kept if the ids' layout allowed it, else None."""
     paths = [column_path(source, name) for name in inputs.rewards] if inputs else []
     baseline = inputs.baseline if inputs else None
-    args = (grouping.key, paths, inputs.rewards if inputs else (), baseline, grouping.by)  # what kernels.rows_read takes
-    columns = list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), baseline, grouping.by) if c is not None))
+    args = (grouping.key, paths, inputs.rewards if inputs else (), baseline, grouping.by, grouping.order)  # what kernels.rows_read takes
+    columns = list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), baseline, grouping.by, grouping.order) if c is not None))
     label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
     if hold:
         held = labelled(label, engine.read_columns, source, columns)
@@ -129,6 +129,7 @@ def first_pass(
     with ahead or nullcontext():
         if not hold:
             read = _rows_read(engine, source, args, columns, read, ahead)
+        labelled(label, kernels.in_order, read.order_runs, grouping)
         index = labelled(label, kernels.index, read.runs, grouping, rows, source.name)
         index, batches = labelled(label, kernels.batched, read.batch_runs, index, grouping, source)
         if inputs is None:
@@ -149,18 +150,25 @@ def _rows_read(
     """:func:`~grpo_cli.engines.kernels.rows_read` of every row, a batch at a time: the runs
     joined, the rewards laid in the arrays of ``into`` as the batches finish (each batch then
     told to ``ahead``)."""
-    key, runs, batch_runs = args[0], [], []
+    key, runs, batch_runs, order_runs = args[0], [], [], []
     prompt = key[-1] if isinstance(key, tuple) else key  # the column that names a row's group in messages
     for _, first_row, batch, found in engine.map_batches(source, kernels.rows_read, *args, columns=columns, prompt=prompt):
         runs.append(found.runs)
         batch_runs.append(found.batch_runs)
+        order_runs.append(found.order_runs)
         into.rewards[first_row : first_row + batch.num_rows] = found.rewards
         if into.baseline is not None:
             into.baseline[first_row : first_row + batch.num_rows] = found.baseline
         if ahead:
             ahead.read(first_row, found.runs)
-    joined = Runs.joined(batch_runs) if args[-1] is not None else None
-    return kernels.RowsRead(Runs.joined(runs) if key is not None else None, into.rewards, into.baseline, joined)
+    by, order = args[-2:]
+    return kernels.RowsRead(
+        Runs.joined(runs) if key is not None else None,
+        into.rewards,
+        into.baseline,
+        Runs.joined(batch_runs) if by is not None else None,
+        Runs.joined(order_runs) if order is not None else None,
+    )
 
 
 def column_path(source: Source, name: str) -> tuple[str, ...]:
