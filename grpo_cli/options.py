@@ -7,7 +7,7 @@ config field metadata, registries, column roles.
 An option that takes one value refuses to be given twice (:class:`OneValueEach`).
 
 >>> [o.name for o in GROUPING]
-['prompt_col', 'num_generations']
+['prompt_col', 'num_generations', 'by', 'by_file']
 """
 
 from __future__ import annotations
@@ -199,6 +199,14 @@ NUM_GENERATIONS = option(
     COLUMNS,
     min=1,
 )
+BY = column_option(
+    "batch",
+    "Batch column: each value of it (a step) is a batch, as the trainer saw it: the batch-wide statistics (--scale batch, whitening, "
+    "flash-reinforce's and GPG's batch figures) and the summary are per value; a group spanning two values is an error. "
+    "none: the whole input is one batch.",
+    "by",
+)
+BY_FILE = flag("by_file", "Each input file is a batch (as --by COL, per file).", COLUMNS)
 REWARD_COL = column_option("reward", "Reward column (a struct field as rewards.accuracy); repeat it for several reward functions.", repeatable=True)
 BASELINE_COL = column_option("baseline", "Baseline reward per row (the greedy response's reward), read by --estimator remax.")
 MASK_COL = column_option("mask", "Token mask: list of 0/1 or bool; masked tokens count nowhere (none: count every token).")
@@ -268,7 +276,7 @@ PROGRESS = Option(
 DEBUG = flag("debug", "Show tracebacks instead of one-line errors.", OUTPUT)
 
 # The groups that several commands take, each with the same meaning everywhere.
-GROUPING = (PROMPT_COL, NUM_GENERATIONS)
+GROUPING = (PROMPT_COL, NUM_GENERATIONS, BY, BY_FILE)
 REWARD_OPTIONS = grouped(ADVANTAGE, "rewards")  # how the reward columns make the reward
 REWARDS = (REWARD_COL, *REWARD_OPTIONS)
 INPUTS = (INPUT_FORMAT, HIVE)

@@ -12,7 +12,7 @@ where the resolved plan does not use them are refused here, each with what to pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .engines import Engine
     from .token_columns import StepColumns
 
+SAMPLE_INDEX = "index"  # OpenRLHF numbers its samples here: blocks of `num_generations` rows follow it
 OBJECTIVE_ESTIMATOR = "mean"  # `grpo objective` without an advantage column or a preset: r - group mean
 
 
@@ -44,6 +45,22 @@ class Grouping:
     num_generations: int | None
     detected: bool = False
     within: tuple[str, ...] = ()  # a composite key: these columns, then ``prompt`` (``--prompt-col step --prompt-col input``)
+    by: str | None = None  # the batch column: each of its values is a batch (``--by step``)
+    by_file: bool = False  # each input file is a batch
+    by_detected: bool = False  # ``by`` was found by its name
+    order: str | None = None  # blocks of rows: the column that numbers the samples (OpenRLHF's ``index``), checked ascending
+
+    @property
+    def batched(self) -> bool:
+        """The rows are split into batches (:attr:`by` or :attr:`by_file`)."""
+        return self.by is not None or self.by_file
+
+    @property
+    def batches_described(self) -> str | None:
+        """Where the batches come from, as the summary says it (``None``: one batch, the input)."""
+        if self.by is not None:
+            return f"by column {self.by!r}" + (", found by its name" if self.by_detected else "")
+        return "by input file" if self.by_file else None
 
     @property
     def key(self) -> str | tuple[str, ...] | None:
@@ -69,7 +86,7 @@ class Grouping:
             return f"by column {self.prompt!r}"
         if self.num_generations is not None:
             return f"consecutive blocks of {self.num_generations} rows"
-        return "one group: the whole input"
+        return "one group per batch" if self.batched else "one group: the whole input"
 
 
 @dataclass(frozen=True)
@@ -141,7 +158,8 @@ class AdvantagesPlan:
         """What the summary says of the plan itself (``rewards_summed``: the list reward
         columns, each row's reward their sum; only when there are some)."""
         summed = [name for name in self.inputs.rewards if name in self.inputs.summed]
-        return {"columns": self.roles, **({"rewards_summed": summed} if summed else {})}
+        batches = self.grouping.batches_described
+        return {"columns": self.roles, **({"rewards_summed": summed} if summed else {}), **({"batches": batches} if batches else {})}
 
 
 def objective_estimator(estimator: str | None = None, preset: str | None = None, **options) -> AdvantageConfig | None:
@@ -169,14 +187,52 @@ def default_estimator(preset: str | None) -> AdvantageConfig:
 
 
 def resolve_grouping(
-    source: Source, prompt_col: str | list[str] | None, num_generations: int | None, *, required: bool, grouped: bool | None = None
+    source: Source,
+    prompt_col: str | list[str] | None,
+    num_generations: int | None,
+    *,
+    required: bool,
+    grouped: bool | None = None,
+    batched: bool | None = None,
+    by: str | None = None,
+    by_file: bool = False,
 ) -> Grouping:
     """The groups: the prompt id column if there is one, else ``num_generations``; ``required``:
     one of them must be there; ``grouped`` (default ``required``): the run's numbers need
     groups (an id column found by name must then not be unique on every row). A run whose
     numbers need no groups does not ask which of two id columns to use: it uses none.
     Several ``prompt_col`` are a composite key: a group is the rows equal on every one
-    (``step`` and ``input``: the same prompt at two steps is two groups)."""
+    (``step`` and ``input``: the same prompt at two steps is two groups).
+
+    ``batched`` (default ``grouped``): the run computes advantages or groups, so it has
+    batches: each value of ``by`` (default: a ``step`` column, if present; 'none': the input
+    is one batch), or each input file (``by_file``)."""
+    grouping = _groups(source, prompt_col, num_generations, required=required, grouped=grouped)
+    batched = (required if grouped is None else grouped) if batched is None else batched
+    if not batched:
+        if by not in (None, schema.NO_COLUMN) or by_file:
+            raise UsageError(
+                f"`{'by' if by is not None else 'by_file'}` splits advantages and groups into batches, and this run computes neither; drop it"
+            )
+        return grouping
+    return resolve_batches(source, grouping, by, by_file)
+
+
+def resolve_batches(source: Source, grouping: Grouping, by: str | None, by_file: bool) -> Grouping:
+    """``grouping`` in batches: each value of ``by`` (default: a ``step`` column, if present;
+    'none': the input is one batch), or each input file (``by_file``)."""
+    if by_file:
+        if by not in (None, schema.NO_COLUMN):
+            raise UsageError(f"`by` {by!r} and `by_file` each make the batches; pass one")
+        return replace(grouping, by_file=True)
+    column = schema.resolve_column(source.schema, "batch", by, required=False, source=source.name)
+    if column is not None and pa.types.is_nested(source.schema.field(column).type):
+        raise UsageError(f"column {column!r} of `by` holds {source.schema.field(column).type}; a batch column holds one value per row")
+    return replace(grouping, by=column, by_detected=column is not None and by is None)
+
+
+def _groups(source: Source, prompt_col: str | list[str] | None, num_generations: int | None, *, required: bool, grouped: bool | None) -> Grouping:
+    """:func:`resolve_grouping`'s groups, before the batches."""
     schema.positive_int(num_generations, "num_generations")
     if prompt_col is not None and not isinstance(prompt_col, str):
         if len(set(prompt_col)) < len(prompt_col) or schema.NO_COLUMN in prompt_col:
@@ -197,7 +253,13 @@ def resolve_grouping(
             f"{source.name}: no prompt id column (looked for {', '.join(schema.ROLES['prompt'].candidates)}); "
             "pass `prompt_col`, or `num_generations` N to group consecutive blocks of N rows"
         )
-    return Grouping(prompt, num_generations, detected=prompt is not None and prompt_col is None and grouped)
+    order = SAMPLE_INDEX if prompt is None and num_generations is not None and _integers(source, SAMPLE_INDEX) else None
+    return Grouping(prompt, num_generations, detected=prompt is not None and prompt_col is None and grouped, order=order)
+
+
+def _integers(source: Source, name: str) -> bool:
+    """The input has an integer column ``name``."""
+    return name in source.schema.names and pa.types.is_integer(source.schema.field(name).type)
 
 
 def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...] | None, config: AdvantageConfig) -> tuple[str, ...]:
@@ -324,6 +386,8 @@ def plan_advantages(
     reward_col: str | list[str] | None = None,
     baseline_col: str | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     mask_col: str | None = None,
     logprobs_col: str | None = None,
     old_logprobs_col: str | None = None,
@@ -348,7 +412,7 @@ def plan_advantages(
         if output is None and output_dir is None:
             raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
     out = resolve_output(source, output, output_dir, output_format, compression)
-    grouping = resolve_grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped)
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped, batched=True, by=by, by_file=by_file)
     steps = resolve_steps(
         source,
         config,

@@ -8,6 +8,8 @@ import math
 
 from rich.table import Table
 
+from .errors import shortened
+
 BAR_WIDTH = 30
 VALUE_WIDTH = 50  # the value column; with the longest label the table fits 80 columns
 
@@ -39,6 +41,24 @@ def lines(items, width: int = VALUE_WIDTH) -> str:
 
 def stats_row(table: Table, label: str, stats: dict) -> None:
     table.add_row(label, lines(f"{k} {fmt(v)}" for k, v in stats.items()))
+
+
+BATCHES_SHOWN = 20  # a summary lists this many batches (steps); the JSON has every one
+
+
+def batch_table(by: dict) -> Table:
+    """The figures of each batch (`by`), one row each: the first :data:`BATCHES_SHOWN`."""
+    batches = by["batches"]
+    t = Table(title="per batch", title_justify="left")
+    for name in ("batch", "rows", "groups", "zero-var", "reward mean", "reward std", *(("adv mean", "adv std") if "advantage" in batches[0] else ())):
+        t.add_column(name, justify="left" if name == "batch" else "right")
+    for b in batches[:BATCHES_SHOWN]:
+        adv = (fmt(b["advantage"]["mean"]), fmt(b["advantage"]["std"])) if "advantage" in b else ()
+        zv = b["zero_variance_groups"]["share"]
+        t.add_row(str(shortened(b["batch"])), str(b["rows"]), str(b["groups"]), f"{zv:.1%}", fmt(b["reward"]["mean"]), fmt(b["reward"]["std"]), *adv)
+    if len(batches) > BATCHES_SHOWN:
+        t.add_row(f"... {len(batches) - BATCHES_SHOWN} more (--summary-json has each)", *[""] * (len(t.columns) - 1))
+    return t
 
 
 def table(title: str) -> Table:

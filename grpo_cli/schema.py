@@ -50,6 +50,7 @@ ROLES = {
     "baseline": Role("baseline reward", "baseline_col", ("reward_baseline", "reward_baselines", "baseline_reward", "greedy_reward")),
     "values": Role("values", "values_col", ("values", "value", "critic_values")),
     "truncated": Role("truncation flag", "truncated_col", ("truncated", "is_truncated")),
+    "batch": Role("batch", "by", ("step",)),  # verl's and TRL's dumps: a step is a batch
     "rollout": Role(
         "rollout log-probs",
         "rollout_logprobs_col",
@@ -238,16 +239,17 @@ def arrow_array(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
 
 def check_numeric(field: pa.Field, source: str, role: str) -> None:
     """A scalar role (reward, advantage) must be numeric or boolean (a reward may be a list
-    of numbers per row, summed: verl's token_level_scores); a struct of several (one per
-    reward function) needs one picked."""
+    of numbers per row, summed: verl's token_level_scores; an advantage a list of one value
+    per row on every token: verl's outcome advantages); a struct of several (one per reward
+    function) needs one picked."""
     if pa.types.is_struct(field.type):
         names = [f.name for f in field.type]
         raise UsageError(
             f"{source}: column {field.name!r} holds several values ({', '.join(names)}); "
             f"pick one with `{ROLES[role].param}` {field.name}.{names[0] if names else 'FIELD'}"
         )
-    summed = role == "reward" and is_list(field.type) and is_numeric(field.type.value_type)
-    if not (is_numeric(field.type) or summed):
+    per_token = role in ("reward", "advantage") and is_list(field.type) and is_numeric(field.type.value_type)
+    if not (is_numeric(field.type) or per_token):
         raise InputError(f"{source}: column {field.name!r} must be numeric (found {field.type})")
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .estimators import Groups, pooled
+from .estimators import BatchWhitening, Groups, Whitening, pooled
 from .numerics import unit
 
 BLOCK_ROWS = 1 << 16
@@ -283,28 +283,46 @@ def token_advantage_figures(
     groups: GroupSummary, grouped_by: str, rewards: tuple[Moments, Spread], rows: int, moments: dict[str, np.ndarray], w, config
 ) -> dict:
     """The figures of `grpo advantages` with a token-level estimator: ``advantage`` describes
-    the written ``w(A) = (A - mu) / s`` (a :class:`~grpo_cli.estimators.Whitening`) over every
-    valid token (``tokens``), from each row's ``count``, ``mean``, ``m2`` (in its ``unit``
-    squared), ``min`` and ``max`` of its raw token advantages; no histogram. The std is
+    the written ``w(A) = (A - mu) / s`` over every valid token (``tokens``), from each row's
+    ``count``, ``mean``, ``m2`` (in its ``unit`` squared), ``min`` and ``max`` of its raw token
+    advantages (:func:`whitened_figures`; with a whitening per batch, each batch's pooled);
+    no histogram."""
+    if isinstance(w, BatchWhitening):
+        each = [whitened_figures({k: v[rows] for k, v in moments.items()}, wb) for wb, rows in zip(w.each, w.batches.rows())]
+        n = sum(f["tokens"] for f in each)
+        has = [f for f in each if f["tokens"]]
+        c, m = np.array([f["tokens"] for f in has], dtype=float), np.array([f["mean"] for f in has])
+        _, mean, m2, u = pooled(c, m, c * np.array([f["std"] for f in has]) ** 2)
+        whole = (
+            {"tokens": n, "mean": mean, "std": float(np.sqrt(m2 / n)) * u, "min": min(f["min"] for f in has), "max": max(f["max"] for f in has)}
+            if n
+            else each[0]
+        )
+    else:
+        whole = whitened_figures(moments, w)
+    return {
+        **reward_figures(groups, grouped_by, rewards, rows),
+        "tokens": whole.pop("tokens"),
+        "advantage": whole,
+        "advantage_histogram": None,
+        "config": config.figures,
+    }
+
+
+def whitened_figures(moments: dict[str, np.ndarray], w: Whitening) -> dict:
+    """``tokens`` and the mean / std / min / max of ``w(A)`` over the valid tokens of rows
+    with token moments ``moments`` (:func:`token_advantage_figures`). The std is
     ``sqrt(M2 / N) / s``, both in their units (``U / w.u`` apart), so neither overflows."""
     n, mean, m2, u = pooled(moments["count"], moments["mean"], moments["m2"], moments["unit"])
     has = moments["count"] > 0
-    figures = (
-        {
-            "mean": w(mean),
-            "std": float(np.sqrt(m2 / n)) * (u / w.u) / w.s,
-            "min": w(float(moments["min"][has].min())),
-            "max": w(float(moments["max"][has].max())),
-        }
-        if n
-        else {"mean": None, "std": None, "min": None, "max": None}
-    )
+    if not n:
+        return {"tokens": 0, "mean": None, "std": None, "min": None, "max": None}
     return {
-        **reward_figures(groups, grouped_by, rewards, rows),
         "tokens": int(n),
-        "advantage": figures,
-        "advantage_histogram": None,
-        "config": config.figures,
+        "mean": w(mean),
+        "std": float(np.sqrt(m2 / n)) * (u / w.u) / w.s,
+        "min": w(float(moments["min"][has].min())),
+        "max": w(float(moments["max"][has].max())),
     }
 
 

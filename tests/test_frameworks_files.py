@@ -8,8 +8,8 @@ import math
 import tempfile
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -71,14 +71,11 @@ def test_openrlhf_unique_index_is_refused_naming_num_generations(tmp_path):
     np.testing.assert_allclose([row["advantage"] for row in jsonl(out)], group_normalised(r, ddof=1, eps=1e-9), rtol=0, atol=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="OpenRLHF's groups are blocks of n_samples_per_prompt in `index` order (it puts the rewards back in that order); "
-    "a dump in micro-batch order (dynamic_batch_enable reorders samples) is grouped in file order with exit 0",
-)
 def test_openrlhf_rows_out_of_index_order_are_never_grouped_by_file_order(tmp_path):
     """The same experiences with two samples of different prompts swapped in the file (their
-    ``index`` kept): the groups are OpenRLHF's (``index // 4``), or the run stops."""
+    ``index`` kept, as a dump in micro-batch order has them): blocks of 4 in file order would
+    mix two prompts, so the run stops naming the fix; grouped by the prompt's text, the groups
+    and advantages are OpenRLHF's (blocks of 4 in ``index`` order)."""
     rows = jsonl(OPENRLHF)
     rows[3], rows[4] = rows[4], rows[3]
     shuffled = tmp_path / "experiences.jsonl"
@@ -86,11 +83,13 @@ def test_openrlhf_rows_out_of_index_order_are_never_grouped_by_file_order(tmp_pa
     out = tmp_path / "a.jsonl"
     args = ("--reward-col", "rewards", "--prompt-col", "none", "--num-generations", "4", "--preset", "openrlhf")
     ran = run_grpo("advantages", str(shuffled), *args, "-o", str(out), "-q", check=False)
-    if ran.returncode == 0:
-        expected = tmp_path / "expected.jsonl"
-        run_grpo("advantages", str(OPENRLHF), *args, "-o", str(expected), "-q")
-        by_index = {row["index"]: row["advantage"] for row in jsonl(expected)}
-        assert all(math.isclose(row["advantage"], by_index[row["index"]], abs_tol=1e-12) for row in jsonl(out))
+    assert "experiences.jsonl: row 4: column 'index' goes down here (4 then 3)" in one_line_error(ran) and not out.exists()
+    assert "sort the rows by 'index', or pass --prompt-col the prompt's column" in one_line_error(ran)
+    by_text, expected = tmp_path / "by_text.jsonl", tmp_path / "expected.jsonl"
+    run_grpo("advantages", str(shuffled), *args[:2], "--prompt-col", "prompts", *args[4:], "-o", str(by_text), "-q")  # the prompt's text
+    run_grpo("advantages", str(OPENRLHF), *args, "-o", str(expected), "-q")
+    by_index = {row["index"]: row["advantage"] for row in jsonl(expected)}
+    assert all(math.isclose(row["advantage"], by_index[row["index"]], abs_tol=1e-12) for row in jsonl(by_text))
 
 
 def test_verl_step_files_are_read_in_natural_order(tmp_path):
@@ -98,7 +97,7 @@ def test_verl_step_files_are_read_in_natural_order(tmp_path):
     would put 10 before 2)."""
     assert sorted(p.name for p in VERL_ROLLOUT.iterdir()) == ["1.jsonl", "10.jsonl", "2.jsonl"]
     out = tmp_path / "a.jsonl"
-    run_grpo("advantages", str(VERL_ROLLOUT), "--prompt-col", "input", "-o", str(out), "-q")
+    run_grpo("advantages", str(VERL_ROLLOUT), "--prompt-col", "step", "--prompt-col", "input", "-o", str(out), "-q")
     assert [row["step"] for row in jsonl(out)] == [1] * 8 + [2] * 8 + [10] * 8
 
 
@@ -133,11 +132,6 @@ def test_a_composite_key_keeps_the_steps_apart(tmp_path):
     assert read_json(figures)["group_sizes"] == {"4": 6} and read_json(figures)["grouped_by"] == "by columns 'step', 'input'"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 42 trap 3, --by not implemented yet: the prompts of step 1 recur at step 10 and --prompt-col input merges them "
-    "into groups of 8 with exit 0 (the composite key --prompt-col step --prompt-col input keeps them apart)",
-)
 def test_verl_steps_never_merge_the_same_prompt(tmp_path):
     """A prompt that recurs in a later step (a later epoch) is another group, or the run stops."""
     ran = run_grpo("advantages", str(VERL_ROLLOUT), "--prompt-col", "input", "-q", "--summary-json", str(tmp_path / "s.json"), check=False)
@@ -336,3 +330,40 @@ def test_no_internal_error_on_framework_files(args):
     assert ran.returncode in (0, 1, 2), err
     if ran.returncode:
         assert len(err.strip().splitlines()) == 1, err
+
+
+def test_objective_recomputes_advantages_with_advantage_col_none(tmp_path):
+    """verl's batch holds its own `advantages`, which `objective` reads by default;
+    `--advantage-col none` computes them from the rewards instead (the preset's GRPO, grouped
+    by uid, from the summed token_level_scores), the same as `grpo advantages` writes."""
+    args = ("--preset", "verl", "--logprobs-col", "old_log_probs")
+    out, figures = tmp_path / "o.parquet", tmp_path / "s.json"
+    run_grpo("objective", str(VERL_BATCH), *args, "--advantage-col", "none", "-o", str(out), "--summary-json", str(figures), "-q")
+    summary = read_json(figures)
+    assert summary["columns"]["advantage"] is None and summary["columns"]["reward"] == "token_level_scores"
+    assert summary["config"]["advantages"]["estimator"] == "grpo" and summary["grouped_by"] == "by column 'uid'"
+    written = tmp_path / "a.parquet"
+    run_grpo("advantages", str(VERL_BATCH), "--preset", "verl", "-o", str(written), "-q")
+    assert pq.read_table(out)["advantage"].to_pylist() == pq.read_table(written)["advantage"].to_pylist()
+    with_estimator = run_grpo("objective", str(VERL_BATCH), *args, "--advantage-col", "none", "--estimator", "rloo", "-q", check=False)
+    assert with_estimator.returncode == 0, with_estimator.stderr.decode()
+
+
+def test_compare_reads_verl_token_advantages_as_one_per_row(tmp_path):
+    """verl writes an outcome advantage as ``A * response_mask``: the row's A on every valid
+    token, 0 on padding. compare takes it as A per row (the first entry); a list whose tokens
+    hold two values (per-token advantages) is refused naming its row."""
+    out = tmp_path / "c.parquet"
+    run_grpo("compare", str(VERL_BATCH), "--estimators", "column:advantages,grpo", "--preset", "verl", "-o", str(out), "-q")
+    table = pq.read_table(VERL_BATCH)
+    first = [a[0] for a in table["advantages"].to_pylist()]
+    written = pq.read_table(out)
+    assert written["advantage_column_advantages"].to_pylist() == first
+    np.testing.assert_allclose(written["advantage_column_advantages"].to_numpy(), written["advantage_grpo"].to_numpy(), atol=1e-6)
+    lists = table["advantages"].to_pylist()
+    lists[5][:2] = [0.25, -0.25]  # GAE-like: two values on one row's tokens
+    pq.write_table(
+        table.set_column(table.column_names.index("advantages"), "advantages", pa.array(lists, pa.list_(pa.float32()))), tmp_path / "gae.parquet"
+    )
+    line = one_line_error(run_grpo("compare", str(tmp_path / "gae.parquet"), "--estimators", "column:advantages,grpo", check=False))
+    assert "gae.parquet: row 5" in line and "column 'advantages' holds two values" in line

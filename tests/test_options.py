@@ -113,7 +113,7 @@ def test_a_composite_key_groups_alike_in_every_command(command, tmp_path):
     if command == "advantages":
         assert f["grouped_by"] == "by columns 'step', 'input'" and f["columns"]["prompt"] == ["step", "input"]
         assert f["zero_variance_groups"]["count"] == 2  # step 1 'b' [1, 1] and step 2 'a' [0, 0]
-        assert figures(command, str(path), "--prompt-col", "input")["groups"] == 2
+        assert figures(command, str(path), "--prompt-col", "input", "--by", "none")["groups"] == 2
     if command == "filter":
         assert f["kept"]["groups"] == 2
     if command == "objective":

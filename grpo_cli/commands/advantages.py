@@ -60,7 +60,7 @@ keywords = o.into(config=AdvantageConfig)
 
 def render(figures: dict, console) -> None:
     """The `grpo advantages` summary as a rich table plus a histogram."""
-    from ..report import estimator_options, lines, render_histogram, roles, stats_row, table
+    from ..report import batch_table, estimator_options, lines, render_histogram, roles, stats_row, table
 
     t = table("grpo advantages")
     cfg = figures["config"]
@@ -77,10 +77,15 @@ def render(figures: dict, console) -> None:
     stats_row(t, f"reward (sum of {', '.join(summed)})" if summed else "reward", figures["reward"])
     zv = figures["zero_variance_groups"]
     t.add_row("zero-variance groups", f"{zv['count']} ({zv['share']:.1%}, no learning signal)")
+    several = "by" in figures and len(figures["by"]["batches"]) > 1
+    if several:
+        t.add_row("batches", f"{len(figures['by']['batches'])} ({figures['batches']})")
     if "tokens" in figures:
         t.add_row("tokens", str(figures["tokens"]))
     stats_row(t, "advantage" if "tokens" not in figures else "token advantage", figures["advantage"])
     console.print(t)
+    if several:
+        console.print(batch_table(figures["by"]))
     if figures["advantage_histogram"] is not None:
         console.print("advantage histogram")
         console.print(render_histogram(figures["advantage_histogram"]), markup=False, highlight=False)

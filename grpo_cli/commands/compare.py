@@ -157,9 +157,12 @@ class ComparePlan:
 
 def _held(table: pa.Table | None, name: str, source: Source) -> np.ndarray:
     """Column ``name`` of advantages the input holds, float64 (a null, NaN or infinite value is
-    refused, naming its row)."""
+    refused, naming its row); a list per row is the row's one advantage on each token
+    (:func:`~grpo_cli.engines.kernels.row_values`)."""
     assert table is not None  # read with the other held columns
-    return labelled(row_labeller(source, None), kernels.scalars, table.column(name), name)
+    column = table.column(name)
+    read = kernels.row_values if schema.is_list(column.type) else kernels.scalars
+    return labelled(row_labeller(source, None), read, column, name)
 
 
 def plan_compare(
@@ -170,6 +173,8 @@ def plan_compare(
     prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     baseline_col: str | None = None,
     mask_col: str | None = None,
     top: int = 5,
@@ -188,7 +193,10 @@ def plan_compare(
     specs = parse_estimators(estimators, preset=config.preset, **{name: getattr(config, name) for name in config.given})
     if top < 0:
         raise UsageError(f"`top` must be >= 0 (found {top!r})")
-    grouping = resolve_grouping(source, prompt_col, num_generations, required=any(c is None or lookup(c.estimator).grouped for _, c in specs))
+    grouped = any(c is None or lookup(c.estimator).grouped for _, c in specs)
+    grouping = resolve_grouping(
+        source, prompt_col, num_generations, required=grouped, batched=any(c is not None for _, c in specs), by=by, by_file=by_file
+    )
     resolved: list[tuple[str, Inputs | None, AdvantageConfig | None]] = []
     for label, config in specs:
         if config is None:

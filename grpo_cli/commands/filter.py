@@ -115,10 +115,12 @@ class FilterPlan:
             label,
             engine.read_columns,
             source,
-            list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), self.truncated) if c is not None)),
+            list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), self.truncated, grouping.by, grouping.order) if c is not None)),
         )
-        read = labelled(label, kernels.rows_read, table, 0, grouping.key, paths, self.rewards, None)
+        read = labelled(label, kernels.rows_read, table, 0, grouping.key, paths, self.rewards, None, grouping.by, grouping.order)
+        labelled(label, kernels.in_order, read.order_runs, grouping)
         index = labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
+        index, _ = labelled(label, kernels.batched, read.batch_runs, index, grouping, source)
         found = labelled(label, row_inputs, read.rewards, list(self.rewards), self.reward_config)
         r = found.r
         if not found.scored.all():
@@ -177,6 +179,8 @@ def plan_filter(
     prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     truncated_col: str | None = None,
     mask_col: str | None = None,
     logprobs_col: str | None = None,
@@ -191,7 +195,7 @@ def plan_filter(
     reward is refused."""
     s, name = source.schema, source.name
     grouped = config.drop_zero_variance or config.keep_if is not None
-    grouping = resolve_grouping(source, prompt_col, num_generations, required=grouped)
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=grouped, by=by, by_file=by_file)
     reward_config = advantage_config or AdvantageConfig()
     for option in sorted(reward_config.given - set(REWARD_OPTIONS)) + (["preset"] if reward_config.preset else []):
         raise UsageError(f"`grpo filter` reads the rewards, and `{option}` is no reward option; drop it")

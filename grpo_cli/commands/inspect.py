@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..estimators import Groups
 from ..files import file_function
 from ..io import Source
-from ..plan import Grouping, Inputs, resolve_grouping, resolve_rewards
+from ..plan import Grouping, Inputs, resolve_batches, resolve_grouping, resolve_rewards
 from ..summaries import GroupSummary
 from ..token_columns import StepColumns, read_steps
 
@@ -159,6 +159,8 @@ def plan_inspect(
     prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     mask_col: str | None = None,
     logprobs_col: str | None = None,
     old_logprobs_col: str | None = None,
@@ -196,6 +198,7 @@ def plan_inspect(
     if composite:
         grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
         roles["prompt"] = {"column": ", ".join(grouping.columns), "why": "given (a composite key)", "option": "prompt_col"}
+    grouping = resolve_batches(source, grouping, by, by_file)
     if several:
         roles["reward"] = {"column": None, "why": "given", "option": "reward_col"}
     reward = reward_col if several else roles["reward"]["column"]

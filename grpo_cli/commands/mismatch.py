@@ -170,6 +170,8 @@ def plan_mismatch(
     config: MismatchConfig | None = None,
     prompt_col: str | list[str] | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     old_logprobs_col: str | None = None,
     rollout_logprobs_col: str | None = None,
     mask_col: str | None = None,
@@ -187,7 +189,7 @@ def plan_mismatch(
         raise UsageError(f"`old_logprobs_col` and `rollout_logprobs_col` are both {old!r}: a column does not differ from itself; pass two columns")
     mask = schema.resolve_column(s, "mask", mask_col, required=False, source=name, given=given)
     tokens = TokenColumns(new=old, old=old, mask=mask, rollout=rollout)
-    grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
+    grouping = resolve_grouping(source, prompt_col, num_generations, required=False, by=by, by_file=by_file)
     return MismatchPlan(config or MismatchConfig(), tokens, grouping, resolve_output(source, output, output_dir, output_format, compression))
 
 

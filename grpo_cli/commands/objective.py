@@ -57,7 +57,7 @@ OPTIONS = (
     o.REF_COL,
     o.ROLLOUT_COL,
     o.MASK_COL,
-    o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token)."),
+    o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token); none: compute them from the rewards."),
     o.ADVANTAGE["estimator"].told(
         o.config_help(
             AdvantageConfig,
@@ -139,6 +139,8 @@ def render(figures: dict, console) -> None:
     t = table("grpo objective")
     if figures["grouped_by"] is not None:  # advantages from the rewards: over which groups, first
         t.add_row("groups", f"{figures['grouped_by']} (estimator {cfg['advantages']['estimator']})")
+        if "batches" in figures:
+            t.add_row("batches", f"{figures['batches']} (the estimator's batch-wide statistics)")
     t.add_row("objective", f"{fmt(figures['objective'], '.8g')}  ({cfg['agg']}; maximise)")
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
@@ -285,7 +287,14 @@ class ObjectivePlan:
     def figures(self) -> dict:
         """What the summary says of the plan itself (``config`` entries join the summary's)."""
         grouped_by = self.grouping.described if self.estimator is not None else None  # the groups of the baseline
-        return {"columns": self.roles, "unused_columns": list(self.unused), "grouped_by": grouped_by, "config": {"advantages": self.advantages_from}}
+        batches = {"batches": self.grouping.batches_described} if self.grouping.batches_described else {}
+        return {
+            "columns": self.roles,
+            "unused_columns": list(self.unused),
+            "grouped_by": grouped_by,
+            **batches,
+            "config": {"advantages": self.advantages_from},
+        }
 
     @property
     def first_pass(self) -> bool:
@@ -313,6 +322,8 @@ def plan_objective(
     reward_col: str | list[str] | None = None,
     baseline_col: str | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     logprobs_col: str | None = None,
     old_logprobs_col: str | None = None,
     ref_logprobs_col: str | None = None,
@@ -354,11 +365,12 @@ def plan_objective(
             f"{name}: `{correcting[0]}` needs the rollout sampler's log-probs: pass `rollout_logprobs_col` "
             f"(looked for {', '.join(schema.ROLES['rollout'].candidates)})"
         )
-    if advantage_config is not None and advantage_col is not None:
+    if advantage_config is not None and advantage_col not in (None, schema.NO_COLUMN):
         raise UsageError("pass either `advantage_col` or `advantage_config` (an estimator), not both")
     column = None
     if advantage_config is None:
-        column = schema.resolve_column(s, "advantage", advantage_col, required=advantage_col is not None, source=name, given=given)
+        required = advantage_col not in (None, schema.NO_COLUMN)
+        column = schema.resolve_column(s, "advantage", advantage_col, required=required, source=name, given=given)
     for option, value in (("reward_col", reward_col), ("baseline_col", baseline_col)):
         if column is not None and value is not None:
             raise UsageError(
@@ -378,7 +390,14 @@ def plan_objective(
         rollout=rollout,
     )
     grouping = resolve_grouping(
-        source, prompt_col, num_generations, required=False, grouped=estimator is not None and lookup(estimator.estimator).grouped
+        source,
+        prompt_col,
+        num_generations,
+        required=False,
+        grouped=estimator is not None and lookup(estimator.estimator).grouped,
+        batched=estimator is not None,
+        by=by,
+        by_file=by_file,
     )
     inputs = None
     if estimator is not None:

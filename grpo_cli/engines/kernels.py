@@ -15,10 +15,11 @@ import pyarrow as pa
 
 from .. import schema
 from ..errors import InputError, RowError, UsageError, shortened
-from ..estimators import GroupIndex, RowInputs, Runs, row_advantages
+from ..estimators import Batches, GroupIndex, RowInputs, Runs, row_advantages
 from ..summaries import GroupSummary
 
 if TYPE_CHECKING:
+    from ..io import Source
     from ..plan import Grouping
 
 
@@ -82,6 +83,30 @@ def row_sums(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     return np.where(lists.is_null().to_numpy(zero_copy_only=False), np.nan, reduce_rows(values, lengths))
 
 
+def row_values(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
+    """A list column that holds one value per row on each of its tokens (verl's outcome
+    advantages: ``A * response_mask``, 0 on padding) as that value per row, float64: the first
+    entry, which every other entry equals, or is 0. A row that holds two values (per-token
+    advantages, GAE's), an empty or null list, or a non-finite value is refused."""
+    import pyarrow.compute as pc
+
+    from ..tokens import reduce_rows
+
+    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if lists.null_count:
+        raise RowError(int(np.flatnonzero(lists.is_null().to_numpy(zero_copy_only=False))[0]), f"column {name!r} is null")
+    lengths = pc.list_value_length(lists).to_numpy().astype(np.int64)
+    if (lengths == 0).any():
+        raise RowError(int(np.flatnonzero(lengths == 0)[0]), f"column {name!r} is an empty list")
+    values = float64(pc.list_flatten(lists), name)
+    first = values[np.cumsum(lengths) - lengths]
+    for bad, what in ((~np.isfinite(values), "a null, NaN or infinite entry"), ((values != np.repeat(first, lengths)) & (values != 0), "two values")):
+        if bad.any():
+            row = int(np.flatnonzero(reduce_rows(bad.astype(np.float64), lengths))[0])
+            raise RowError(row, f"column {name!r} holds {what} (per-token advantages one row apart); compare takes one advantage per row")
+    return first
+
+
 def reward_values(table: pa.Table | pa.RecordBatch, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
     """The reward columns as float64 (rows x columns), null or NaN as NaN (a list column:
     each row's sum, :func:`row_sums`); an infinite reward is refused."""
@@ -104,6 +129,8 @@ class RowsRead:
     runs: Runs | None
     rewards: np.ndarray
     baseline: np.ndarray | None
+    batch_runs: Runs | None = None  # the runs of the batch column (`by`), if any
+    order_runs: Runs | None = None  # the runs of the sample index (:attr:`~grpo_cli.plan.Grouping.order`), if any
 
 
 def rows_read(
@@ -113,13 +140,18 @@ def rows_read(
     paths: list[tuple[str, ...]],
     names: tuple[str, ...],
     baseline: str | None,
+    by: str | None = None,
+    order: str | None = None,
 ) -> RowsRead:
     """Pass 1's kernel: a batch's :class:`RowsRead` (or a table's, read whole); ``key``: the id
-    column, or the columns of a composite key (:attr:`grpo_cli.plan.Grouping.key`)."""
+    column, or the columns of a composite key (:attr:`grpo_cli.plan.Grouping.key`); ``by``:
+    the batch column."""
     return RowsRead(
         prompt_runs(group_keys(batch, key), ", ".join(key) if isinstance(key, tuple) else key) if key is not None else None,
         reward_values(batch, paths, names),
         scalars(batch.column(baseline), baseline) if baseline is not None else None,
+        prompt_runs(batch.column(by), by, "batch") if by is not None else None,
+        prompt_runs(batch.column(order), order, "sample index") if order is not None else None,
     )
 
 
@@ -141,8 +173,9 @@ def group_keys(batch: pa.RecordBatch | pa.Table, key: str | tuple[str, ...]) -> 
     return pc.binary_join_element_wise(*parts, " | ")
 
 
-def prompt_runs(keys: pa.Array | pa.ChunkedArray, name: str) -> Runs:
-    """The :class:`~grpo_cli.estimators.groups.Runs` of the prompt id column ``name``; a null id is refused."""
+def prompt_runs(keys: pa.Array | pa.ChunkedArray, name: str, role: str = "prompt id") -> Runs:
+    """The :class:`~grpo_cli.estimators.groups.Runs` of the prompt id column ``name`` (or of
+    another key column playing ``role``); a null key is refused."""
     if pa.types.is_string_view(keys.type) or pa.types.is_binary_view(keys.type):  # compared as their plain kind
         import pyarrow.compute as pc
 
@@ -150,7 +183,7 @@ def prompt_runs(keys: pa.Array | pa.ChunkedArray, name: str) -> Runs:
     if keys.null_count:
         import pyarrow.compute as pc
 
-        raise RowError(pc.indices_nonzero(pc.is_null(keys))[0].as_py(), f"column {name!r} (prompt id) is null")
+        raise RowError(pc.indices_nonzero(pc.is_null(keys))[0].as_py(), f"column {name!r} ({role}) is null")
     return Runs.of(keys)
 
 
@@ -175,6 +208,53 @@ def index(runs: Runs | None, grouping: Grouping, rows: int, source: str) -> Grou
             raise InputError(f"{source}: {rows} rows is not a multiple of `num_generations` {grouping.num_generations}")
         return GroupIndex.blocks(rows, grouping.num_generations)
     return GroupIndex.whole(rows)
+
+
+def in_order(order_runs: Runs | None, grouping: Grouping) -> None:
+    """Blocks of ``num_generations`` rows are taken in file order: where the input numbers its
+    samples (:attr:`~grpo_cli.plan.Grouping.order`), a row whose number goes down (a dump in
+    another order than the trainer's) is refused."""
+    if order_runs is None or len(order_runs.keys) < 2:
+        return
+    keys = np.asarray(order_runs.keys)
+    down = np.flatnonzero(keys[1:] < keys[:-1])
+    if len(down):
+        j = int(down[0]) + 1
+        raise RowError(
+            int(order_runs.starts[j]),
+            f"column {grouping.order!r} goes down here ({keys[j - 1]} then {keys[j]}): the blocks of `num_generations` rows follow the "
+            f"file's order, and {grouping.order!r} numbers the samples; sort the rows by {grouping.order!r}, or pass `prompt_col` the prompt's column",
+        )
+
+
+def batched(batch_runs: Runs | None, index: GroupIndex, grouping: Grouping, source: Source) -> tuple[GroupIndex, Batches | None]:
+    """The batches (``batch_runs``: of the batch column; else, with ``grouping.by_file``, the
+    input files) and the groups: ``index``, or without an id or a group size, one group per
+    batch. A group that spans two batches is refused at its first row there."""
+    if batch_runs is not None:
+        b = batch_runs.index()
+        found = Batches(b, [batch_runs.key_at(int(row)) for row in b.first], grouping.by)
+    elif grouping.by_file:
+        has = source.row_counts > 0
+        first = (np.cumsum(source.row_counts) - source.row_counts)[has]
+        found = Batches(GroupIndex(first.astype(np.int64), index.rows), [part.name for part, kept in zip(source.parts, has) if kept], None)
+    else:
+        return index, None
+    if grouping.prompt is None and grouping.num_generations is None:
+        return found.index, found
+    spans = found.spanning(index)
+    if len(spans):
+        row = int(spans[0])
+        first = found.values[found.index.codes[index.first[index.codes[row]]]]
+        here = found.values[found.index.codes[row]]
+        where = f"values {shortened(first)!r} and {shortened(here)!r} of `by` column {grouping.by!r}" if grouping.by else f"files {first} and {here}"
+        fix = (
+            f"key the groups by both (`prompt_col` {grouping.by!r} and {grouping.prompt!r}), or pass `by` none to merge the batches"
+            if grouping.by and grouping.prompt
+            else f"pass {'`by` none' if grouping.by else 'no `by_file`'} to make the input one batch"
+        )
+        raise RowError(row, f"its group spans two batches ({where}): {fix}")
+    return index, found
 
 
 def advantage_window(inputs: RowInputs, index: GroupIndex, config) -> tuple[np.ndarray, GroupSummary]:

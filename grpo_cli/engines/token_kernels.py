@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import RowError
-from ..estimators import Steps, Whitening, lookup
+from ..estimators import BatchWhitening, Steps, Whitening, lookup
 from ..estimators.returns import reinforce
 from ..numerics import units
 from ..schema import arrow_array
@@ -87,12 +87,14 @@ def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
     return {"count": n, "mean": mean * u, "m2": reduce_rows(d * d, n), "unit": u, "min": lo, "max": hi}
 
 
-def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, w: Whitening) -> Written:
+def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, w: Whitening | BatchWhitening) -> Written:
     """The token advantage (whitened, ``(A - mu) / s``; named ``plan.advantage_name``) and
     ``token_return`` list columns of a batch: one entry per list entry, 0 where masked or unscorable."""
-    data, _, valid, a, returns = token_estimates(batch, plan, r[first_row : first_row + batch.num_rows])
+    data, s, valid, a, returns = token_estimates(batch, plan, r[first_row : first_row + batch.num_rows])
     offsets = arrow_array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
     out = {}
+    if isinstance(w, BatchWhitening):
+        w = w.tokens(first_row, s.lengths)
     for name, values in ((plan.advantage_name, w(a)), ("token_return", returns)):
         flat = np.zeros(len(valid))
         flat[valid] = values

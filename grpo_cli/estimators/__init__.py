@@ -12,17 +12,19 @@ import numpy as np
 from ..errors import RowError, present
 from ..numerics import units
 from ..plugins import import_registering
-from .groups import GroupIndex, Groups, Runs, group_index
+from .groups import Batches, GroupIndex, Groups, Runs, group_index
 from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
 from .returns import Steps
 from .rewards import RowInputs, row_inputs, weights
 from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
-from .whiten import Whitening, pooled, whitened, whitening
+from .whiten import BatchWhitening, Whitening, pooled, whitened, whitening
 
 import_registering(__name__, __path__[0], "@estimator(", ESTIMATORS)
 
 __all__ = [
+    "Batches",
+    "BatchWhitening",
     "ESTIMATORS",
     "SCALES",
     "SINGLETONS",

@@ -18,6 +18,7 @@ disjoint sets of groups (windows, or files whose groups do not span files) conca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -92,8 +93,8 @@ class GroupIndex:
         start, stop = int(self.first[lo]), int(self.first[hi]) if hi < self.count else self.rows
         return slice(start, stop), GroupIndex(self.first[lo:hi] - start, stop - start)
 
-    def subset(self, keep: np.ndarray) -> "GroupIndex":
-        """The index of the rows where ``keep`` (a bool per row); groups left empty vanish.
+    def subset(self, keep: np.ndarray | slice) -> "GroupIndex":
+        """The index of the rows ``keep`` (a bool per row, or the rows, ascending); groups left empty vanish.
 
         >>> GroupIndex.blocks(6, 2).subset(np.array([1, 1, 0, 0, 0, 1], bool)).codes.tolist()
         [0, 0, 1]
@@ -111,6 +112,34 @@ class GroupIndex:
         cuts = np.searchsorted(self.first, np.arange(0, self.rows, rows), side="left")  # ascending; repeats give empty ranges
         bounds = [*cuts.tolist(), self.count]
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if lo < hi]
+
+
+@dataclass(frozen=True)
+class Batches:
+    """Rows in batches, as a trainer saw them (its steps): ``index`` numbers each row's batch
+    (in order of first appearance), ``values`` names each batch (the batch column's value, or
+    the input file), ``column`` is the batch column (``None``: a batch per input file).
+
+    >>> b = Batches(group_index(pa.array([1, 1, 2, 1])), [1, 2], "step"); [r.tolist() for r in b.rows()]
+    [[0, 1, 3], [2]]
+    """
+
+    index: GroupIndex
+    values: list
+    column: str | None
+
+    def rows(self) -> Sequence[slice | np.ndarray]:
+        """Each batch's rows, ascending: a slice each when every batch is contiguous."""
+        if self.index.contiguous:
+            bounds = [*self.index.first.tolist(), self.index.rows]
+            return [slice(lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+        return list(np.split(np.argsort(self.index.codes, kind="stable"), np.cumsum(self.index.sizes)[:-1]))
+
+    def spanning(self, groups: GroupIndex) -> np.ndarray:
+        """The rows whose batch differs from their group's first row's: the rows of groups
+        that span two batches (none when every group lies in one)."""
+        b = self.index.codes
+        return np.flatnonzero(b != b[groups.first][groups.codes])
 
 
 PREFIX_RUNS = 1 << 16

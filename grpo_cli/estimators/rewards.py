@@ -15,6 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import RowError
+from .groups import Batches
 from .registry import lookup
 
 
@@ -30,8 +31,10 @@ class RowInputs:
     length: np.ndarray | None = None
     baseline: np.ndarray | None = None
     unscorable: np.ndarray | None = None  # the rows whose every reward is null, where known (else: where r is NaN)
+    batches: Batches | None = None  # the rows' batches (`by`): the batch-wide statistics are per batch
 
-    def rows(self, rows: slice) -> "RowInputs":
+    def rows(self, rows: slice | np.ndarray) -> "RowInputs":
+        """These ``rows`` (ascending), as one batch."""
         cut = lambda x: None if x is None else x[rows]  # noqa: E731
         return RowInputs(self.r[rows], cut(self.columns), cut(self.length), cut(self.baseline), cut(self.unscorable))
 

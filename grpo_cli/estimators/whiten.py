@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..numerics import unit
+from .groups import Batches
 
 # s / u from var, the variance in unit u (sigma^2 / u^2; u = 1 for ordinary values)
 EPS_AT = {
@@ -35,12 +36,25 @@ class Whitening:
     .. math:: A' = \\frac{A / u - \\mu / u}{s / u}
     """
 
-    mu: float  # the mean, in unit u
-    s: float  # the divisor, in unit u
-    u: float = 1.0
+    mu: float | np.ndarray  # the mean, in unit u (an array: each value's, :meth:`BatchWhitening.tokens`)
+    s: float | np.ndarray  # the divisor, in unit u
+    u: float | np.ndarray = 1.0
 
     def __call__(self, a: np.ndarray | float) -> np.ndarray | float:
-        return ((a if self.u == 1.0 else a / self.u) - self.mu) / self.s
+        return ((a if np.all(self.u == 1.0) else a / self.u) - self.mu) / self.s
+
+
+@dataclass(frozen=True)
+class BatchWhitening:
+    """A :class:`Whitening` per batch (`by`): row i's tokens are whitened by ``each[batch[i]]``."""
+
+    each: tuple[Whitening, ...]
+    batches: Batches
+
+    def tokens(self, first_row: int, lengths: np.ndarray) -> Whitening:
+        """The whitening of each token of the rows from ``first_row`` on, of ``lengths`` tokens each."""
+        k = np.repeat(self.batches.index.codes[first_row : first_row + len(lengths)], lengths)
+        return Whitening(*(np.array([getattr(w, name) for w in self.each])[k] for name in ("mu", "s", "u")))
 
 
 def whitening(count: np.ndarray, mean: np.ndarray, m2: np.ndarray, config, m2_unit: np.ndarray | None = None) -> Whitening:

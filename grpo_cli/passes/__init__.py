@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import replace
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, overload
 
@@ -24,11 +25,19 @@ from ..config import AdvantageConfig
 from ..engines import Engine, kernels
 from ..engines.base import labelled, row_labeller
 from ..errors import InputError
-from ..estimators import GroupIndex, Groups, RowInputs, Runs, Whitening, lookup, row_inputs, whitened_rows, whitening
+from ..estimators import Batches, BatchWhitening, GroupIndex, Groups, RowInputs, Runs, Whitening, lookup, row_inputs, whitened_rows, whitening
 from ..io import Source
 from ..numerics import round_decimals
 from ..parallel import ordered_map
-from ..summaries import GroupSummary, advantage_figures, described as described_chunks, token_advantage_figures
+from ..summaries import (
+    GroupSummary,
+    advantage_figures,
+    describe,
+    described as described_chunks,
+    reward_figures,
+    token_advantage_figures,
+    whitened_figures,
+)
 from .ahead import WINDOW_ROWS, WindowsAhead
 
 if TYPE_CHECKING:
@@ -104,8 +113,8 @@ def first_pass(
     kept if the ids' layout allowed it, else None."""
     paths = [column_path(source, name) for name in inputs.rewards] if inputs else []
     baseline = inputs.baseline if inputs else None
-    args = (grouping.key, paths, inputs.rewards if inputs else (), baseline)  # what kernels.rows_read takes
-    columns = list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), baseline) if c is not None))
+    args = (grouping.key, paths, inputs.rewards if inputs else (), baseline, grouping.by, grouping.order)  # what kernels.rows_read takes
+    columns = list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), baseline, grouping.by, grouping.order) if c is not None))
     label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
     if hold:
         held = labelled(label, engine.read_columns, source, columns)
@@ -120,13 +129,16 @@ def first_pass(
     with ahead or nullcontext():
         if not hold:
             read = _rows_read(engine, source, args, columns, read, ahead)
+        labelled(label, kernels.in_order, read.order_runs, grouping)
         index = labelled(label, kernels.index, read.runs, grouping, rows, source.name)
+        index, batches = labelled(label, kernels.batched, read.batch_runs, index, grouping, source)
         if inputs is None:
             return index, None, held, None
         assert config is not None  # given with the inputs
         steps = inputs.steps if lookup(config.estimator).level == "row" else None  # token level: in its own passes
         per_row = _row_steps(engine, source, grouping, steps, config) if steps is not None else {}
         found = labelled(label, lambda: row_inputs(read.rewards, list(inputs.rewards), config, baseline=read.baseline, **per_row))
+        found = replace(found, batches=batches)
         if len(found.r) and not found.scored.any():
             raise InputError(f"{source.name}: every row is unscorable (its rewards are all null)")
         return index, found, held, ahead.finish(index) if ahead else None
@@ -138,16 +150,25 @@ def _rows_read(
     """:func:`~grpo_cli.engines.kernels.rows_read` of every row, a batch at a time: the runs
     joined, the rewards laid in the arrays of ``into`` as the batches finish (each batch then
     told to ``ahead``)."""
-    key, runs = args[0], []
+    key, runs, batch_runs, order_runs = args[0], [], [], []
     prompt = key[-1] if isinstance(key, tuple) else key  # the column that names a row's group in messages
     for _, first_row, batch, found in engine.map_batches(source, kernels.rows_read, *args, columns=columns, prompt=prompt):
         runs.append(found.runs)
+        batch_runs.append(found.batch_runs)
+        order_runs.append(found.order_runs)
         into.rewards[first_row : first_row + batch.num_rows] = found.rewards
         if into.baseline is not None:
             into.baseline[first_row : first_row + batch.num_rows] = found.baseline
         if ahead:
             ahead.read(first_row, found.runs)
-    return kernels.RowsRead(Runs.joined(runs) if key is not None else None, into.rewards, into.baseline)
+    by, order = args[-2:]
+    return kernels.RowsRead(
+        Runs.joined(runs) if key is not None else None,
+        into.rewards,
+        into.baseline,
+        Runs.joined(batch_runs) if by is not None else None,
+        Runs.joined(order_runs) if order is not None else None,
+    )
 
 
 def column_path(source: Source, name: str) -> tuple[str, ...]:
@@ -174,11 +195,18 @@ def advantages(
     Contiguous groups of a group-local estimator are computed a window of whole groups
     (about :data:`~.ahead.WINDOW_ROWS` rows) at a time on the engine's threads: each window
     stays in cache, and its sums are the same as over the whole input, so the result is
-    bit-identical. File-wide statistics (``scale='batch'``) need every reward at once.
+    bit-identical. File-wide statistics (``scale='batch'``, whitening) need every reward at
+    once: of each batch, when the rows are in batches (``inputs.batches``, `by`).
     """
     label = row_labeller(source, grouping.prompt)
+    batches = inputs.batches.rows() if inputs.batches is not None and (not _windowed(config) or config.whiten) else None
     if ahead is not None:
         out, summary = ahead
+    elif not _windowed(config) and batches is not None:
+        out, summary = np.empty_like(inputs.r), GroupSummary()
+        for rows in batches:
+            out[rows], part = labelled(_in_batch(label, rows), kernels.advantage_window, inputs.rows(rows), g.subset(rows), config)
+            summary = summary.merge(part)
     elif not g.contiguous or not _windowed(config):
         out, summary = labelled(label, kernels.advantage_window, inputs, g, config)
     else:
@@ -190,7 +218,16 @@ def advantages(
             return summary
 
         summary = reduce(GroupSummary.merge, ordered_map(fill, g.windows(WINDOW_ROWS), engine.workers), GroupSummary())
-    return whitened_rows(out, inputs, config), summary
+    if batches is None:
+        return whitened_rows(out, inputs, config), summary
+    for rows in batches:
+        out[rows] = whitened_rows(out[rows], inputs.rows(rows), config)
+    return out, summary
+
+
+def _in_batch(label: Callable[[int], str], rows: slice | np.ndarray) -> Callable[[int], str]:
+    """How errors name row ``row`` of the batch ``rows``: as ``label`` names it among all."""
+    return lambda row: label((rows.start or 0) + row if isinstance(rows, slice) else int(rows[row]))
 
 
 def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict:
@@ -208,6 +245,7 @@ def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict
                 group_summary, plan.grouping.described, rewards.result(), described(engine, adv, histogram=True), plan.estimator, len(adv)
             )
         )
+        by = pool.submit(batch_figures, engine, index, inputs, lambda _, rows: {"advantage": describe(*described(engine, adv[rows]))})
         if plan.output.targets:
             written = adv if plan.round_digits is None else round_decimals(adv, plan.round_digits)
             engine.write_pass(
@@ -220,7 +258,7 @@ def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict
                 prompt=plan.grouping.prompt,
                 held=held,
             )
-        return figures.result()
+        return {**figures.result(), **by.result()}
 
 
 def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, index: GroupIndex, inputs: RowInputs) -> dict:
@@ -238,11 +276,12 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
         r = np.where(inputs.scored, advantages(engine, source, plan.grouping, index, inputs, config)[0], np.nan)
     parts = results(engine, source, token_kernels.token_moments, plan, r, columns=columns, prompt=prompt)
     moments = joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
-    w = whitening(moments["count"], moments["mean"], moments["m2"], config, moments["unit"]) if config.whiten else Whitening(0.0, 1.0)
+    w = _token_whitening(moments, config, inputs.batches)
     groups = Groups(inputs.r, index)
     figures = token_advantage_figures(
         GroupSummary.of(groups.subset(inputs.scored)), plan.grouping.described, described(engine, scored(inputs)), len(inputs.r), moments, w, config
     )
+    figures |= batch_figures(engine, index, inputs, lambda k, rows: _token_figures(moments, w, k, rows))
     if plan.output.targets:
         engine.write_pass(
             source,
@@ -256,6 +295,39 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
             prompt=prompt,
         )
     return figures
+
+
+def _token_whitening(moments: dict[str, np.ndarray], config: AdvantageConfig, batches: Batches | None) -> Whitening | BatchWhitening:
+    """The whitening of the token advantages (none without ``config.whiten``): over every
+    valid token of the input, or of each batch."""
+    if not config.whiten:
+        return Whitening(0.0, 1.0)
+    count, mean, m2, u = (moments[k] for k in ("count", "mean", "m2", "unit"))
+    if batches is None or batches.index.count == 1:
+        return whitening(count, mean, m2, config, u)
+    return BatchWhitening(tuple(whitening(count[rows], mean[rows], m2[rows], config, u[rows]) for rows in batches.rows()), batches)
+
+
+def _token_figures(moments: dict[str, np.ndarray], w: Whitening | BatchWhitening, k: int, rows: slice | np.ndarray) -> dict:
+    """Batch ``k``'s whitened token advantages described (its ``rows``)."""
+    figures = whitened_figures({name: values[rows] for name, values in moments.items()}, w.each[k] if isinstance(w, BatchWhitening) else w)
+    return {"tokens": figures.pop("tokens"), "advantage": figures}
+
+
+def batch_figures(engine: Engine, g: GroupIndex, inputs: RowInputs, advantages: Callable[[int, slice | np.ndarray], dict]) -> dict:
+    """With batches (`by`), ``by``: each batch's figures, as the whole input's are (its value
+    as ``batch``, and what ``advantages`` says of batch k's rows); else nothing."""
+    b = inputs.batches
+    if b is None:
+        return {}
+    each = []
+    for k, (value, rows) in enumerate(zip(b.values, b.rows())):
+        batch = inputs.rows(rows)
+        groups = GroupSummary.of(Groups(batch.r, g.subset(rows)).subset(batch.scored))
+        figures = reward_figures(groups, "", described(engine, scored(batch)), len(batch.r))
+        del figures["grouped_by"]
+        each.append({"batch": value if isinstance(value, (int, float, str)) else str(value)} | figures | advantages(k, rows))
+    return {"by": {"column": b.column, "batches": each}}
 
 
 def _windowed(config: AdvantageConfig) -> bool:

@@ -375,8 +375,9 @@ def bits(column: pa.ChunkedArray) -> list:
 @given(tables())
 def test_parquet_jsonl_parquet_round_trip_is_bit_exact(tmp_path, table):
     pq.write_table(table, tmp_path / "a.parquet")
-    advantages_file(str(tmp_path / "a.parquet"), str(tmp_path / "b.jsonl"), prompt_col="prompt_id")  # (its ids may all differ)
-    advantages_file(str(tmp_path / "b.jsonl"), str(tmp_path / "c.parquet"), prompt_col="prompt_id")
+    # its ids may all differ; its `step` holds any integer, not a trainer's step (by: none)
+    advantages_file(str(tmp_path / "a.parquet"), str(tmp_path / "b.jsonl"), prompt_col="prompt_id", by="none")
+    advantages_file(str(tmp_path / "b.jsonl"), str(tmp_path / "c.parquet"), prompt_col="prompt_id", by="none")
     once = pq.read_table(tmp_path / "c.parquet")
     assert once.column_names == table.column_names + ["advantage"]
     back = once.select(table.column_names).cast(table.schema)
@@ -384,7 +385,7 @@ def test_parquet_jsonl_parquet_round_trip_is_bit_exact(tmp_path, table):
         assert bits(back[name]) == bits(table[name]), name
     assert pq.read_table(tmp_path / "a.parquet").equals(table)  # the input is untouched
     # the JSONL file computes the very numbers the parquet does
-    advantages_file(str(tmp_path / "a.parquet"), str(tmp_path / "d.parquet"), prompt_col="prompt_id")
+    advantages_file(str(tmp_path / "a.parquet"), str(tmp_path / "d.parquet"), prompt_col="prompt_id", by="none")
     assert bits(once["advantage"]) == bits(pq.read_table(tmp_path / "d.parquet")["advantage"])
 
 
