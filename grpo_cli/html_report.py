@@ -214,23 +214,31 @@ def _rewards(f: dict) -> str:
     )
     by = f.get("by")
     if by:
-        x = list(range(len(by["values"])))
+        batches = by["batches"]
+        x, name = list(range(len(batches))), _batch_name(by["column"])
+        q = {k: [b["reward_quantiles"][k] for b in batches] for k in ("q10", "q25", "q50", "q75", "q90")}
         fig, (top, bottom) = _axes(5.6, 4.2, rows=2)
-        top.fill_between(x, _nan(by["q10"]), _nan(by["q90"]), alpha=0.2, label="q10-q90")
-        top.fill_between(x, _nan(by["q25"]), _nan(by["q75"]), alpha=0.3, label="q25-q75")
-        top.plot(x, by["mean"], label="mean")
-        top.plot(x, _nan(by["q50"]), linestyle="--", label="median")
+        top.fill_between(x, _nan(q["q10"]), _nan(q["q90"]), alpha=0.2, label="q10-q90")
+        top.fill_between(x, _nan(q["q25"]), _nan(q["q75"]), alpha=0.3, label="q25-q75")
+        top.plot(x, _nan([b["reward"]["mean"] for b in batches]), label="mean")
+        top.plot(x, _nan(q["q50"]), linestyle="--", label="median")
         top.set(ylabel="reward")
         top.legend(fontsize=7)
-        bottom.plot(x, by["zero_variance_share"], marker=".")
-        bottom.set(ylabel="zero-variance share", xlabel=str(by["column"]))
-        _value_ticks(bottom, by["values"])
-        header = [str(by["column"]), "rows", "mean", "q10", "q25", "q50", "q75", "q90", "groups", "zero-variance share"]
-        rows = [[v, *(by[k][n] for k in header[1:-1]), by["zero_variance_share"][n]] for n, v in enumerate(by["values"])]
-        out += f"<h3>per {html.escape(str(by['column']))}</h3>" + _row(
-            _figure(fig, f"reward and zero-variance groups per {by['column']}"), table(header, rows)
-        )
+        bottom.plot(x, [b["zero_variance_groups"]["share"] for b in batches], marker=".")
+        bottom.set(ylabel="zero-variance share", xlabel=name)
+        _value_ticks(bottom, [b["batch"] for b in batches])
+        header = [name, "rows", "mean", *q, "groups", "zero-variance share"]
+        rows = [
+            [b["batch"], b["rows"], b["reward"]["mean"], *(q[k][n] for k in q), b["groups"], b["zero_variance_groups"]["share"]]
+            for n, b in enumerate(batches)
+        ]
+        out += f"<h3>per {html.escape(name)}</h3>" + _row(_figure(fig, f"reward and zero-variance groups per {name}"), table(header, rows))
     return out
+
+
+def _batch_name(column: str | None) -> str:
+    """What a batch is: the batch column's name, or an input file."""
+    return "input file" if column is None else column
 
 
 def _nan(values: list) -> list[float]:
@@ -342,15 +350,15 @@ def _objective(f: dict) -> str:
     by = f.get("clip_frac_by")
     if by:
         fig, ax = _axes()
-        x = list(range(len(by["values"])))
-        for name, shares in by["clip_frac"].items():
-            ax.plot(x, shares, marker=".", label=name)
-        ax.set(xlabel=str(by["column"]), ylabel="clip fraction")
+        x, name = list(range(len(by["batches"]))), _batch_name(by["column"])
+        for flag, shares in by["clip_frac"].items():
+            ax.plot(x, shares, marker=".", label=flag)
+        ax.set(xlabel=name, ylabel="clip fraction")
         ax.legend(fontsize=7)
-        _value_ticks(ax, by["values"])
-        names = list(by["clip_frac"])
-        rows = [[v, by["tokens"][n], *(by["clip_frac"][name][n] for name in names)] for n, v in enumerate(by["values"])]
-        out += f"<h3>clip fraction per {html.escape(str(by['column']))}</h3>" + _row(
-            _figure(fig, f"clip fraction per {by['column']}"), table([str(by["column"]), "tokens", *names], rows)
+        _value_ticks(ax, by["batches"])
+        flags = list(by["clip_frac"])
+        rows = [[v, by["tokens"][n], *(by["clip_frac"][flag][n] for flag in flags)] for n, v in enumerate(by["batches"])]
+        out += f"<h3>clip fraction per {html.escape(name)}</h3>" + _row(
+            _figure(fig, f"clip fraction per {name}"), table([name, "tokens", *flags], rows)
         )
     return out

@@ -14,11 +14,11 @@ import numpy as np
 import pyarrow as pa
 
 from .. import options as o
-from .. import passes
+from .. import passes, schema
 from ..config import AdvantageConfig
 from ..engines import Engine
-from ..errors import ColumnNotFoundError, InputError, UsageError
-from ..estimators import Groups
+from ..errors import UsageError
+from ..estimators import Batches
 from ..files import _with_plan, file_function
 from ..io import Source, Staged
 from ..mismatch import bucket
@@ -34,18 +34,12 @@ from .objective import ObjectivePlan, batch_terms, plan_objective
 __all__ = ["EXAMPLES", "OPTIONS", "report_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
 ESTIMATORS = "grpo,rloo"  # the advantages section's estimators unless --estimators says
-QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)  # of the rewards per value of --by (nearest rank, as `grpo inspect`'s lengths)
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)  # of each batch's rewards (nearest rank, as `grpo inspect`'s lengths)
 
 OPTIONS = (
     o.PRESET,
     *o.INPUTS,
     *o.GROUPING,
-    o.option(
-        "by",
-        str,
-        "Show the rewards, the zero-variance groups and the clip fraction per value of this column (a training step: --by step).",
-        o.COLUMNS,
-    ),
     o.REWARD_COL,
     o.MASK_COL,
     o.NEW_COL,
@@ -80,14 +74,13 @@ def render(figures: dict, console) -> None:
 class ReportPlan:
     """`grpo report`: the plans of the commands whose figures it shows (``None``: the input
     lacks what that section needs), run with one streaming pass over the token columns
-    (:func:`report_batch`), and the ``by`` column."""
+    (:func:`report_batch`); the batches (`by`) are those of `grpo inspect`'s grouping."""
 
     page: str
     inspect: InspectPlan
     compare: ComparePlan | None
     mismatch: MismatchPlan | None
     objective: ObjectivePlan | None
-    by: str | None
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Every section's figures on ``engine``, the page written with the other outputs."""
@@ -102,27 +95,25 @@ class ReportPlan:
         parts = passes.results(engine, source, report_batch, self, o_plan, computed, context, columns=columns, prompt=self.inspect.grouping.prompt)
         figures: dict = {"inspect": _with_plan(self.inspect.described(engine, source, [p["inspect"] for p in parts]), self.inspect)}
         lengths = np.concatenate([p["inspect"]["length"] for p in parts]) if self.inspect.steps else None
-        by = _by_codes(engine, source, self.by) if self.by is not None else None
-        rewards, points = self._rewards(engine, source, lengths, by)
+        rewards, points, batches = self._rewards(engine, source, lengths)
         figures.update(rewards)
         if self.mismatch is not None:
             figures["mismatch"] = _with_plan(self.mismatch.summarized(source, [p["mismatch"] for p in parts]), self.mismatch)
         if o_plan is not None:
             figures["objective"] = _with_plan(o_plan.summarized([p["objective"] for p in parts]), o_plan)
-            figures.update(self._ratios(o_plan, parts, by))
+            figures.update(self._ratios(o_plan, parts, batches))
         shown = sections(figures)
         drawing.join()
         Staged(self.page, engine.outputs).write_text(page(figures, source.name, points))
         return {"page": self.page, "sections": shown, **figures}
 
-    def _rewards(
-        self, engine: Engine, source: Source, lengths: np.ndarray | None, by: tuple[list, np.ndarray] | None
-    ) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
-        """`grpo compare`'s figures and each estimator's histogram; the rewards per value of
-        ``by`` (its values, and each row's among them) and against the response length (and
-        the scored rows' lengths and rewards, the points drawn: rows, not figures)."""
+    def _rewards(self, engine: Engine, source: Source, lengths: np.ndarray | None) -> tuple[dict, tuple | None, Batches | None]:
+        """`grpo compare`'s figures and each estimator's histogram; each batch's rewards
+        (`grpo advantages`'s figures of a batch, and quantiles) and the rewards against the
+        response length; the scored rows' lengths and rewards (the points drawn: rows, not
+        figures); the batches."""
         if self.compare is None:
-            return {}, None
+            return {}, None, None
         index, _, columns = self.compare.advantages(engine, source)
         figures: dict = {
             "compare": _with_plan(self.compare.summarized(source, index, columns), self.compare),
@@ -131,33 +122,30 @@ class ReportPlan:
             },
         }
         inputs = self.inspect.inputs
-        if by is None and lengths is None or inputs is None:
-            return figures, None
+        if not self.inspect.grouping.batched and lengths is None or inputs is None:
+            return figures, None, None
         index, rows, _, _ = passes.first_pass(engine, source, self.inspect.grouping, inputs, self.inspect.estimator)
         points = None
         if lengths is not None:
             points = (lengths[rows.scored], rows.r[rows.scored])
             figures["reward_by_length"] = reward_by_length(points[1], points[0])
-        if by is not None:
-            values, codes = by
-            groups = Groups(rows.r, index).subset(rows.scored)
-            figures["by"] = {"column": self.by, "values": values, **rewards_by(rows.r[rows.scored], codes[rows.scored], groups, len(values))}
-        return figures, points
+        figures |= passes.batch_figures(engine, index, rows, lambda _, batch: reward_quantiles(passes.scored(rows.rows(batch))))
+        return figures, points, rows.batches
 
-    def _ratios(self, o_plan: ObjectivePlan, parts: list[dict], by: tuple[list, np.ndarray] | None) -> dict:
-        """The distribution of each row's mean ratio, and the clip fraction per value of ``by``."""
+    def _ratios(self, o_plan: ObjectivePlan, parts: list[dict], batches: Batches | None) -> dict:
+        """The distribution of each row's mean ratio, and each batch's clip fraction."""
         n = np.concatenate([p["n_tokens"] for p in parts])
         ratio = np.concatenate([p["ratio_sum"] for p in parts])[n > 0] / n[n > 0]
         figures: dict = {"ratio_histogram": histogram(*described(ratio, histogram=True)) if len(ratio) else None}
-        if by is not None:
-            values, codes = by
+        if batches is not None:
+            values, codes = batches.values, batches.index.codes
             tokens = np.bincount(codes, weights=n, minlength=len(values))
             flags = {
                 name: np.bincount(codes, weights=np.concatenate([p["flags"][name] for p in parts]), minlength=len(values))
                 for name in (flag.name for flag in LOSSES[o_plan.config.loss].flags)
             }
             clip = {name: np.divide(f, tokens, out=np.zeros_like(f), where=tokens > 0).tolist() for name, f in flags.items()}
-            figures["clip_frac_by"] = {"column": self.by, "values": values, "tokens": tokens.astype(np.int64).tolist(), "clip_frac": clip}
+            figures["clip_frac_by"] = {"column": batches.column, "batches": values, "tokens": tokens.astype(np.int64).tolist(), "clip_frac": clip}
         return figures
 
     @property
@@ -165,46 +153,14 @@ class ReportPlan:
         return {}
 
 
-def _by_codes(engine: Engine, source: Source, column: str) -> tuple[list, np.ndarray]:
-    """The distinct values of ``column`` in order, and each row's position among them."""
-    found = engine.read_columns(source, [column]).column(column)
-    if pa.types.is_nested(found.type):
-        raise UsageError(f"`by` column {column!r} holds {found.type}; it takes a column of one value per row (a step, an epoch)")
-    if found.null_count:
-        raise InputError(f"{source.name}: `by` column {column!r} has {found.null_count} null values; every row needs one")
-    values, codes = np.unique(found.to_numpy(zero_copy_only=False), return_inverse=True)
-    return values.tolist(), codes.reshape(-1)
+def reward_quantiles(r: np.ndarray) -> dict:
+    """:data:`QUANTILES` of rewards ``r`` (nearest rank; null without any).
 
-
-def rewards_by(r: np.ndarray, codes: np.ndarray, groups: Groups, count: int) -> dict:
-    """Per value (``codes``: each scored row's value, ``r``: its reward): rows, reward mean and
-    :data:`QUANTILES` (nearest rank), and the share of the groups starting there whose rewards
-    are all equal (the groups of ``groups``, `grpo inspect`'s zero-variance groups).
-
-    >>> from grpo_cli.estimators import GroupIndex
-    >>> g = Groups(np.array([1.0, 1.0, 0.0, 1.0]), GroupIndex.blocks(4, 2))
-    >>> f = rewards_by(g.r, np.array([0, 0, 1, 1]), g, 2); f["rows"], f["mean"], f["zero_variance_share"]
-    ([2, 2], [1.0, 0.5], [1.0, 0.0])
+    >>> reward_quantiles(np.array([0.0, 1.0, 1.0, 0.5]))
+    {'reward_quantiles': {'q10': 0.0, 'q25': 0.0, 'q50': 0.5, 'q75': 1.0, 'q90': 1.0}}
     """
-    rows = np.bincount(codes, minlength=count)
-    order = np.lexsort((r, codes))  # by value, then reward
-    starts = np.cumsum(rows) - rows
-    quantiles = {
-        f"q{round(q * 100)}": np.where(
-            rows > 0, r[order][starts + np.maximum(np.ceil(q * rows).astype(np.int64) - 1, 0).clip(max=np.maximum(rows - 1, 0))], np.nan
-        )
-        for q in QUANTILES
-    }
-    group_code = codes[groups.index.first]
-    per_value = np.bincount(group_code, minlength=count)
-    zero = np.bincount(group_code, weights=~groups.informative, minlength=count)
-    return {
-        "rows": rows.tolist(),
-        "mean": (np.bincount(codes, weights=r, minlength=count) / np.maximum(rows, 1)).tolist(),
-        **{k: [None if np.isnan(x) else float(x) for x in v] for k, v in quantiles.items()},
-        "groups": per_value.tolist(),
-        "zero_variance_share": np.divide(zero, per_value, out=np.zeros(count), where=per_value > 0).tolist(),
-    }
+    found = np.quantile(r, QUANTILES, method="inverted_cdf").tolist() if len(r) else [None] * len(QUANTILES)
+    return {"reward_quantiles": {f"q{round(q * 100)}": x for q, x in zip(QUANTILES, found)}}
 
 
 def reward_by_length(r: np.ndarray, lengths: np.ndarray) -> list[dict]:
@@ -228,10 +184,11 @@ def plan_report(
     *,
     config: AdvantageConfig | None = None,
     estimators: str | None = None,
-    by: str | None = None,
     prompt_col: str | list[str] | None = None,
     reward_col: str | list[str] | None = None,
     num_generations: int | None = None,
+    by: str | None = None,
+    by_file: bool = False,
     mask_col: str | None = None,
     logprobs_col: str | None = None,
     old_logprobs_col: str | None = None,
@@ -242,7 +199,8 @@ def plan_report(
 ) -> ReportPlan:
     """The plan of `grpo report` on ``source`` (see :func:`grpo_cli.report_file`): the plans of
     `grpo inspect`, and of `compare` (with rewards), `mismatch` (with old and rollout
-    log-probs) and `objective` (with new and old log-probs), made with the same options."""
+    log-probs) and `objective` (with new and old log-probs), made with the same options.
+    The batches (``by``, ``by_file``) are those of the commands that compute advantages."""
     from ..html_report import check_plotting
 
     check_plotting()
@@ -253,21 +211,24 @@ def plan_report(
     tokens: dict[str, Any] = dict(
         mask_col=mask_col, logprobs_col=logprobs_col, old_logprobs_col=old_logprobs_col, rollout_logprobs_col=rollout_logprobs_col
     )
+    batches: dict[str, Any] = dict(by=by, by_file=by_file)
     looked = plan_inspect(
-        source, config=config, reward_col=reward_col, ref_logprobs_col=ref_logprobs_col, advantage_col=advantage_col, **columns, **tokens
+        source, config=config, reward_col=reward_col, ref_logprobs_col=ref_logprobs_col, advantage_col=advantage_col, **columns, **batches, **tokens
     )
     roles = {role: r["column"] for role, r in looked.roles.items()}
-    if by is not None and by not in source.schema.names:
-        raise ColumnNotFoundError(f"{source.name}: no column {by!r} (`by`)")
-    if looked.inputs is None and estimators is not None:
-        raise UsageError("`estimators` are compared on the rewards, and the input has no reward column; pass `reward_col`, or drop `estimators`")
-    compared = plan_compare(source, estimators=estimators or ESTIMATORS, config=config, reward_col=reward_col, **columns) if looked.inputs else None
+    if looked.inputs is None:
+        for option, value in (("estimators", estimators), ("by", by not in (None, schema.NO_COLUMN) or None), ("by_file", by_file or None)):
+            if value is not None:
+                raise UsageError(f"`{option}` applies to the rewards, and the input has no reward column; pass `reward_col`, or drop `{option}`")
+    compared = None
+    if looked.inputs is not None:
+        compared = plan_compare(source, estimators=estimators or ESTIMATORS, config=config, reward_col=reward_col, **columns, **batches)
     mismatched = None
     if roles["old"] is not None and roles["rollout"] is not None and roles["old"] != roles["rollout"]:
         mismatched = plan_mismatch(source, old_logprobs_col=roles["old"], rollout_logprobs_col=roles["rollout"], mask_col=mask_col, **columns)
     objectived = None
-    if roles["new"] is not None and roles["old"] is not None:
-        rewards: dict[str, Any] = {} if roles["advantage"] is not None else {"reward_col": reward_col}
+    if roles["new"] is not None and roles["old"] is not None and (roles["advantage"] is not None or looked.inputs is not None):
+        rewards: dict[str, Any] = {} if roles["advantage"] is not None else {"reward_col": reward_col, **batches}
         objectived = plan_objective(
             source,
             config=ObjectiveConfig(preset=config.preset),
@@ -277,11 +238,7 @@ def plan_report(
             **columns,
             **tokens,
         )
-    if by is not None and compared is None and objectived is None:
-        raise UsageError(
-            "`by` shows the rewards and the clip fraction per value, and the input has neither rewards nor new and old log-probs; drop `by`"
-        )
-    return ReportPlan(output, looked, compared, mismatched, objectived, by)
+    return ReportPlan(output, looked, compared, mismatched, objectived)
 
 
 def report_batch(

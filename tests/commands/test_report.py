@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import compare_file, inspect_file, mismatch_file, objective_file, report_file
+from grpo_cli import advantages_file, compare_file, inspect_file, mismatch_file, objective_file, report_file
 from grpo_cli.summaries import described, histogram
 
 from ..conftest import SAMPLE, run_grpo
@@ -66,9 +66,9 @@ def stepped(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reported(stepped):
-    """The report of the stepped file, --by step, and its page."""
+    """The report of the stepped file (its step column is the batch column, as for every command) and its page."""
     page = Path(stepped).with_name("r.html")
-    return report_file(stepped, output=str(page), by="step", estimators="grpo,rloo,mean"), page.read_text()
+    return report_file(stepped, output=str(page), estimators="grpo,rloo,mean"), page.read_text()
 
 
 def test_every_section_is_the_commands_figures(stepped, reported):
@@ -82,26 +82,29 @@ def test_every_section_is_the_commands_figures(stepped, reported):
 
 
 def test_figures_do_not_depend_on_batch_size_or_threads(stepped, reported, tmp_path):
-    cut = report_file(stepped, output=str(tmp_path / "b.html"), by="step", estimators="grpo,rloo,mean", batch_rows=5, threads=1)
+    cut = report_file(stepped, output=str(tmp_path / "b.html"), estimators="grpo,rloo,mean", batch_rows=5, threads=1)
     assert {**cut, "page": None} == {**reported[0], "page": None}
     assert (tmp_path / "b.html").read_text() == reported[1]
 
 
 def test_per_step_figures_are_the_commands_on_each_steps_rows(stepped, reported, tmp_path):
+    """The step column is the batch column (`--by step`): each batch's rewards are `grpo
+    advantages`'s figures of that batch, its clip fraction `grpo objective`'s on its rows."""
     r = reported[0]
     by, clip = r["by"], r["clip_frac_by"]
+    assert by["column"] == clip["column"] == "step" and clip["batches"] == [b["batch"] for b in by["batches"]] == [1, 2, 3]
+    quantiles = [b["reward_quantiles"] for b in by["batches"]]
+    assert [{k: v for k, v in b.items() if k != "reward_quantiles"} for b in by["batches"]] == [
+        {k: v for k, v in b.items() if k != "advantage"} for b in advantages_file(stepped)["by"]["batches"]
+    ]
     table = pq.read_table(stepped)
-    assert by["values"] == clip["values"] == [1, 2, 3]
-    for n, step in enumerate(by["values"]):
-        part = str(tmp_path / f"step{step}.parquet")
-        pq.write_table(table.filter(pc.equal(table["step"], step)), part)
-        i, o = inspect_file(part), objective_file(part)
-        rewards = table.filter(pc.equal(table["step"], step))["reward"].to_numpy()
-        assert by["rows"][n] == i["rows"] and by["mean"][n] == pytest.approx(i["reward"]["mean"], rel=1e-15)
-        assert by["groups"][n] == i["groups"] and by["zero_variance_share"][n] == i["zero_variance_groups"]["share"] == 0.25
-        assert [by[f"q{q}"][n] for q in (10, 25, 50, 75, 90)] == np.quantile(rewards, [0.1, 0.25, 0.5, 0.75, 0.9], method="inverted_cdf").tolist()
-        assert clip["tokens"][n] == o["tokens"]
-        assert {name: shares[n] for name, shares in clip["clip_frac"].items()} == o["clip_frac"]
+    for n, step in enumerate(clip["batches"]):
+        rows = table.filter(pc.equal(table["step"], step))
+        assert list(quantiles[n].values()) == np.quantile(rows["reward"].to_numpy(), [0.1, 0.25, 0.5, 0.75, 0.9], method="inverted_cdf").tolist()
+        pq.write_table(rows, part := str(tmp_path / f"step{step}.parquet"))
+        o = objective_file(part)
+        assert clip["tokens"][n] == o["tokens"] and {name: shares[n] for name, shares in clip["clip_frac"].items()} == o["clip_frac"]
+    assert by["batches"][0]["zero_variance_groups"]["share"] == 0.25  # one group of four without signal in each step
 
 
 def test_histograms_are_those_of_the_commands_columns(stepped, reported, tmp_path):
@@ -163,37 +166,22 @@ def test_without_matplotlib_it_says_which_extra_to_install(stepped, tmp_path, mo
     "args, message",
     [
         ([], "Error: `grpo report` writes one HTML page; pass --output (-o report.html)"),
-        (["--by", "epoch", "-o", "r.html"], "Error: {path}: no column 'epoch' (--by)"),
         (["--estimators", "grpo", "-o", "r.html"], "Error: --estimators needs two or more to compare (found 'grpo')"),
-        (
-            ["--by", "old_logprobs", "-o", "r.html"],
-            "Error: --by column 'old_logprobs' holds list<element: double>; it takes a column of one value per row (a step, an epoch)",
-        ),
     ],
 )
 def test_errors(stepped, tmp_path, args, message):
     ran = run_grpo("report", stepped, *[str(tmp_path / a) if a == "r.html" else a for a in args], check=False)
-    assert ran.returncode != 0 and ran.stderr.decode().strip() == message.format(path=stepped)
+    assert ran.returncode != 0 and ran.stderr.decode().strip() == message
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (
-            ["--by", "x"],
-            "Error: --by shows the rewards and the clip fraction per value, and the input has neither rewards nor new and old log-probs; drop --by",
-        ),
-        (
-            ["--estimators", "grpo,rloo"],
-            "Error: --estimators are compared on the rewards, and the input has no reward column; pass --reward-col, or drop --estimators",
-        ),
-    ],
-)
-def test_an_option_the_input_cannot_use_is_refused(tmp_path, args, message):
+@pytest.mark.parametrize("option", [["--by", "x"], ["--by-file"], ["--estimators", "grpo,rloo"]])
+def test_an_option_the_input_cannot_use_is_refused(tmp_path, option):
     path = tmp_path / "x.parquet"
-    pq.write_table(pa.table({"x": [[1], [2]]}), path)
-    ran = run_grpo("report", str(path), *args, "-o", str(tmp_path / "r.html"), check=False)
-    assert ran.returncode == 2 and ran.stderr.decode().strip() == message
+    pq.write_table(pa.table({"x": [1, 2], "logprobs": [[-1.0], [-2.0]]}), path)
+    ran = run_grpo("report", str(path), *option, "-o", str(tmp_path / "r.html"), check=False)
+    flag = option[0]
+    assert ran.returncode == 2
+    assert ran.stderr.decode() == f"Error: {flag} applies to the rewards, and the input has no reward column; pass --reward-col, or drop {flag}\n"
 
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
@@ -225,7 +213,7 @@ def test_a_browser_renders_every_section(stepped, tmp_path, width):
     """Chromium opens the page at 1280 and 390 px: no script error, every section and image
     there, nothing wider than the window, and a screenshot that is not blank."""
     out = tmp_path / "r.html"
-    figures = report_file(stepped, output=str(out), by="step")
+    figures = report_file(stepped, output=str(out))
     probed = tmp_path / "probed.html"
     probed.write_text(out.read_text().replace("</head>", PROBE + "</head>"))
     dom = chromium(f"--window-size={width},900", "--dump-dom", probe_url := probed.as_uri()).stdout.decode()
