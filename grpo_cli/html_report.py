@@ -2,9 +2,11 @@
 
 Nothing here computes a figure: it draws and tabulates the numbers of
 :mod:`grpo_cli.commands.report` (those of `grpo inspect`, `compare`, `mismatch` and
-`objective`). Figures are drawn by matplotlib (Agg, imported here only) and embedded as SVG,
-or as PNG where they hold more than :data:`POINTS_AS_PNG` points; the page loads nothing
-else. Every text from the data (file, column and prompt names) is escaped.
+`objective`). Figures are drawn by matplotlib (imported here only) on its ``Figure`` directly,
+never through pyplot: PNG by Agg, SVG by its SVG backend, no GUI backend, and a notebook's
+backend and settings are left as they were. They are embedded as SVG, or as PNG where they
+hold more than :data:`POINTS_AS_PNG` points; the page loads nothing else. Every text from the
+data (file, column, prompt and batch names) is escaped, and drawn as plain text (no mathtext).
 """
 
 from __future__ import annotations
@@ -53,11 +55,8 @@ def check_plotting() -> None:
 def prepare() -> None:
     """Import matplotlib, its SVG and PNG backends and its fonts (the page's fixed cost): a run
     calls it on a thread of its own while its passes read."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     from matplotlib import font_manager
-    from matplotlib.backends import backend_svg  # noqa: F401
+    from matplotlib.backends import backend_agg, backend_svg  # noqa: F401
     from matplotlib.figure import Figure  # noqa: F401
 
     font_manager.findfont(font_manager.FontProperties())
@@ -82,7 +81,12 @@ def page(figures: dict, name: str, points: tuple[Any, Any] | None = None) -> str
     import matplotlib
 
     prepare()
-    matplotlib.rcParams.update({"svg.hashsalt": "grpo-report", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+    rc = {"svg.hashsalt": "grpo-report", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False, "text.parse_math": False}
+    with matplotlib.rc_context(rc):  # type: ignore[arg-type]  # matplotlib types its keys as literals
+        return _page(figures, name, points)
+
+
+def _page(figures: dict, name: str, points: tuple[Any, Any] | None) -> str:
     shown = sections(figures)
     draw: dict[str, Callable[[dict], str]] = {
         "file": _file,

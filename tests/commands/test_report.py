@@ -228,3 +228,16 @@ def test_a_browser_renders_every_section(stepped, tmp_path, width):
 
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[1] == width and pixels[..., :3].std() > 0.05, "the screenshot is blank"
+
+
+def test_batch_names_are_plain_text_and_the_callers_matplotlib_is_left_alone(tmp_path):
+    import matplotlib
+
+    path = tmp_path / "dollars.parquet"
+    steps = [s for s in ["$a", "b$$", "<d>"] for _ in range(4)]
+    pq.write_table(pa.table({"step": steps, "prompt_id": [f"p{i // 2}" for i in range(12)], "reward": [0.0, 1.0] * 6}), path)
+    before = (matplotlib.get_backend(), dict(matplotlib.rcParams))
+    r = report_file(str(path), output=str(tmp_path / "r.html"))
+    assert [b["batch"] for b in r["by"]["batches"]] == ["$a", "b$$", "<d>"]  # no mathtext error on the ticks
+    assert "<td>&lt;d&gt;</td>" in (tmp_path / "r.html").read_text()
+    assert (matplotlib.get_backend(), dict(matplotlib.rcParams)) == before
