@@ -166,6 +166,7 @@ def json_keys(value, skip=("group_sizes",)) -> set[str]:
     "command, args",
     [
         ("advantages", []),
+        ("advantages", ["--by", "prompt_id"]),
         ("objective", ["--beta", "0.04"]),
         ("objective", ["--is", "token", "--is-cap", "2", "--reject", "k3", "--reject-threshold", "1"]),
         ("mismatch", ["--is-mask", "0.5,2"]),

@@ -281,10 +281,12 @@ OPTIONS = [
     ["--overlong-buffer", "2", "--max-length", "8"],
     ["--truncated", "drop"],
     ["--top", "2"],
+    *(["--by", c] for c in ("none", "step")),
+    ["--by-file"],
 ]
 # each file with the options that read it as its docs page says, and those objective needs too
 FILES = {
-    VERL_ROLLOUT: ([["--prompt-col", "input"]], []),
+    VERL_ROLLOUT: ([["--prompt-col", "step", "--prompt-col", "input"]], []),
     VERL_ROLLOUT / "10.jsonl": ([["--prompt-col", "input"]], []),
     VERL_VALIDATION: ([["--prompt-col", "input"], ["--reward-col", "score"]], []),
     VERL_BATCH: ([], [["--logprobs-col", "old_log_probs"]]),

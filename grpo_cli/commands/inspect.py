@@ -190,6 +190,7 @@ def plan_inspect(
         "mask": mask_col,
         "advantage": advantage_col,
         "truncated": truncated_col,
+        "batch": None if by_file else by,
     }
     named = schema.given_columns(given)
     roles = {role: schema.explain_role(s, role, given[role], name, named) for role in given}
@@ -199,6 +200,8 @@ def plan_inspect(
         grouping = resolve_grouping(source, prompt_col, num_generations, required=False)
         roles["prompt"] = {"column": ", ".join(grouping.columns), "why": "given (a composite key)", "option": "prompt_col"}
     grouping = resolve_batches(source, grouping, by, by_file)
+    if by_file:
+        roles["batch"] = {"column": None, "why": "each input file is a batch", "option": "by_file"}
     if several:
         roles["reward"] = {"column": None, "why": "given", "option": "reward_col"}
     reward = reward_col if several else roles["reward"]["column"]
