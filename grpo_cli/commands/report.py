@@ -1,6 +1,6 @@
 """One self-contained HTML page of a rollout file: the file, rewards, advantages, response lengths, train/inference mismatch, objective diagnostics.
 
-Each section is shown where the input has what it needs, with its figure and the numbers behind it: those `grpo inspect`, `compare`, `mismatch` and `objective` compute on the same file (--summary-json gives every figure's numbers). It draws with matplotlib: pip install 'grpo-cli[report]'.
+Each section is shown where the input has what it needs, with its figure and the numbers behind it: those `grpo inspect`, `compare`, `mismatch` and `objective` compute on the same file (--summary-json gives every figure's numbers). It draws with matplotlib, grpo-cli's optional extra named report.
 """
 
 from __future__ import annotations
