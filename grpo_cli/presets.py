@@ -211,7 +211,8 @@ TRL_LOSSES: dict[str, dict] = {
     "gspo": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},  # importance_sampling_level sequence, loss_type dapo
     "gspo-token": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},
     "cispo": {"cispo_clip": "epsilon-high"},  # min(rho, epsilon_high), epsilon_high = epsilon unless given
-    "gmpo": {"epsilon": 0.4},  # experimental GMPOTrainer
+    # experimental GMPOTrainer: an empty row's weight is exp(0); its KL is a plain k3 (no use_bias_correction_kl)
+    "gmpo": {"epsilon": 0.4, "gmpo_empty": "advantage", "kl_weight": "none"},
 }
 TRL_SHIPS = {
     "estimator GRPOTrainer (scale_rewards group, batch, none)": "--estimator grpo --scale group|batch|none",
@@ -229,7 +230,7 @@ TRL_SHIPS = {
     "loss_type luspo (importance_sampling_level sequence)": "--loss gspo --agg seq-mean-token-sum",
     "importance_sampling_level sequence (GSPO)": "--loss gspo",
     "delta": "--delta DELTA",
-    "loss experimental GMPO": "--loss gmpo",
+    "loss experimental GMPO (a row without tokens adds its A)": "--loss gmpo",
     "vllm_importance_sampling_mode sequence_mask (on with vLLM)": "--is sequence_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_mask": "--is token_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_truncate": "--is token_truncate --is-cap 3",
@@ -237,7 +238,6 @@ TRL_SHIPS = {
     "vllm_importance_sampling_clip_min (truncate)": "--is-floor C_MIN",
 }
 TRL_MISSING = {
-    "loss experimental GMPO, a row without tokens": "TRL's GMPO adds -A for it; here it adds 0 (as verl's geo_mean)",
     "loss RLOOTrainer": "needs the ratio of the row's summed log-ratios and a per-row mean",
     "off_policy_mask_threshold": "needs a sign-aware sequence rejection against the new policy",
     "top_entropy_quantile": "needs an entropy column",
@@ -302,7 +302,19 @@ OPENRLHF = Preset(
         "whiten_eps": 1e-8,
         "advantage_clip": (-10.0, 10.0),  # reward clip_range, applied after the baseline
     },
-    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": 20.0, "empty_rows": "skip"},
+    # the KL loss (kl.use_loss): estimator k1 by default, each token's value clamped to [-10, 10]
+    # (models/utils.py:95-113), a token mean whatever the policy loss's aggregation (ppo_actor.py:318-338)
+    {
+        "loss": "ppo",
+        "epsilon": 0.2,
+        "dual_clip": None,
+        "agg": "token-mean",
+        "logratio_clamp": 20.0,
+        "empty_rows": "skip",
+        "kl": "k1",
+        "kl_clamp": 10.0,
+        "kl_agg": "token-mean",
+    },
     {
         "rloo": {"scale": "none"},
         # the KL is in the reward by default (init_coef 0.01, k1), per token for these
@@ -321,7 +333,7 @@ OPENRLHF = Preset(
         "dual_clip": "--dual-clip C",
         "policy_loss_type gspo": "--loss gspo",
         "loss_agg_mode seq-mean-token-mean": "--agg seq-mean-token-mean",
-        "kl use_loss": "--beta BETA --kl k1|k2|k3",
+        "kl use_loss (init_coef, estimator k1; clamped to [-10, 10], a token mean)": "--beta BETA --kl k1|k2|k3",
         "is_correction token, mask, ratio (IcePop)": "--is token --is-mask 0.5,5",
         "is_correction token, clip, ratio (TIS)": "--is token --is-cap 5 --is-floor 0.5",
         "is_correction seq, mask, ratio": "--reject k1 --reject-level sequence-sum --reject-threshold L,U --reject-counted",
@@ -334,7 +346,6 @@ OPENRLHF = Preset(
         "estimator gae and reinforce, masks with gaps": "a masked position inside a row is a zero-reward step; here it is skipped",
         "is_correction gating binary_kl, tv": "needs those gating statistics",
         "policy_loss_type gspo with is_correction": "the ratio is new / rollout: needs the bypass mode",
-        "kl use_loss aggregation": "the KL loss is always a token mean and clamped to [-10, 10]",
     },
 )
 
