@@ -68,6 +68,8 @@ VERL_ESTIMATORS = {
     "opo": {"singleton": "reward"},
     "reinforce-baseline": {"singleton": "reward"},  # mean 0 for a lone row: r, then whitened
     "passk": {"singleton": "error"},  # compute_grpo_passk_outcome_advantage refuses a group of one (ValueError)
+    # compute_remax_outcome_advantage: the reward-to-go of score - beta * kld (apply_kl_penalty), minus b
+    "remax": {"kl_at": "after-baseline"},
 }
 # kl_clamp: the KL loss's low_var_kl (k3, its default kl_loss_type) is clamped to [-10, 10]
 VERL_OBJECTIVE = {
@@ -91,6 +93,7 @@ VERL_SHIPS = {
     "estimator reinforce_plus_plus_baseline": "--estimator reinforce-baseline",
     "estimator reinforce_plus_plus": "--estimator reinforce --gamma G",
     "estimator remax": "--estimator remax",
+    "estimator remax with kl in reward (a per-token reward-to-go)": "--estimator remax --kl-in-reward BETA",
     "estimator gae": "--estimator gae --gamma G --lam L",
     "kl in reward (kl_penalty kl)": "--kl-in-reward BETA --kl k1",
     "loss vanilla": "--loss ppo",
@@ -112,7 +115,6 @@ VERL_SHIPS = {
 }
 VERL_MISSING = {
     "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
-    "estimator remax with kl in reward": "verl subtracts the KL as a per-token reward-to-go; --kl-in-reward subtracts the row's sum from every token",
     "kl loss kl, abs, mse with --preset's clamp": "the preset clamps the KL loss to [-10, 10] as verl's low_var_kl; verl does not clamp its other estimators",
     "micro-batches": "verl's means are over its (mini-)batch; here the input is one batch",
 }
@@ -351,7 +353,9 @@ OPENRLHF = Preset(
 
 # Twinkle ---------------------------------------------------------------------------------
 
-TWINKLE_ADVANTAGE = {"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-8, "singleton": "reward"}
+# num_generations 1 (every group one row): the batch is the baseline (advantage/grpo.py:48-55)
+TWINKLE_ADVANTAGE = {"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-8, "singleton": "batch"}
+TWINKLE_ESTIMATORS: dict[str, dict] = {"rloo": {"singleton": "error"}}  # RLOOAdvantage refuses num_generations <= 1 (rloo.py:45-48)
 TWINKLE_OBJECTIVE = {
     "loss": "ppo",
     "epsilon": 0.2,
@@ -370,6 +374,7 @@ TWINKLE_LOSSES: dict[str, dict] = {
 TWINKLE_SHIPS = {
     "estimator GRPOAdvantage (scale group, batch, none)": "--estimator grpo --scale group|batch|none",
     "estimator RLOOAdvantage (scale group, batch, none)": "--estimator rloo --scale group|batch|none",
+    "estimator GRPOAdvantage num_generations 1 (group: r; batch, none: the batch mean as baseline)": "--estimator grpo --scale group|batch|none",
     "loss grpo": "--loss ppo",
     "loss gspo": "--loss gspo",
     "loss sapo": "--loss sapo",
@@ -379,7 +384,6 @@ TWINKLE_SHIPS = {
     "beta (KL, k3)": "--beta BETA",
 }
 TWINKLE_MISSING = {
-    "estimator GRPOAdvantage num_generations 1, scale batch or none": "the baseline is the batch's mean reward: needs a batch-mean baseline",
     "micro-batches": "a step averages the micro-batches' losses; here the input is one batch",
 }
 
@@ -392,7 +396,7 @@ TWINKLE = Preset(
     "advantage/grpo.py, advantage/rloo.py, advantage/gae.py, loss/grpo.py",
     TWINKLE_ADVANTAGE,
     TWINKLE_OBJECTIVE,
-    {"gae": {"lam": 0.95, "whiten_std": "population", "whiten_eps_at": "std", "whiten_eps": 1e-8}},
+    {**TWINKLE_ESTIMATORS, "gae": {"lam": 0.95, "whiten_std": "population", "whiten_eps_at": "std", "whiten_eps": 1e-8}},
     TWINKLE_LOSSES,
     ships={
         **TWINKLE_SHIPS,
@@ -412,7 +416,7 @@ TWINKLE_01 = Preset(
     "advantage/grpo.py, advantage/rloo.py, loss/grpo.py",
     TWINKLE_ADVANTAGE,
     TWINKLE_OBJECTIVE,
-    {},
+    TWINKLE_ESTIMATORS,
     TWINKLE_LOSSES,
     ships=TWINKLE_SHIPS,
     missing={**TWINKLE_MISSING, "a row without tokens, advantages per row": "Twinkle 0.1 fails (RuntimeError); per-token advantages count it as 0"},
