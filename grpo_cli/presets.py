@@ -340,13 +340,15 @@ OPENRLHF = Preset(
         "is_correction token, clip, ratio (TIS)": "--is token --is-cap 5 --is-floor 0.5",
         "is_correction seq, mask, ratio": "--reject k1 --reject-level sequence-sum --reject-threshold L,U --reject-counted",
         "estimator flash_reinforce": "--estimator flash-reinforce",
+        "is_correction token, mask, binary_kl or tv [0, DELTA]": "--is token --reject binary_kl|tv --reject-threshold DELTA --reject-counted",
+        "is_correction seq, mask, binary_kl or tv [0, DELTA] (FlashREINFORCE)": "--is token --reject binary_kl|tv --reject-level sequence-mean "
+        "--reject-threshold DELTA --reject-counted",
         "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline (init_kl_coef 0.01)": "--kl-in-reward 0.01 --kl k1 --kl-at after-baseline "
         "--kl-reward-clamp 10 "
         "(not set by the preset: it makes the advantages per token, which `grpo objective` does not take)",
     },
     missing={
         "estimator gae and reinforce, masks with gaps": "a masked position inside a row is a zero-reward step; here it is skipped",
-        "is_correction gating binary_kl, tv": "needs those gating statistics",
         "policy_loss_type gspo with is_correction": "the ratio is new / rollout: needs the bypass mode",
     },
 )

@@ -19,7 +19,7 @@ from ..numerics import LOGRATIO_CLAMP_MAX
 from ..presets import NAMES
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .aggregation import EMPTY_ROWS
-from .rollout import BYPASS_MODES, IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS, Criterion
+from .rollout import BYPASS_MODES, GATES, IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS, REJECT_STATISTICS, Criterion
 
 CISPO_CLIPS = ("two-sided", "upper", "epsilon-high")
 GMPO_EMPTY = ("zero", "advantage")
@@ -113,7 +113,8 @@ class ObjectiveConfig(Options):
         Rejection of tokens or rows whose KL estimate ``reject`` (per ``token``,
         ``sequence-sum``, ``sequence-mean`` or ``sequence-max``; verl's names are accepted)
         is out of bounds: for ``k1`` the ratio bounds ``"LO,HI"`` (or verl's ``"LO_HI"``, or
-        ``"X"``: 1/X to X), for ``k2``/``k3`` the upper bound ``"X"``. Several criteria,
+        ``"X"``: 1/X to X), for ``k2``/``k3`` the upper bound ``"X"``; or OpenRLHF's gating
+        divergences ``binary_kl``, ``tv`` of the sampled token's probabilities (upper bound ``"X"``). Several criteria,
         comma-separated (verl's ``rollout_rs`` list), reject what any rejects; their
         thresholds are one per criterion, comma-separated (k1 bounds ``"LO_HI"``), or one for all.
     reject_veto, reject_counted
@@ -196,8 +197,8 @@ class ObjectiveConfig(Options):
     reject: str = option(
         None,
         "Reject tokens or rows whose KL(rollout || old) estimate is out of bounds: k1, k2, k3 (or verl's "
-        "token_k1, seq_sum_k1, seq_mean_k3, seq_max_k2, ...; several, comma-separated, reject what any rejects); "
-        "rejected tokens leave the mask.",
+        "token_k1, seq_sum_k1, seq_mean_k3, seq_max_k2, ...; several, comma-separated, reject what any rejects), or "
+        "OpenRLHF's gating divergences of the sampled token's probabilities, binary_kl and tv; rejected tokens leave the mask.",
         panel=ROLLOUT,
         metavar="KL",
     )
@@ -209,7 +210,7 @@ class ObjectiveConfig(Options):
     )
     reject_threshold: str = option(
         None,
-        "--reject's bounds: k1 'LO,HI' (or 'LO_HI') as ratios, or 'X': 1/X to X; k2, k3 'X' (upper). "
+        "--reject's bounds: k1 'LO,HI' (or 'LO_HI') as ratios, or 'X': 1/X to X; k2, k3, binary_kl, tv 'X' (upper). "
         "Several criteria: one per criterion, comma-separated, or one for all.",
         panel=ROLLOUT,
         metavar="BOUNDS",
@@ -391,7 +392,7 @@ class ObjectiveConfig(Options):
         if len(set(names)) < len(names):
             raise UsageError(f"`reject` names a criterion twice (found {self.reject!r})")
         for name in names:
-            check_choice("reject", name, ("k1", "k2", "k3", *REJECT_ALIASES))
+            check_choice("reject", name, (*REJECT_STATISTICS, *REJECT_ALIASES))
             level = REJECT_ALIASES.get(name, (name, self.reject_level))[1]
             if name in REJECT_ALIASES and "reject_level" in given and self.reject_level != level:
                 raise UsageError(f"`reject` {name!r} is taken per {level}; drop `reject_level` {self.reject_level!r}")
@@ -499,7 +500,7 @@ class ObjectiveConfig(Options):
 def reject_bounds(kl: str, text: str) -> tuple[float, float]:
     """The kept range of a ``kl`` estimate from its threshold ``text``: k1 in log space,
     ``[log LO, log HI]`` from ``"LO,HI"``, ``"LO_HI"`` or ``"X"`` (1/X to X); k2 and k3
-    ``[-inf, X]``.
+    ``[-inf, X]``; binary_kl and tv ``[0, X]`` (OpenRLHF's, which a rounding below 0 leaves).
 
     >>> reject_bounds("k1", "2") == (-np.log(2), np.log(2))
     True
@@ -512,7 +513,7 @@ def reject_bounds(kl: str, text: str) -> tuple[float, float]:
     if kl != "k1":
         if len(values) != 1 or not values[0] > 0:
             raise UsageError(f"`reject` {kl!r} takes one upper bound X > 0 as `reject_threshold` (found {text!r})")
-        return -np.inf, values[0]
+        return (0.0 if kl in GATES else -np.inf), values[0]  # OpenRLHF keeps a divergence in [0, X]
     if len(values) == 1:
         if not values[0] > 1:
             raise UsageError(f"`reject_threshold` X for k1 keeps ratios in [1/X, X], so X must be > 1 (found {text!r})")

@@ -16,7 +16,10 @@ With ``lr_t = old_t - rollout_t`` (clamped to ``[-c, c]`` before exp, c = ``logr
   ``k3 = exp(-d) + d - 1``), per token or a row's sum, mean or max (verl 0.9.1's
   ``seq_max_k2``/``seq_max_k3``: the largest over counted tokens, 0 without tokens), is kept
   when it lies in the bounds; several criteria (verl's comma list) reject what any of them
-  rejects. ``reject_veto V`` rejects a row with a token whose ``pi_old / pi_rollout < V``
+  rejects. OpenRLHF 0.11.2's ``is_correction_gating`` divergences of the sampled token's
+  probabilities ``p = pi_rollout``, ``q = pi_old``, each clamped to ``[1e-6, 1 - 1e-6]``
+  (models/loss.py:225-233), are criteria too: ``binary_kl = p log(p/q) + (1-p) log((1-p)/(1-q))``
+  and ``tv = |p - q|``, kept under an upper bound, per token or a row's mean. ``reject_veto V`` rejects a row with a token whose ``pi_old / pi_rollout < V``
   (verl 0.7.0's ``rollout_token_veto_threshold``; on the clamped ``lr``, the same for
   ``V > exp(-c)``). Rejected tokens (or rows) leave the mask, as verl's rejection sampling in
   its decoupled mode; with ``reject_counted`` they stay counted with a weight 0 (verl 0.9.1's
@@ -59,13 +62,28 @@ REJECT_ALIASES = {
     for k in ("k1", "k2", "k3")
     for prefix, level in (("token", "token"), ("seq_sum", "sequence-sum"), ("seq_mean", "sequence-mean"))
 } | {f"seq_max_{k}": (k, "sequence-max") for k in ("k2", "k3")}
+GATE_CLAMP = 1e-6  # OpenRLHF's clamp of the probabilities, so that binary_kl's logs are finite
 NORMALIZE_EPS = 1e-8  # verl's masked_mean: sum / (count + 1e-8); a mean <= 1e-8 leaves the weights as they are
+
+
+def binary_kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """KL of Bernoulli(p) from Bernoulli(q): p log(p/q) + (1 - p) log((1 - p)/(1 - q))."""
+    return p * np.log(p / q) + (1.0 - p) * np.log((1.0 - p) / (1.0 - q))
+
+
+def tv(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Total variation of the sampled token: |p - q|."""
+    return np.abs(p - q)
+
+
+GATES = {"binary_kl": binary_kl, "tv": tv}  # OpenRLHF 0.11.2's is_correction_gating divergences
+REJECT_STATISTICS = ("k1", "k2", "k3", *GATES)
 
 
 @dataclass(frozen=True)
 class Criterion:
-    """One rejection criterion: the KL estimate ``kl`` (k1, k2, k3 of ``d = rollout - old``)
-    taken per ``level``, kept in ``[lo, hi]`` (k1: log-ratio bounds)."""
+    """One rejection criterion: the KL estimate ``kl`` (k1, k2, k3 of ``d = rollout - old``,
+    or a divergence of :data:`GATES`) taken per ``level``, kept in ``[lo, hi]`` (k1: log-ratio bounds)."""
 
     kl: str
     level: str
@@ -139,7 +157,7 @@ def rejected(lr: np.ndarray, tokens: Tokens, config) -> np.ndarray:
     per token), from the clamped log-ratios ``lr``: what any criterion rejects."""
     out = np.zeros(lr.shape, dtype=bool)
     for c in config.reject_criteria:
-        stat = KL_ESTIMATORS[c.kl](-lr)  # d = rollout - old
+        stat = KL_ESTIMATORS[c.kl](-lr) if c.kl in KL_ESTIMATORS else gate(c.kl, tokens, config)  # d = rollout - old
         if c.level == "sequence-max":
             stat = np.repeat(row_reduce(tokens.counted(stat, -np.inf), tokens, np.maximum, 0.0), tokens.lengths)
         elif c.level != "token":
@@ -151,6 +169,18 @@ def rejected(lr: np.ndarray, tokens: Tokens, config) -> np.ndarray:
     if config.reject_veto is not None:
         out |= np.repeat(row_count(lr < np.log(config.reject_veto), tokens) > 0, tokens.lengths)
     return tokens.counted(out, False)
+
+
+def gate(name: str, tokens: Tokens, config) -> np.ndarray:
+    """Divergence ``name`` of :data:`GATES` per token between the sampled token's probability
+    under the rollout policy, ``p``, and the old one (in bypass mode the new one), ``q``, both
+    clamped to ``[1e-6, 1 - 1e-6]`` (OpenRLHF 0.11.2, models/loss.py:225-233)."""
+    old = tokens.new if config.bypass is not None else tokens.old
+    p, q = (
+        np.clip(np.exp(np.asarray(x, dtype=np.float64)), GATE_CLAMP, 1.0 - GATE_CLAMP)
+        for x in (present(tokens.rollout, "the rollout log-probs"), old)
+    )
+    return GATES[name](p, q)
 
 
 def corrected(tokens: Tokens, lr: np.ndarray, config) -> tuple[Tokens, np.ndarray | None, dict[str, np.ndarray]]:

@@ -397,6 +397,16 @@ ORL_MASK, ORL_NEW, ORL_OLD, ORL_ROLLOUT = (
             {"is_level": "token", "reject": "k1", "reject_level": "sequence-mean", "reject_threshold": f"{1 / 5},{1 / 0.9}", "reject_counted": True},
             0.15517505837105455,
         ),
+        # 0.11.2's gatings binary_kl and tv [0, 0.05], mode mask, per token and per row (the mean over its tokens)
+        *(
+            ({"is_level": "token", "reject": gate, "reject_level": level, "reject_threshold": "0.05", "reject_counted": True}, loss)
+            for gate, level, loss in (
+                ("binary_kl", "token", 0.30017208934279266),
+                ("tv", "token", 0.27482016646357565),
+                ("binary_kl", "sequence-mean", 0.15517505837105455),
+                ("tv", "sequence-mean", 0.08140484849043554),
+            )
+        ),
     ],
 )
 def test_openrlhf_truncation_and_sequence_mask(options, loss):
@@ -416,3 +426,29 @@ def test_bypass_ppo_clip_drops_a_presets_weights(monkeypatch):
     assert config.is_level is None and config.is_cap is None and config.loss == "ppo"
     with pytest.raises(UsageError, match="drop `is_cap`"):
         ObjectiveConfig(preset="trl", bypass="ppo_clip", is_cap=2.0)
+
+
+@pytest.mark.parametrize(
+    "gate, level, threshold, objective",
+    [
+        ("tv", "token", "0.05", 0.5),
+        ("binary_kl", "token", "0.02", 0.5),
+        ("binary_kl", "token", "0.03", 1.1),
+        ("tv", "sequence-mean", "0.05", 1.1),
+        ("tv", "sequence-mean", "0.04", 0.0),
+    ],
+)
+def test_openrlhf_gating_divergences(gate, level, threshold, objective):
+    """OpenRLHF 0.11.2 is_correction_gating (models/loss.py:214-247): p = pi_rollout, q = pi_old of
+    the sampled token, clamped to [1e-6, 1 - 1e-6]; tv = |p - q|, binary_kl = p log(p/q) +
+    (1-p) log((1-p)/(1-q)); mode mask keeps w = exp(old - rollout) where the statistic (per token,
+    or the row's mean) is in [0, delta], else 0, the token still counted. One row, new = old (rho 1),
+    A = 1, so each token's term is its coefficient: p = (0.5, 0.2), q = (0.6, 0.2), w = (1.2, 1).
+    tv = (0.1, 0): token 0 out at 0.05 -> (0 + 1) / 2 = 0.5; the row's mean 0.05 is in at 0.05
+    -> (1.2 + 1) / 2 = 1.1, out at 0.04 -> 0. binary_kl token 0 = 0.5 log(5/6) + 0.5 log(5/4) =
+    0.020411: out at 0.02 -> 0.5, in at 0.03 -> 1.1."""
+    assert 0.5 * math.log(5 / 6) + 0.5 * math.log(5 / 4) == pytest.approx(0.020411, abs=1e-6)
+    old, rollout = [[math.log(0.6), math.log(0.2)]], [[math.log(0.5), math.log(0.2)]]
+    options = {"is_level": "token", "reject": gate, "reject_level": level, "reject_threshold": threshold, "reject_counted": True}
+    got = policy_objective(old, old, advantage_values=[1.0], rollout_log_probs=rollout, agg="token-mean", **options)
+    assert got == pytest.approx(objective, rel=1e-14, abs=1e-15)
