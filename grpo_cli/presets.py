@@ -238,10 +238,10 @@ TRL_SHIPS = {
     "vllm_importance_sampling_mode token_truncate": "--is token_truncate --is-cap 3",
     "vllm_importance_sampling_mode sequence_truncate": "--is sequence_truncate --is-cap 3",
     "vllm_importance_sampling_clip_min (truncate)": "--is-floor C_MIN",
+    "off_policy_mask_threshold (OPSM)": "--off-policy-mask DELTA",
 }
 TRL_MISSING = {
     "loss RLOOTrainer": "needs the ratio of the row's summed log-ratios and a per-row mean",
-    "off_policy_mask_threshold": "needs a sign-aware sequence rejection against the new policy",
     "top_entropy_quantile": "needs an entropy column",
     "rollout correction on by default": "--preset trl does not turn on --is (a file may have no rollout column)",
 }

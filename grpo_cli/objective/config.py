@@ -122,6 +122,10 @@ class ObjectiveConfig(Options):
         rejected tokens stay counted with weight 0 instead of leaving the mask.
     is_floor, is_normalize
         The weights' lower truncation bound; their division by their mean over the input.
+    off_policy_mask
+        TRL's off_policy_mask_threshold (OPSM): a row with ``A < 0`` whose mean over its
+        tokens of ``sampled - new`` (the rollout log-probs, else the old ones) exceeds it
+        weighs 0, its tokens still counted.
     bypass
         verl's bypass mode: the rollout log-probs are the old policy, and the weights and
         rejection take ``new - rollout``; ``ppo_clip`` is loss ``ppo`` unweighted,
@@ -230,6 +234,13 @@ class ObjectiveConfig(Options):
         False,
         "Divide the weights by their mean over the input's counted tokens (sequence: rows), verl's rollout_is_batch_normalize.",
         panel=ROLLOUT,
+    )
+    off_policy_mask: float = option(
+        None,
+        "TRL's off_policy_mask_threshold: a row with A < 0 whose mean of sampled - new log-probs (the rollout's, else the old) "
+        "exceeds DELTA weighs 0, its tokens still counted.",
+        panel=ROLLOUT,
+        metavar="DELTA",
     )
     bypass: str = option(
         None,
@@ -381,6 +392,8 @@ class ObjectiveConfig(Options):
         self._set(is_mask=weight_bounds(self.is_mask))
         if self.reject_veto is not None:
             check_range("reject_veto", self.reject_veto, 0, open_low=True)
+        if self.off_policy_mask is not None:
+            check_range("off_policy_mask", self.off_policy_mask, 0)
         if self.reject_counted and self.reject is None and self.reject_veto is None:
             raise UsageError("`reject_counted` applies to rejected tokens; pass `reject` or `reject_veto` too, or drop it")
         self._bypass(given)
@@ -494,6 +507,7 @@ class ObjectiveConfig(Options):
             "is_floor": self.is_floor,
             "is_normalize": self.is_normalize,
             "bypass": self.bypass,
+            **({"off_policy_mask": self.off_policy_mask} if self.off_policy_mask is not None else {}),  # older summaries have no key
         }
 
 

@@ -24,6 +24,8 @@ With ``lr_t = old_t - rollout_t`` (clamped to ``[-c, c]`` before exp, c = ``logr
   ``V > exp(-c)``). Rejected tokens (or rows) leave the mask, as verl's rejection sampling in
   its decoupled mode; with ``reject_counted`` they stay counted with a weight 0 (verl 0.9.1's
   bypass mode, whose denominators are counted before rejection; OpenRLHF's seq-mask-tis).
+- off-policy sequence mask (``off_policy_mask``, TRL's OPSM): a row of negative advantage
+  whose mean ``sampled - new`` exceeds the threshold weighs 0 (:func:`off_policy_kept`).
 - bypass (``bypass``, verl's ``bypass_mode``, core_algos.py:2333-2549 in 0.9.1): the rollout
   log-probs are the old policy, and the weights and rejection take ``lr = new - rollout``.
   ``ppo_clip``: PPO's clip on ``new - rollout``, unweighted (verl computes the weights for its
@@ -181,6 +183,21 @@ def gate(name: str, tokens: Tokens, config) -> np.ndarray:
         for x in (present(tokens.rollout, "the rollout log-probs"), old)
     )
     return GATES[name](p, q)
+
+
+def off_policy_kept(tokens: Tokens, advantage: np.ndarray, delta: float) -> np.ndarray:
+    """TRL's off-policy sequence mask (DeepSeek-V3.2's OPSM; TRL 1.16 grpo_trainer.py:2945-2970,
+    applied at :3140): 1 on a token whose advantage is >= 0 or whose row's mean over its counted
+    tokens of ``sampled - new`` is <= ``delta``, else 0 (the token stays counted).
+
+    .. math:: \\bar k_i = \\frac{1}{\\max(n_i, 1)} \\sum_t (\\log \\pi_{sampled} - \\log \\pi_\\theta)_{it},
+              \\quad keep_{it} = [A_{it} \\ge 0 \\lor \\bar k_i \\le \\delta]
+
+    ``sampled``: the rollout log-probs where the input has them, else the old ones (TRL's
+    sampling_per_token_logps, else old_per_token_logps)."""
+    sampled = tokens.old if tokens.rollout is None else tokens.rollout
+    k = row_sum(np.subtract(sampled, tokens.new, dtype=np.float64), tokens) / np.maximum(tokens.n_counted, 1)
+    return ((advantage >= 0) | np.repeat(k <= delta, tokens.lengths)).astype(np.float64)
 
 
 def corrected(tokens: Tokens, lr: np.ndarray, config) -> tuple[Tokens, np.ndarray | None, dict[str, np.ndarray]]:

@@ -15,7 +15,7 @@ from ..errors import RowError, present
 from ..kl import KL_ESTIMATORS, k3, k3_with_ratio
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
-from .rollout import corrected, log_ratios, mismatch_terms
+from .rollout import corrected, log_ratios, mismatch_terms, off_policy_kept
 from ..tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
 
 
@@ -127,7 +127,8 @@ def block(tokens: Tokens, advantages: np.ndarray | None, config, first_row: int 
 def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: object = None, first_row: int = 0) -> dict[str, np.ndarray]:
     """Per-row sums and extremes of every token quantity of a few rows (see :func:`block`).
 
-    The per-token objective is ``w_it L_it - beta * KL_it``; ``objective_sum`` is its row
+    The per-token objective is ``w_it L_it - beta * KL_it`` (``L_it`` times TRL's
+    off-policy sequence mask, if given); ``objective_sum`` is its row
     sum. One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
     Every KL estimator takes its log-ratio clamped to ``[-c, c]`` (``config.logratio_clamp``)
     as the ratio does, so a token's KL is a float64 number however far the policies are.
@@ -143,6 +144,8 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
         kl_old = k3(np.clip(b.new_minus_old, -config.logratio_clamp, config.logratio_clamp))
     loss = LOSSES[config.loss]
     f = loss.factors(b.inputs, config)
+    if config.off_policy_mask is not None:
+        f = f.weighted(off_policy_kept(tokens, b.inputs.advantage, config.off_policy_mask))
     if b.weights is not None:
         f = f.weighted(b.weights)
     out = surrogate(loss, f, advantages, tokens)

@@ -452,3 +452,43 @@ def test_openrlhf_gating_divergences(gate, level, threshold, objective):
     options = {"is_level": "token", "reject": gate, "reject_level": level, "reject_threshold": threshold, "reject_counted": True}
     got = policy_objective(old, old, advantage_values=[1.0], rollout_log_probs=rollout, agg="token-mean", **options)
     assert got == pytest.approx(objective, rel=1e-14, abs=1e-15)
+
+
+def test_trl_off_policy_sequence_mask():
+    """TRL 1.16 get_off_policy_mask (grpo_trainer.py:2945-2970, applied at :3140): per row
+    k_i = sum_t m (sampled - new) / max(n_i, 1), sampled = the vLLM log-probs (else the old);
+    the row's loss terms are kept iff A_i >= 0 or k_i <= delta; its tokens stay counted.
+    new = old (rho 1, each PPO term is A), delta 0.1, token mean over 4 tokens:
+    row 0 (A -1, 2 tokens): k = 0.2 > 0.1, dropped -> 0, 0; row 1 (A -1): k = 0.05, kept -> -1;
+    row 2 (A 0.5): k = 0.5 but A >= 0, kept -> 0.5. Objective (0 + 0 - 1 + 0.5) / 4 = -0.125
+    (-0.625 without the mask)."""
+    new, rollout, adv = [[-1.0, -1.0], [-1.0], [-1.0]], [[-0.8, -0.8], [-0.95], [-0.5]], [-1.0, -1.0, 0.5]
+    got = policy_objective(new, new, advantage_values=adv, rollout_log_probs=rollout, agg="token-mean", off_policy_mask=0.1, details=True)
+    assert got["objective"] == pytest.approx(-0.125, rel=1e-14) and got["tokens"] == 4
+    assert got["config"]["off_policy_mask"] == 0.1
+    assert policy_objective(new, new, advantage_values=adv, rollout_log_probs=rollout, agg="token-mean") == pytest.approx(-0.625, rel=1e-14)
+    with pytest.raises(UsageError, match="`off_policy_mask` must be >= 0"):
+        ObjectiveConfig(off_policy_mask=-1.0)
+
+
+def test_trl_off_policy_sequence_mask_numbers():
+    # ref-trl-1.16.0.json, dapo with off_policy_mask_threshold 0.1: the old log-probs as the sampled
+    # ones (no vLLM) 0.31099827945596614 (its loss); with vLLM's, and its sequence_mask [0, 3] weights,
+    # 0.419984134851375
+    from .trl_case import ADV, MASK, NEW, OLD, SAMPLED
+
+    assert -policy_objective(NEW, OLD, advantage_values=ADV, mask=MASK, preset="trl", off_policy_mask=0.1) == pytest.approx(
+        -0.31099827945596614, rel=1e-12
+    )
+    got = policy_objective(
+        NEW,
+        OLD,
+        advantage_values=ADV,
+        mask=MASK,
+        rollout_log_probs=SAMPLED,
+        preset="trl",
+        off_policy_mask=0.1,
+        is_level="sequence_mask",
+        is_mask=(0, 3),
+    )
+    assert -got == pytest.approx(-0.419984134851375, rel=1e-12)
