@@ -233,6 +233,7 @@ TRL_SHIPS = {
     "importance_sampling_level sequence (GSPO)": "--loss gspo",
     "delta": "--delta DELTA",
     "loss experimental GMPO (a row without tokens adds its A)": "--loss gmpo",
+    "loss RLOOTrainer (the ratio of the row's probabilities)": "--loss rloo",
     "vllm_importance_sampling_mode sequence_mask (on with vLLM)": "--is sequence_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_mask": "--is token_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_truncate": "--is token_truncate --is-cap 3",
@@ -241,8 +242,8 @@ TRL_SHIPS = {
     "off_policy_mask_threshold (OPSM)": "--off-policy-mask DELTA",
 }
 TRL_MISSING = {
-    "loss RLOOTrainer": "needs the ratio of the row's summed log-ratios and a per-row mean",
-    "top_entropy_quantile": "needs an entropy column",
+    "top_entropy_quantile": "needs a per-token entropy column (no column role reads one) and its (1 - q) quantile over the "
+    "input's counted tokens (torch.quantile, linear); the tokens below it weigh 0 and stay counted",
     "rollout correction on by default": "--preset trl does not turn on --is (a file may have no rollout column)",
 }
 

@@ -6,7 +6,7 @@ stays in cache; a row's numbers do not depend on the blocking. Masked tokens cou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -144,6 +144,8 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
         kl_old = k3(np.clip(b.new_minus_old, -config.logratio_clamp, config.logratio_clamp))
     loss = LOSSES[config.loss]
     f = loss.factors(b.inputs, config)
+    if config.empty_rows != "count":
+        f = replace(f, empty=None)  # rows without tokens are left out of the mean
     if config.off_policy_mask is not None:
         f = f.weighted(off_policy_kept(tokens, b.inputs.advantage, config.off_policy_mask))
     if b.weights is not None:
