@@ -339,7 +339,8 @@ OPENRLHF = Preset(
         "kl use_loss (init_coef, estimator k1; clamped to [-10, 10], a token mean)": "--beta BETA --kl k1|k2|k3",
         "is_correction token, mask, ratio (IcePop)": "--is token --is-mask 0.5,5",
         "is_correction token, clip, ratio (TIS)": "--is token --is-cap 5 --is-floor 0.5",
-        "is_correction seq, mask, ratio": "--reject k1 --reject-level sequence-sum --reject-threshold L,U --reject-counted",
+        # k1 here is rollout - old, so OpenRLHF's bounds [L, U] on exp(mean(old - rollout)) invert
+        "is_correction seq, mask, ratio": "--is token --reject k1 --reject-level sequence-mean --reject-threshold 1/U,1/L --reject-counted",
         "estimator flash_reinforce": "--estimator flash-reinforce",
         "is_correction token, mask, binary_kl or tv [0, DELTA]": "--is token --reject binary_kl|tv --reject-threshold DELTA --reject-counted",
         "is_correction seq, mask, binary_kl or tv [0, DELTA] (FlashREINFORCE)": "--is token --reject binary_kl|tv --reject-level sequence-mean "
