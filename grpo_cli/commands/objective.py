@@ -163,7 +163,7 @@ def render(figures: dict, console) -> None:
     stats_row(t, "ratio", figures["ratio"])
     kl = [f"old (k3) {fmt(figures['kl_old'])}"]
     if figures["kl_ref"] is not None:
-        kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
+        kl += [f"ref ({cfg['kl']}, {cfg.get('kl_agg', cfg['agg'])}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
         kl += [f"{name} {cfg[key]}" for key, name in (("kl_weight", "weight"), ("kl_clamp", "clamp")) if key in cfg]
     t.add_row("KL", lines(kl))
     if cfg["bypass"] is not None:

@@ -334,8 +334,9 @@ def batch_figures(engine: Engine, g: GroupIndex, inputs: RowInputs, advantages: 
 
 
 def _windowed(config: AdvantageConfig) -> bool:
-    """The estimator's advantages of contiguous groups can be computed a window of groups at a time."""
-    return lookup(config.estimator).scope == "group" and config.scale != "batch"
+    """The estimator's advantages of contiguous groups can be computed a window of groups at a time
+    (not with file-wide statistics: the batch scale, or lone rows' batch baseline)."""
+    return lookup(config.estimator).scope == "group" and config.scale != "batch" and config.singleton != "batch"
 
 
 def _ahead(grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> bool:
