@@ -110,6 +110,7 @@ class Inputs:
     baseline: str | None = None
     steps: StepColumns | None = None
     summed: tuple[str, ...] = ()  # the reward columns that hold a list per row (summed)
+    reward_mask: str | None = None  # the mask those lists are summed over (their valid tokens)
 
     @property
     def roles(self) -> dict:
@@ -285,10 +286,18 @@ def resolve_rewards(source: Source, reward_col: str | list[str] | tuple[str, ...
 
 
 def resolve_inputs(
-    source: Source, config: AdvantageConfig, reward_col, baseline_col: str | None, steps: StepColumns | None, *, per_token: bool = False
+    source: Source,
+    config: AdvantageConfig,
+    reward_col,
+    baseline_col: str | None,
+    steps: StepColumns | None,
+    *,
+    per_token: bool = False,
+    mask_col: str | None = None,
 ) -> Inputs:
     """The rewards, and the baseline column if the estimator reads one. ``per_token``: the
-    command writes per-token advantages (`grpo advantages`); the others take one per row."""
+    command writes per-token advantages (`grpo advantages`); the others take one per row.
+    List rewards are summed over the estimator's token mask, else ``mask_col``'s."""
     spec = lookup(config.estimator)
     if kl_after_baseline(config) and not per_token:
         raise UsageError(
@@ -302,8 +311,21 @@ def resolve_inputs(
     elif baseline_col is not None:
         raise UsageError(f"`baseline_col` is read only by estimator 'remax' (found {config.estimator!r}); drop it, or pass `estimator` 'remax'")
     rewards = resolve_rewards(source, reward_col, config)
-    summed = tuple(r for r in rewards if schema.is_list(schema.field_type(source.schema, column_path(source, r))))
-    return Inputs(rewards, baseline, steps, summed)
+    summed = summed_rewards(source, rewards)
+    return Inputs(rewards, baseline, steps, summed, resolve_reward_mask(source, summed, steps.mask if steps and steps.mask else mask_col))
+
+
+def summed_rewards(source: Source, rewards: tuple[str, ...]) -> tuple[str, ...]:
+    """The reward columns that hold a list per row (each row's reward is their sum)."""
+    return tuple(r for r in rewards if schema.is_list(schema.field_type(source.schema, column_path(source, r))))
+
+
+def resolve_reward_mask(source: Source, summed: tuple[str, ...], mask_col: str | None) -> str | None:
+    """The token mask list rewards are summed over (``mask_col``, or found by its name; none
+    without list rewards): a row's reward is the sum over its valid tokens."""
+    if not summed:
+        return None
+    return schema.resolve_column(source.schema, "mask", mask_col, required=False, source=source.name)
 
 
 def reads_tokens(config: AdvantageConfig) -> bool:
@@ -413,10 +435,11 @@ def plan_advantages(
             raise UsageError("`round_digits` rounds the written advantages (the summary never is); pass `output` or `output_dir` too, or drop it")
     out = resolve_output(source, output, output_dir, output_format, compression)
     grouping = resolve_grouping(source, prompt_col, num_generations, required=lookup(config.estimator).grouped, batched=True, by=by, by_file=by_file)
+    summing = bool(summed_rewards(source, resolve_rewards(source, reward_col, config)))  # a mask is read to sum list rewards
     steps = resolve_steps(
         source,
         config,
-        mask_col=mask_col,
+        mask_col=mask_col if reads_tokens(config) or not summing else None,
         logprobs_col=logprobs_col,
         old_logprobs_col=old_logprobs_col,
         ref_logprobs_col=ref_logprobs_col,
@@ -425,7 +448,8 @@ def plan_advantages(
     if advantage_name is not None and output is None and output_dir is None:
         raise UsageError("`advantage_name` names the written column; pass `output` or `output_dir` too, or drop it")
     name = advantage_name or ("token_advantage" if lookup(config.estimator).level == "token" or kl_after_baseline(config) else "advantage")
-    plan = AdvantagesPlan(grouping, resolve_inputs(source, config, reward_col, baseline_col, steps, per_token=True), config, out, round_digits, name)
+    inputs = resolve_inputs(source, config, reward_col, baseline_col, steps, per_token=True, mask_col=mask_col)
+    plan = AdvantagesPlan(grouping, inputs, config, out, round_digits, name)
     for role, columns in plan.roles.items():
         for column in [columns] if isinstance(columns, str) else columns or []:
             if name in (column, column.split(".")[0]):

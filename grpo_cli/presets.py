@@ -68,6 +68,8 @@ VERL_ESTIMATORS = {
     "opo": {"singleton": "reward"},
     "reinforce-baseline": {"singleton": "reward"},  # mean 0 for a lone row: r, then whitened
     "passk": {"singleton": "error"},  # compute_grpo_passk_outcome_advantage refuses a group of one (ValueError)
+    # compute_remax_outcome_advantage: the reward-to-go of score - beta * kld (apply_kl_penalty), minus b
+    "remax": {"kl_at": "after-baseline"},
 }
 # kl_clamp: the KL loss's low_var_kl (k3, its default kl_loss_type) is clamped to [-10, 10]
 VERL_OBJECTIVE = {
@@ -91,6 +93,7 @@ VERL_SHIPS = {
     "estimator reinforce_plus_plus_baseline": "--estimator reinforce-baseline",
     "estimator reinforce_plus_plus": "--estimator reinforce --gamma G",
     "estimator remax": "--estimator remax",
+    "estimator remax with kl in reward (a per-token reward-to-go)": "--estimator remax --kl-in-reward BETA",
     "estimator gae": "--estimator gae --gamma G --lam L",
     "kl in reward (kl_penalty kl)": "--kl-in-reward BETA --kl k1",
     "loss vanilla": "--loss ppo",
@@ -112,7 +115,6 @@ VERL_SHIPS = {
 }
 VERL_MISSING = {
     "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
-    "estimator remax with kl in reward": "verl subtracts the KL as a per-token reward-to-go; --kl-in-reward subtracts the row's sum from every token",
     "kl loss kl, abs, mse with --preset's clamp": "the preset clamps the KL loss to [-10, 10] as verl's low_var_kl; verl does not clamp its other estimators",
     "micro-batches": "verl's means are over its (mini-)batch; here the input is one batch",
 }
@@ -211,7 +213,8 @@ TRL_LOSSES: dict[str, dict] = {
     "gspo": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},  # importance_sampling_level sequence, loss_type dapo
     "gspo-token": {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX},
     "cispo": {"cispo_clip": "epsilon-high"},  # min(rho, epsilon_high), epsilon_high = epsilon unless given
-    "gmpo": {"epsilon": 0.4},  # experimental GMPOTrainer
+    # experimental GMPOTrainer: an empty row's weight is exp(0); its KL is a plain k3 (no use_bias_correction_kl)
+    "gmpo": {"epsilon": 0.4, "gmpo_empty": "advantage", "kl_weight": "none"},
 }
 TRL_SHIPS = {
     "estimator GRPOTrainer (scale_rewards group, batch, none)": "--estimator grpo --scale group|batch|none",
@@ -229,18 +232,18 @@ TRL_SHIPS = {
     "loss_type luspo (importance_sampling_level sequence)": "--loss gspo --agg seq-mean-token-sum",
     "importance_sampling_level sequence (GSPO)": "--loss gspo",
     "delta": "--delta DELTA",
-    "loss experimental GMPO": "--loss gmpo",
+    "loss experimental GMPO (a row without tokens adds its A)": "--loss gmpo",
+    "loss RLOOTrainer (the ratio of the row's probabilities)": "--loss rloo",
     "vllm_importance_sampling_mode sequence_mask (on with vLLM)": "--is sequence_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_mask": "--is token_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_truncate": "--is token_truncate --is-cap 3",
     "vllm_importance_sampling_mode sequence_truncate": "--is sequence_truncate --is-cap 3",
     "vllm_importance_sampling_clip_min (truncate)": "--is-floor C_MIN",
+    "off_policy_mask_threshold (OPSM)": "--off-policy-mask DELTA",
 }
 TRL_MISSING = {
-    "loss experimental GMPO, a row without tokens": "TRL's GMPO adds -A for it; here it adds 0 (as verl's geo_mean)",
-    "loss RLOOTrainer": "needs the ratio of the row's summed log-ratios and a per-row mean",
-    "off_policy_mask_threshold": "needs a sign-aware sequence rejection against the new policy",
-    "top_entropy_quantile": "needs an entropy column",
+    "top_entropy_quantile": "needs a per-token entropy column (no column role reads one) and its (1 - q) quantile over the "
+    "input's counted tokens (torch.quantile, linear); the tokens below it weigh 0 and stay counted",
     "rollout correction on by default": "--preset trl does not turn on --is (a file may have no rollout column)",
 }
 
@@ -302,7 +305,19 @@ OPENRLHF = Preset(
         "whiten_eps": 1e-8,
         "advantage_clip": (-10.0, 10.0),  # reward clip_range, applied after the baseline
     },
-    {"loss": "ppo", "epsilon": 0.2, "dual_clip": None, "agg": "token-mean", "logratio_clamp": 20.0, "empty_rows": "skip"},
+    # the KL loss (kl.use_loss): estimator k1 by default, each token's value clamped to [-10, 10]
+    # (models/utils.py:95-113), a token mean whatever the policy loss's aggregation (ppo_actor.py:318-338)
+    {
+        "loss": "ppo",
+        "epsilon": 0.2,
+        "dual_clip": None,
+        "agg": "token-mean",
+        "logratio_clamp": 20.0,
+        "empty_rows": "skip",
+        "kl": "k1",
+        "kl_clamp": 10.0,
+        "kl_agg": "token-mean",
+    },
     {
         "rloo": {"scale": "none"},
         # the KL is in the reward by default (init_coef 0.01, k1), per token for these
@@ -321,26 +336,30 @@ OPENRLHF = Preset(
         "dual_clip": "--dual-clip C",
         "policy_loss_type gspo": "--loss gspo",
         "loss_agg_mode seq-mean-token-mean": "--agg seq-mean-token-mean",
-        "kl use_loss": "--beta BETA --kl k1|k2|k3",
+        "kl use_loss (init_coef, estimator k1; clamped to [-10, 10], a token mean)": "--beta BETA --kl k1|k2|k3",
         "is_correction token, mask, ratio (IcePop)": "--is token --is-mask 0.5,5",
         "is_correction token, clip, ratio (TIS)": "--is token --is-cap 5 --is-floor 0.5",
-        "is_correction seq, mask, ratio": "--reject k1 --reject-level sequence-sum --reject-threshold L,U --reject-counted",
+        # k1 here is rollout - old, so OpenRLHF's bounds [L, U] on exp(mean(old - rollout)) invert
+        "is_correction seq, mask, ratio": "--is token --reject k1 --reject-level sequence-mean --reject-threshold 1/U,1/L --reject-counted",
         "estimator flash_reinforce": "--estimator flash-reinforce",
+        "is_correction token, mask, binary_kl or tv [0, DELTA]": "--is token --reject binary_kl|tv --reject-threshold DELTA --reject-counted",
+        "is_correction seq, mask, binary_kl or tv [0, DELTA] (FlashREINFORCE)": "--is token --reject binary_kl|tv --reject-level sequence-mean "
+        "--reject-threshold DELTA --reject-counted",
         "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline (init_kl_coef 0.01)": "--kl-in-reward 0.01 --kl k1 --kl-at after-baseline "
         "--kl-reward-clamp 10 "
         "(not set by the preset: it makes the advantages per token, which `grpo objective` does not take)",
     },
     missing={
         "estimator gae and reinforce, masks with gaps": "a masked position inside a row is a zero-reward step; here it is skipped",
-        "is_correction gating binary_kl, tv": "needs those gating statistics",
         "policy_loss_type gspo with is_correction": "the ratio is new / rollout: needs the bypass mode",
-        "kl use_loss aggregation": "the KL loss is always a token mean and clamped to [-10, 10]",
     },
 )
 
 # Twinkle ---------------------------------------------------------------------------------
 
-TWINKLE_ADVANTAGE = {"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-8, "singleton": "reward"}
+# num_generations 1 (every group one row): the batch is the baseline (advantage/grpo.py:48-55)
+TWINKLE_ADVANTAGE = {"estimator": "grpo", "scale": "group", "std": "sample", "eps": 1e-8, "singleton": "batch"}
+TWINKLE_ESTIMATORS: dict[str, dict] = {"rloo": {"singleton": "error"}}  # RLOOAdvantage refuses num_generations <= 1 (rloo.py:45-48)
 TWINKLE_OBJECTIVE = {
     "loss": "ppo",
     "epsilon": 0.2,
@@ -359,6 +378,7 @@ TWINKLE_LOSSES: dict[str, dict] = {
 TWINKLE_SHIPS = {
     "estimator GRPOAdvantage (scale group, batch, none)": "--estimator grpo --scale group|batch|none",
     "estimator RLOOAdvantage (scale group, batch, none)": "--estimator rloo --scale group|batch|none",
+    "estimator GRPOAdvantage num_generations 1 (group: r; batch, none: the batch mean as baseline)": "--estimator grpo --scale group|batch|none",
     "loss grpo": "--loss ppo",
     "loss gspo": "--loss gspo",
     "loss sapo": "--loss sapo",
@@ -368,7 +388,6 @@ TWINKLE_SHIPS = {
     "beta (KL, k3)": "--beta BETA",
 }
 TWINKLE_MISSING = {
-    "estimator GRPOAdvantage num_generations 1, scale batch or none": "the baseline is the batch's mean reward: needs a batch-mean baseline",
     "micro-batches": "a step averages the micro-batches' losses; here the input is one batch",
 }
 
@@ -381,7 +400,7 @@ TWINKLE = Preset(
     "advantage/grpo.py, advantage/rloo.py, advantage/gae.py, loss/grpo.py",
     TWINKLE_ADVANTAGE,
     TWINKLE_OBJECTIVE,
-    {"gae": {"lam": 0.95, "whiten_std": "population", "whiten_eps_at": "std", "whiten_eps": 1e-8}},
+    {**TWINKLE_ESTIMATORS, "gae": {"lam": 0.95, "whiten_std": "population", "whiten_eps_at": "std", "whiten_eps": 1e-8}},
     TWINKLE_LOSSES,
     ships={
         **TWINKLE_SHIPS,
@@ -401,7 +420,7 @@ TWINKLE_01 = Preset(
     "advantage/grpo.py, advantage/rloo.py, loss/grpo.py",
     TWINKLE_ADVANTAGE,
     TWINKLE_OBJECTIVE,
-    {},
+    TWINKLE_ESTIMATORS,
     TWINKLE_LOSSES,
     ships=TWINKLE_SHIPS,
     missing={**TWINKLE_MISSING, "a row without tokens, advantages per row": "Twinkle 0.1 fails (RuntimeError); per-token advantages count it as 0"},

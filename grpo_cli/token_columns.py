@@ -52,7 +52,7 @@ def _first_row_of_token(lengths: np.ndarray, bad: np.ndarray) -> int:
     return int(np.searchsorted(np.cumsum(lengths), int(np.flatnonzero(bad)[0]), side="right"))
 
 
-def _mask(batch: pa.RecordBatch, name: str, lengths: np.ndarray) -> np.ndarray:
+def token_mask(batch: pa.RecordBatch, name: str, lengths: np.ndarray) -> np.ndarray:
     """The token mask as bool, one entry per token: 0/1 or booleans, no nulls."""
     mask_lengths, values = _list_column(batch, name)
     if not np.array_equal(mask_lengths, lengths):
@@ -118,7 +118,7 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     """Validated :class:`Tokens` of one record batch (errors name rows of the batch). With a
     mask, only counted tokens are checked; masked ones (padding) read as 0."""
     lengths = _list_column(batch, columns.new)[0]
-    mask = _mask(batch, columns.mask, lengths) if columns.mask else None
+    mask = token_mask(batch, columns.mask, lengths) if columns.mask else None
     read = {columns.new: _logprobs(batch, columns.new, None, mask)[1]}
 
     def logprobs(name: str) -> np.ndarray:
@@ -171,7 +171,7 @@ class StepData:
 def read_steps(batch: pa.RecordBatch, columns: StepColumns) -> StepData:
     """Validated :class:`StepData` of one record batch (errors name rows of the batch)."""
     lengths = _list_column(batch, columns.count)[0]
-    mask = _mask(batch, columns.mask, lengths) if columns.mask else np.ones(int(lengths.sum()), dtype=bool)
+    mask = token_mask(batch, columns.mask, lengths) if columns.mask else np.ones(int(lengths.sum()), dtype=bool)
     kl_d = values = None
     if columns.ref is not None:
         policy = _logprobs(batch, present(columns.policy, "the policy's log-probs of the KL"), lengths, mask)[1][mask]

@@ -55,7 +55,7 @@ def test_unknown_names_list_the_valid_ones():
         ({"advantage_clip": (2.0, 2.0)}, r"`advantage_clip` must be LO < HI \(found 2.0, 2.0\)"),
         ({"multi_reward": "normalize-then-sum-tokens", "kl_in_reward": 0.1}, "`kl_in_reward` subtracts from one reward"),
         ({"multi_reward": "normalize-then-sum-tokens", "estimator": "reinforce"}, "estimator 'reinforce' is token-level"),
-        ({"singleton": "none"}, r"unknown `singleton` 'none' \(valid: zero, reward, unit-std, error\)"),
+        ({"singleton": "none"}, r"unknown `singleton` 'none' \(valid: zero, reward, unit-std, batch, error\)"),
     ],
 )
 def test_advantage_options_that_do_not_apply_are_refused(options, message):
@@ -95,7 +95,7 @@ def test_norm_aggregation_needs_max_length():
         ),
         (
             {"loss": "nope"},
-            r"unknown `loss` 'nope' \(valid: cispo, clip_cov, dppo_kl, dppo_tv, dro, gmpo, gpg, gspo, gspo-token, kl_cov, ppo, sapo, vespo\)",
+            r"unknown `loss` 'nope' \(valid: cispo, clip_cov, dppo_kl, dppo_tv, dro, gmpo, gpg, gspo, gspo-token, kl_cov, ppo, rloo, sapo, vespo\)",
         ),
     ],
 )

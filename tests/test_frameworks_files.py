@@ -10,6 +10,7 @@ import tempfile
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -369,3 +370,25 @@ def test_compare_reads_verl_token_advantages_as_one_per_row(tmp_path):
     )
     line = one_line_error(run_grpo("compare", str(tmp_path / "gae.parquet"), "--estimators", "column:advantages,grpo", check=False))
     assert "gae.parquet: row 5" in line and "column 'advantages' holds two values" in line
+
+
+@pytest.mark.parametrize("command", ["advantages", "inspect", "filter", "compare"])
+def test_list_rewards_are_summed_over_the_valid_tokens(tmp_path, command):
+    """A list reward is summed over the row's valid tokens (the mask's 1s): padding that
+    holds a number is not the row's reward. Rows [0, 0, 1 | 5] and [0, 2 | 7] (| the end of
+    the valid tokens) are rewards 1 and 2, mean 1.5; `--mask-col none` sums every entry, 6
+    and 9, mean 7.5."""
+    path, figures = tmp_path / "b.parquet", tmp_path / "s.json"
+    scores = pa.array([[0.0, 0.0, 1.0, 5.0], [0.0, 2.0, 7.0]])
+    pq.write_table(pa.table({"uid": ["a", "a"], "token_level_scores": scores, "response_mask": pa.array([[1, 1, 1, 0], [1, 1, 0]])}), path)
+    for mask, mean in ((), 1.5), (("--mask-col", "none"), 7.5):
+        if command == "compare":  # RLOO unscaled: r - the other row's reward, -+1 (-+3 unmasked)
+            out = tmp_path / "c.parquet"
+            run_grpo(command, str(path), "--estimators", "grpo,rloo:scale=none", *mask, "-o", str(out), "-q")
+            assert pq.read_table(out)["advantage_rloo_scale_none"].to_pylist() == ([-3.0, 3.0] if mask else [-1.0, 1.0])
+        elif command == "filter":  # the group's mean reward decides: kept under each sum
+            run_grpo(command, str(path), "--keep-if", f"{mean - 0.25}<mean<{mean + 0.25}", *mask, "-q", "--summary-json", str(figures))
+            assert read_json(figures)["kept"]["rows"] == 2
+        else:
+            run_grpo(command, str(path), *mask, "-q", "--summary-json", str(figures))
+            assert read_json(figures)["reward"]["mean"] == mean

@@ -234,7 +234,10 @@ def test_a_config_field_is_its_options_one_declaration(monkeypatch):
             "estimator 'reinforce-baseline' always whitens its advantages; drop --whiten",
         ),
         (["advantages", "--multi-reward", "normalize-then-sum", "--whiten"], "--multi-reward 'normalize-then-sum' always whitens its advantages"),
-        (["filter", "--drop-zero-variance", "--mask-col", "logprobs"], "--mask-col is read only by --truncated 'mask' or the overlong penalty"),
+        (
+            ["filter", "--drop-zero-variance", "--mask-col", "logprobs"],
+            "--mask-col is read only by --truncated 'mask', the overlong penalty or a list reward",
+        ),
         (["filter", "--drop-zero-variance", "--truncated-col", "done"], "--truncated-col is read only by --truncated, and no such rule is given"),
         (["filter", "--drop-zero-variance", "--logprobs-col", "logprobs"], "--logprobs-col is read only by the overlong penalty"),
         (["compare", "--estimators", "grpo,rloo", "--mask-col", "logprobs"], "--mask-col is read only by an estimator that reads tokens"),

@@ -458,3 +458,31 @@ def test_a_presets_kl_in_the_reward_says_how_to_leave_it_out(tmp_path):
     run_grpo("advantages", str(path), "--preset", "trl", "--estimator", "rloo", "--kl-in-reward", "0", "-o", str(out), "-q")
     # leave-one-out, never scaled: group 0 [1, 0] -> [1, -1]; group 1 [1, 0.5] -> [0.5, -0.5]
     assert pq.read_table(out)["advantage"].to_pylist() == [1.0, -1.0, 0.5, -0.5]
+
+
+@pytest.mark.parametrize("preset", ["verl", "verl@0.7"])
+def test_verl_remax_takes_the_kl_in_the_reward_as_a_reward_to_go(preset, tmp_path):
+    """verl (ray_trainer.py apply_kl_penalty, core_algos.py compute_remax_outcome_advantage;
+    0.9.1:735-767): token rewards score - beta kld (kld = old - ref, k1, masked; the score R on the
+    last valid token), returns_t = sum_{k >= t} m_k reward_k, A_t = returns_t - b m_t. So
+    A_t = (R - b) - beta sum_{k >= t, valid} kld_k. beta 0.1:
+    row 0 (R 1, b 0.5): kld (0.2, -0.1, 0), to go (0.1, -0.1, 0): A_t = 0.5 - 0.1 (0.1, -0.1, 0) = (0.49, 0.51, 0.5);
+    row 1 (R 0.4, b 0.6), token 1 masked: kld (0.2, -, -0.3, 0.3), to go (0.2, -, 0, 0.3): A_t = (-0.22, 0, -0.2, -0.23).
+    (verl's numbers, run on its formula: 0.49, 0.51, 0.5, 0 and -0.22, [masked], -0.2, -0.23.)"""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path, out = tmp_path / "remax.parquet", tmp_path / "out.parquet"
+    table = {
+        "prompt_id": ["a", "b"],
+        "reward": [1.0, 0.4],
+        "reward_baseline": [0.5, 0.6],
+        "response_mask": [[1, 1, 1, 0], [1, 0, 1, 1]],
+        "old_logprobs": [[-0.5, -1.0, -0.2, 0.0], [-0.1, -2.0, -0.7, -0.3]],
+        "ref_logprobs": [[-0.7, -0.9, -0.2, 0.0], [-0.3, -1.5, -0.4, -0.6]],
+    }
+    pq.write_table(pa.table(table), path)
+    run_grpo("advantages", str(path), "--preset", preset, "--estimator", "remax", "--kl-in-reward", "0.1", "-o", str(out), "-q")
+    got = pq.read_table(out)["token_advantage"].to_pylist()
+    np.testing.assert_allclose(got[0], [0.49, 0.51, 0.5, 0.0], rtol=1e-14)
+    np.testing.assert_allclose(got[1], [-0.22, 0.0, -0.2, -0.23], rtol=1e-14)

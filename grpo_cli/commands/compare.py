@@ -215,10 +215,16 @@ def plan_compare(
             ref_logprobs_col=None,
             values_col=None,
         )
-        resolved.append((label, resolve_inputs(source, config, reward_col, baseline_col if "baseline" in needs else None, steps), config))
+        inputs = resolve_inputs(source, config, reward_col, baseline_col if "baseline" in needs else None, steps, mask_col=mask_col)
+        resolved.append((label, inputs, config))
     computed = [config for _, config in specs if config is not None]
     for option, value, read, reader in (
-        ("mask_col", mask_col, any(reads_tokens(c) for c in computed), "an estimator that reads tokens (opo, reinforce-baseline, ...)"),
+        (
+            "mask_col",
+            mask_col,
+            any(reads_tokens(c) for c in computed) or any(i.summed for _, i, _ in resolved if i),
+            "an estimator that reads tokens (opo, reinforce-baseline, ...) or a list reward",
+        ),
         ("baseline_col", baseline_col, any("baseline" in lookup(c.estimator).needs for c in computed), "estimator 'remax'"),
     ):
         if value is not None and not read:

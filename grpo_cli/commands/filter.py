@@ -23,7 +23,7 @@ from ..estimators import Groups, row_inputs
 from ..files import file_function
 from ..filters import FilterConfig
 from ..io import Source
-from ..plan import Grouping, Output, resolve_grouping, resolve_output, resolve_rewards
+from ..plan import Grouping, Inputs, Output, resolve_grouping, resolve_output, resolve_reward_mask, resolve_rewards, summed_rewards
 from ..token_columns import StepColumns
 
 __all__ = ["EXAMPLES", "OPTIONS", "filter_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
@@ -88,6 +88,7 @@ class FilterPlan:
     mask: str | None
     output: Output
     unused: tuple[str, ...] = ()
+    reward_mask: str | None = None  # the mask a list reward is summed over
 
     @property
     def roles(self) -> dict[str, str | list[str] | None]:
@@ -109,15 +110,10 @@ class FilterPlan:
         from ..filters import filter_figures, group_rules, overlong_penalty
 
         config, grouping = self.config, self.grouping
-        paths = [passes.column_path(source, name) for name in self.rewards]
+        spec = passes.rows_to_read(source, grouping, Inputs(self.rewards, reward_mask=self.reward_mask))
         label = row_labeller(source, grouping.prompt)
-        table = labelled(
-            label,
-            engine.read_columns,
-            source,
-            list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), self.truncated, grouping.by, grouping.order) if c is not None)),
-        )
-        read = labelled(label, kernels.rows_read, table, 0, grouping.key, paths, self.rewards, None, grouping.by, grouping.order)
+        table = labelled(label, engine.read_columns, source, list(dict.fromkeys([*spec.columns, *([self.truncated] if self.truncated else [])])))
+        read = labelled(label, kernels.rows_read, table, 0, spec)
         labelled(label, kernels.in_order, read.order_runs, grouping)
         index = labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
         index, _ = labelled(label, kernels.batched, read.batch_runs, index, grouping, source)
@@ -208,10 +204,10 @@ def plan_filter(
         )
     if config.overlong_buffer is not None and "." in reward[0] and reward[0] not in s.names:
         raise UsageError(f"the overlong penalty rewrites the reward, and {reward[0]!r} is a struct field; pass a top-level `reward_col`")
-    counting = config.overlong_buffer is not None
+    counting, summed = config.overlong_buffer is not None, summed_rewards(source, reward)
     for option, value, read, reader in (
         ("truncated_col", truncated_col, config.truncated is not None, "`truncated`"),
-        ("mask_col", mask_col, counting or config.truncated == "mask", "`truncated` 'mask' or the overlong penalty"),
+        ("mask_col", mask_col, counting or config.truncated == "mask" or summed, "`truncated` 'mask', the overlong penalty or a list reward"),
         ("logprobs_col", logprobs_col, counting, "the overlong penalty"),
     ):
         if value is not None and not read:
@@ -247,6 +243,7 @@ def plan_filter(
         mask,
         resolve_output(source, output, output_dir, output_format, compression),
         unused,
+        resolve_reward_mask(source, summed, mask_col),
     )
 
 

@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..estimators import Groups
 from ..files import file_function
 from ..io import Source
-from ..plan import Grouping, Inputs, resolve_batches, resolve_grouping, resolve_rewards
+from ..plan import Grouping, Inputs, resolve_batches, resolve_grouping, resolve_rewards, summed_rewards
 from ..summaries import GroupSummary
 from ..token_columns import StepColumns, read_steps
 
@@ -210,7 +210,11 @@ def plan_inspect(
         roles["reward"]["column"] = ", ".join(rewards)
     count = roles["mask"]["column"] or roles["new"]["column"] or roles["old"]["column"]
     steps = StepColumns(count, roles["mask"]["column"]) if count is not None else None
-    return InspectPlan(roles, grouping, Inputs(rewards) if rewards is not None else None, steps, roles["truncated"]["column"], tuple(s.names), config)
+    inputs = None
+    if rewards is not None:
+        summed = summed_rewards(source, rewards)
+        inputs = Inputs(rewards, summed=summed, reward_mask=roles["mask"]["column"] if summed else None)
+    return InspectPlan(roles, grouping, inputs, steps, roles["truncated"]["column"], tuple(s.names), config)
 
 
 def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> dict:

@@ -163,7 +163,7 @@ def render(figures: dict, console) -> None:
     stats_row(t, "ratio", figures["ratio"])
     kl = [f"old (k3) {fmt(figures['kl_old'])}"]
     if figures["kl_ref"] is not None:
-        kl += [f"ref ({cfg['kl']}, {cfg['agg']}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
+        kl += [f"ref ({cfg['kl']}, {cfg.get('kl_agg', cfg['agg'])}) {fmt(figures['kl_ref'])}", f"beta {cfg['beta']:g}"]
         kl += [f"{name} {cfg[key]}" for key, name in (("kl_weight", "weight"), ("kl_clamp", "clamp")) if key in cfg]
     t.add_row("KL", lines(kl))
     if cfg["bypass"] is not None:
@@ -411,7 +411,7 @@ def plan_objective(
                 f"`kl_in_reward` needs reference log-probs: pass `ref_logprobs_col` (looked for {', '.join(schema.ROLES['ref'].candidates)})"
             )
         steps = StepColumns(tokens.mask or tokens.new, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
-        inputs = resolve_inputs(source, estimator, reward_col, baseline_col, steps)
+        inputs = resolve_inputs(source, estimator, reward_col, baseline_col, steps, mask_col=tokens.mask)
     plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, inputs, estimator, out)
     used = tuple(c for value in plan.roles.values() for c in (value if isinstance(value, list) else [value]))
     return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))

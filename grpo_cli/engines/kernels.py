@@ -69,18 +69,25 @@ def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     return values
 
 
-def row_sums(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
-    """A list column's sum per row, float64, in list order (an empty list: 0; a null list or
-    entry: NaN). verl's token_level_scores hold the score on a row's last valid token and 0
-    on every other, so the sum is the row's score."""
+def row_sums(column: pa.Array | pa.ChunkedArray, name: str, mask: pa.Array | pa.ChunkedArray | None = None, mask_name: str = "") -> np.ndarray:
+    """A list column's sum per row, float64, in list order, over the row's valid tokens where
+    there is a ``mask`` column (an empty list: 0; a null list or a valid entry null: NaN).
+    verl's token_level_scores hold the score on a row's last valid token and 0 on every
+    other, so the sum is the row's score."""
     import pyarrow.compute as pc
 
-    from ..tokens import reduce_rows  # a run without list rewards does not import the token math
+    from ..token_columns import token_mask  # a run without list rewards does not import the token math
+    from ..tokens import reduce_rows
 
     lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    null = lists.is_null().to_numpy(zero_copy_only=False)
     lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy().astype(np.int64)
     values = float64(pc.list_flatten(lists), name)
-    return np.where(lists.is_null().to_numpy(zero_copy_only=False), np.nan, reduce_rows(values, lengths))
+    if mask is not None:
+        masks = pa.RecordBatch.from_arrays([mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask], [mask_name])
+        whole = np.where(null, pc.fill_null(pc.list_value_length(masks.column(0)), 0).to_numpy(), lengths)  # a null row: the mask's own
+        values = np.where(token_mask(masks, mask_name, whole)[np.repeat(~null, whole)], values, 0.0)
+    return np.where(null, np.nan, reduce_rows(values, lengths))
 
 
 def row_values(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
@@ -107,17 +114,41 @@ def row_values(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     return first
 
 
-def reward_values(table: pa.Table | pa.RecordBatch, paths: list[tuple[str, ...]], names: tuple[str, ...]) -> np.ndarray:
+def reward_values(table: pa.Table | pa.RecordBatch, paths: list[tuple[str, ...]], names: tuple[str, ...], mask: str | None = None) -> np.ndarray:
     """The reward columns as float64 (rows x columns), null or NaN as NaN (a list column:
-    each row's sum, :func:`row_sums`); an infinite reward is refused."""
+    each row's sum over the ``mask``'s valid tokens, :func:`row_sums`); an infinite reward is refused."""
     read = [field(table, path) for path in paths]
-    columns = [row_sums(c, name) if schema.is_list(c.type) else float64(c, name) for c, name in zip(read, names)]
+    masks = table.column(mask) if mask is not None else None
+    columns = [row_sums(c, name, masks, mask or "") if schema.is_list(c.type) else float64(c, name) for c, name in zip(read, names)]
     values = columns[0][:, None] if len(columns) == 1 else np.column_stack(columns) if columns else np.zeros((table.num_rows, 0))
     infinite = np.isinf(values)
     if infinite.any():
         row, k = np.argwhere(infinite)[0]
         raise RowError(int(row), f"column {names[k]!r} is infinite")
     return values
+
+
+@dataclass(frozen=True)
+class RowsToRead:
+    """What pass 1 reads of each row: its group ``key`` (the id column, or the columns of a
+    composite key, :attr:`grpo_cli.plan.Grouping.key`; None: no id), the reward columns
+    (``names``, at ``paths``), the ``baseline`` reward, the batch column ``by``, the sample
+    index ``order`` and the ``mask`` list rewards are summed over."""
+
+    key: str | tuple[str, ...] | None
+    paths: tuple[tuple[str, ...], ...] = ()
+    names: tuple[str, ...] = ()
+    baseline: str | None = None
+    by: str | None = None
+    order: str | None = None
+    mask: str | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        """The input columns read."""
+        key = (self.key,) if isinstance(self.key, str) else self.key or ()
+        found = (*key, *(p[0] for p in self.paths), self.baseline, self.by, self.order, self.mask)
+        return list(dict.fromkeys(c for c in found if c is not None))
 
 
 @dataclass(frozen=True)
@@ -133,25 +164,15 @@ class RowsRead:
     order_runs: Runs | None = None  # the runs of the sample index (:attr:`~grpo_cli.plan.Grouping.order`), if any
 
 
-def rows_read(
-    batch: pa.RecordBatch | pa.Table,
-    first_row: int,
-    key: str | tuple[str, ...] | None,
-    paths: list[tuple[str, ...]],
-    names: tuple[str, ...],
-    baseline: str | None,
-    by: str | None = None,
-    order: str | None = None,
-) -> RowsRead:
-    """Pass 1's kernel: a batch's :class:`RowsRead` (or a table's, read whole); ``key``: the id
-    column, or the columns of a composite key (:attr:`grpo_cli.plan.Grouping.key`); ``by``:
-    the batch column."""
+def rows_read(batch: pa.RecordBatch | pa.Table, first_row: int, read: RowsToRead) -> RowsRead:
+    """Pass 1's kernel: a batch's :class:`RowsRead` (or a table's, read whole), as ``read`` says."""
+    key = read.key
     return RowsRead(
         prompt_runs(group_keys(batch, key), ", ".join(key) if isinstance(key, tuple) else key) if key is not None else None,
-        reward_values(batch, paths, names),
-        scalars(batch.column(baseline), baseline) if baseline is not None else None,
-        prompt_runs(batch.column(by), by, "batch") if by is not None else None,
-        prompt_runs(batch.column(order), order, "sample index") if order is not None else None,
+        reward_values(batch, list(read.paths), read.names, read.mask),
+        scalars(batch.column(read.baseline), read.baseline) if read.baseline is not None else None,
+        prompt_runs(batch.column(read.by), read.by, "batch") if read.by is not None else None,
+        prompt_runs(batch.column(read.order), read.order, "sample index") if read.order is not None else None,
     )
 
 

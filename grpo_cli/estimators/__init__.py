@@ -162,7 +162,7 @@ def advantage(groups: Groups, config) -> np.ndarray:
             alone = np.flatnonzero(groups.per_row(groups.count == 1))
             if alone.size:
                 gain = 1.0 if spec.gain is None else spec.gain(groups)
-                a[alone] = _renumbered(SINGLETONS[config.singleton], alone, groups.r[alone], config.scale, config.eps, gain)
+                a[alone] = _renumbered(SINGLETONS[config.singleton], alone, groups.r[alone], groups, config, gain)
     bad = np.flatnonzero(~np.isfinite(a))
     if bad.size:
         raise RowError(int(bad[0]), f"the advantage is beyond float64 (rewards up to {np.max(np.abs(groups.r)):.3g}); rescale the rewards")

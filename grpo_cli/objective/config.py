@@ -19,12 +19,16 @@ from ..numerics import LOGRATIO_CLAMP_MAX
 from ..presets import NAMES
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .aggregation import EMPTY_ROWS
-from .rollout import BYPASS_MODES, IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS, Criterion
+from .rollout import BYPASS_MODES, GATES, IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS, REJECT_STATISTICS, Criterion
 
 CISPO_CLIPS = ("two-sided", "upper", "epsilon-high")
+GMPO_EMPTY = ("zero", "advantage")
 KL_WEIGHTS = ("none", "ratio")
+UNRECORDED = (("cispo_clip", "two-sided"), ("gmpo_empty", "zero"))
+KL_AGGREGATIONS = tuple(name for name, a in AGGREGATIONS.items() if not a.needs_max_length)
 OWN_OPTIONS = (
     "cispo_clip",
+    "gmpo_empty",
     "dro_beta",
     "clip_cov_ratio",
     "clip_cov_lb",
@@ -63,6 +67,10 @@ class ObjectiveConfig(Options):
     cispo_clip
         CISPO's weight: ``two-sided`` clip (verl), ``upper`` ``min(rho, 1 + epsilon_high)``
         (Twinkle), ``epsilon-high`` ``min(rho, epsilon_high)`` (TRL: epsilon_high is the cap).
+    gmpo_empty
+        What GMPO's row without counted tokens adds to the mean over rows: ``zero`` (verl's
+        geo_mean) or ``advantage``, ``A_i`` (TRL's GMPOTrainer: exp of the mean of no
+        log-ratios is 1); only with ``agg`` seq-mean-token-mean and ``empty_rows`` count.
     dro_beta
         DRO's quadratic penalty weight (required by ``dro``).
     clip_cov_ratio, clip_cov_lb, clip_cov_ub, kl_cov_ratio, ppo_kl_coef, seed
@@ -87,6 +95,12 @@ class ObjectiveConfig(Options):
         KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``,
         each token's KL clamped to ``[-kl_clamp, kl_clamp]`` and, with ``kl_weight`` ratio,
         times the ratio rho.
+    kl_agg
+        How the penalty's token terms become one number. Not given: ``agg``'s, the penalty
+        being part of each token's term. Given: ``agg(L) - beta * kl_agg(KL)``, OpenRLHF
+        0.11.2's KL loss, a token mean whatever the policy loss's aggregation
+        (trainer/ray/ppo_actor.py:318-338, ``aggregate_loss(kl, mask)``, ``token_level_loss``
+        True by default, models/loss.py:11-39).
     logratio_clamp
         ``new - old`` is clamped to ``[-c, c]`` before ``exp`` (as verl, c = 20) so the
         ratio never overflows; clamped tokens are counted in the summary. The rollout
@@ -99,7 +113,8 @@ class ObjectiveConfig(Options):
         Rejection of tokens or rows whose KL estimate ``reject`` (per ``token``,
         ``sequence-sum``, ``sequence-mean`` or ``sequence-max``; verl's names are accepted)
         is out of bounds: for ``k1`` the ratio bounds ``"LO,HI"`` (or verl's ``"LO_HI"``, or
-        ``"X"``: 1/X to X), for ``k2``/``k3`` the upper bound ``"X"``. Several criteria,
+        ``"X"``: 1/X to X), for ``k2``/``k3`` the upper bound ``"X"``; or OpenRLHF's gating
+        divergences ``binary_kl``, ``tv`` of the sampled token's probabilities (upper bound ``"X"``). Several criteria,
         comma-separated (verl's ``rollout_rs`` list), reject what any rejects; their
         thresholds are one per criterion, comma-separated (k1 bounds ``"LO_HI"``), or one for all.
     reject_veto, reject_counted
@@ -107,6 +122,10 @@ class ObjectiveConfig(Options):
         rejected tokens stay counted with weight 0 instead of leaving the mask.
     is_floor, is_normalize
         The weights' lower truncation bound; their division by their mean over the input.
+    off_policy_mask
+        TRL's off_policy_mask_threshold (OPSM): a row with ``A < 0`` whose mean over its
+        tokens of ``sampled - new`` (the rollout log-probs, else the old ones) exceeds it
+        weighs 0, its tokens still counted.
     bypass
         verl's bypass mode: the rollout log-probs are the old policy, and the weights and
         rejection take ``new - rollout``; ``ppo_clip`` is loss ``ppo`` unweighted,
@@ -131,6 +150,12 @@ class ObjectiveConfig(Options):
         "CISPO's weight: two-sided = clip(rho, 1 - eps_low, 1 + eps_high) (verl); upper = min(rho, 1 + eps_high) "
         "(Twinkle); epsilon-high = min(rho, eps_high), eps_high being the cap itself (TRL).",
         choices=CISPO_CLIPS,
+    )
+    gmpo_empty: str = option(
+        "zero",
+        "What GMPO's row without counted tokens adds to the mean over rows: zero (verl's geo_mean) or advantage, "
+        "A (TRL's GMPOTrainer: its weight is exp(0) = 1).",
+        choices=GMPO_EMPTY,
     )
     dro_beta: float = option(None, "DRO's weight beta > 0 of the quadratic penalty beta/2 (new - old)^2 (required by it).")
     clip_cov_ratio: float = option(0.0002, "clip_cov: the share of counted tokens drawn (at least one).")
@@ -176,8 +201,8 @@ class ObjectiveConfig(Options):
     reject: str = option(
         None,
         "Reject tokens or rows whose KL(rollout || old) estimate is out of bounds: k1, k2, k3 (or verl's "
-        "token_k1, seq_sum_k1, seq_mean_k3, seq_max_k2, ...; several, comma-separated, reject what any rejects); "
-        "rejected tokens leave the mask.",
+        "token_k1, seq_sum_k1, seq_mean_k3, seq_max_k2, ...; several, comma-separated, reject what any rejects), or "
+        "OpenRLHF's gating divergences of the sampled token's probabilities, binary_kl and tv; rejected tokens leave the mask.",
         panel=ROLLOUT,
         metavar="KL",
     )
@@ -189,7 +214,7 @@ class ObjectiveConfig(Options):
     )
     reject_threshold: str = option(
         None,
-        "--reject's bounds: k1 'LO,HI' (or 'LO_HI') as ratios, or 'X': 1/X to X; k2, k3 'X' (upper). "
+        "--reject's bounds: k1 'LO,HI' (or 'LO_HI') as ratios, or 'X': 1/X to X; k2, k3, binary_kl, tv 'X' (upper). "
         "Several criteria: one per criterion, comma-separated, or one for all.",
         panel=ROLLOUT,
         metavar="BOUNDS",
@@ -210,6 +235,13 @@ class ObjectiveConfig(Options):
         "Divide the weights by their mean over the input's counted tokens (sequence: rows), verl's rollout_is_batch_normalize.",
         panel=ROLLOUT,
     )
+    off_policy_mask: float = option(
+        None,
+        "TRL's off_policy_mask_threshold: a row with A < 0 whose mean of sampled - new log-probs (the rollout's, else the old) "
+        "exceeds DELTA weighs 0, its tokens still counted.",
+        panel=ROLLOUT,
+        metavar="DELTA",
+    )
     bypass: str = option(
         None,
         "verl's bypass mode: the rollout log-probs are the old policy, weights and rejection take new - rollout: "
@@ -229,6 +261,13 @@ class ObjectiveConfig(Options):
         "none", "The KL penalty per token: none = beta*KL; ratio = beta*rho*KL (TRL's use_bias_correction_kl).", panel=KL_PANEL, choices=KL_WEIGHTS
     )
     kl_clamp: float = option(None, "Clamp the KL penalty's per-token value to [-c, c] (verl's low_var_kl: 10).", panel=KL_PANEL, metavar="C")
+    kl_agg: str = option(
+        None,
+        "Aggregate the KL penalty on its own: agg(L) - beta*KL_AGG(KL) (OpenRLHF: token-mean whatever --agg); not given: as --agg.",
+        panel=KL_PANEL,
+        choices=KL_AGGREGATIONS,
+        metavar="KL_AGG",
+    )
 
     def __post_init__(self) -> None:
         given = self._fill_defaults("objective", "loss", str, lambda name: dict(LOSSES[name].defaults) if name in LOSSES else {})
@@ -275,7 +314,14 @@ class ObjectiveConfig(Options):
         else:
             self._set(max_length=None)  # a preset's, for another aggregation
         check_choice("empty_rows", self.empty_rows, EMPTY_ROWS)
-        if "empty_rows" in given and not AGGREGATIONS[self.agg].over_rows:
+        if self.gmpo_empty == "advantage" and (self.agg, self.empty_rows) != ("seq-mean-token-mean", "count"):
+            raise UsageError(
+                "`gmpo_empty` 'advantage' is a row's term in the mean of the row means: pass `agg` 'seq-mean-token-mean' "
+                f"with `empty_rows` 'count' (found {self.agg!r}, {self.empty_rows!r})"
+            )
+        if self.kl_agg == self.agg or self.beta == 0:
+            self._set(kl_agg=None)  # the penalty, if any, is aggregated with the loss
+        if "empty_rows" in given and not any(AGGREGATIONS[a].over_rows for a in (self.agg, self.kl_agg or self.agg)):
             means = ", ".join(repr(name) for name, a in AGGREGATIONS.items() if a.over_rows)
             raise UsageError(f"`empty_rows` applies only to the means over rows, `agg` {means} (found `agg` {self.agg!r}); drop it")
         check_range("beta", self.beta, 0)
@@ -293,6 +339,7 @@ class ObjectiveConfig(Options):
     def _loss_options(self, given: frozenset[str]) -> None:
         """Check the options of CISPO, DRO and verl's covariance losses, and the KL penalty's."""
         check_choice("cispo_clip", self.cispo_clip, CISPO_CLIPS)
+        check_choice("gmpo_empty", self.gmpo_empty, GMPO_EMPTY)
         if self.cispo_clip != "two-sided" and "epsilon_low" in given:
             raise UsageError(f"`cispo_clip` {self.cispo_clip!r} caps the weight from above only; drop `epsilon_low`")
         if self.loss == "dro" and (self.dro_beta is None or not self.dro_beta > 0):
@@ -311,7 +358,9 @@ class ObjectiveConfig(Options):
         for name in ("vespo_lambda_pos", "vespo_lambda_neg"):
             check_range(name, getattr(self, name), 0)
         check_choice("kl_weight", self.kl_weight, KL_WEIGHTS)
-        for name in sorted(given & {"kl_weight", "kl_clamp"}):
+        if self.kl_agg is not None:
+            check_choice("kl_agg", self.kl_agg, KL_AGGREGATIONS)
+        for name in sorted(given & {"kl_weight", "kl_clamp", "kl_agg"}):
             if self.beta == 0:
                 raise UsageError(f"`{name}` applies to the KL penalty; pass `beta` > 0 too, or drop it")
         if self.kl_clamp is not None:
@@ -343,6 +392,8 @@ class ObjectiveConfig(Options):
         self._set(is_mask=weight_bounds(self.is_mask))
         if self.reject_veto is not None:
             check_range("reject_veto", self.reject_veto, 0, open_low=True)
+        if self.off_policy_mask is not None:
+            check_range("off_policy_mask", self.off_policy_mask, 0)
         if self.reject_counted and self.reject is None and self.reject_veto is None:
             raise UsageError("`reject_counted` applies to rejected tokens; pass `reject` or `reject_veto` too, or drop it")
         self._bypass(given)
@@ -354,7 +405,7 @@ class ObjectiveConfig(Options):
         if len(set(names)) < len(names):
             raise UsageError(f"`reject` names a criterion twice (found {self.reject!r})")
         for name in names:
-            check_choice("reject", name, ("k1", "k2", "k3", *REJECT_ALIASES))
+            check_choice("reject", name, (*REJECT_STATISTICS, *REJECT_ALIASES))
             level = REJECT_ALIASES.get(name, (name, self.reject_level))[1]
             if name in REJECT_ALIASES and "reject_level" in given and self.reject_level != level:
                 raise UsageError(f"`reject` {name!r} is taken per {level}; drop `reject_level` {self.reject_level!r}")
@@ -430,8 +481,8 @@ class ObjectiveConfig(Options):
         loss_options = {
             k: getattr(self, k) if k in taken else None for k in ("epsilon_low", "epsilon_high", "dual_clip", "delta", "tau_pos", "tau_neg")
         }
-        # the options of the losses that take them (CISPO's weight when it is not the one its summaries always had)
-        loss_options.update({k: getattr(self, k) for k in OWN_OPTIONS if k in taken and (k, getattr(self, k)) != ("cispo_clip", "two-sided")})
+        # the options of the losses that take them (CISPO's weight and GMPO's empty row when not the ones their summaries always had)
+        loss_options.update({k: getattr(self, k) for k in OWN_OPTIONS if k in taken and (k, getattr(self, k)) not in UNRECORDED})
         return {
             "preset": self.preset,
             "loss": self.loss,
@@ -445,6 +496,7 @@ class ObjectiveConfig(Options):
             "logratio_clamp": self.logratio_clamp,
             **({"kl_weight": self.kl_weight} if self.beta > 0 and self.kl_weight != "none" else {}),  # only where they apply
             **({"kl_clamp": self.kl_clamp} if self.beta > 0 and self.kl_clamp is not None else {}),
+            **({"kl_agg": self.kl_agg} if self.kl_agg is not None else {}),
             "is_level": self.is_level,
             "is_cap": self.is_cap,
             "is_mask": self.is_mask,
@@ -455,13 +507,14 @@ class ObjectiveConfig(Options):
             "is_floor": self.is_floor,
             "is_normalize": self.is_normalize,
             "bypass": self.bypass,
+            **({"off_policy_mask": self.off_policy_mask} if self.off_policy_mask is not None else {}),  # older summaries have no key
         }
 
 
 def reject_bounds(kl: str, text: str) -> tuple[float, float]:
     """The kept range of a ``kl`` estimate from its threshold ``text``: k1 in log space,
     ``[log LO, log HI]`` from ``"LO,HI"``, ``"LO_HI"`` or ``"X"`` (1/X to X); k2 and k3
-    ``[-inf, X]``.
+    ``[-inf, X]``; binary_kl and tv ``[0, X]`` (OpenRLHF's, which a rounding below 0 leaves).
 
     >>> reject_bounds("k1", "2") == (-np.log(2), np.log(2))
     True
@@ -474,7 +527,7 @@ def reject_bounds(kl: str, text: str) -> tuple[float, float]:
     if kl != "k1":
         if len(values) != 1 or not values[0] > 0:
             raise UsageError(f"`reject` {kl!r} takes one upper bound X > 0 as `reject_threshold` (found {text!r})")
-        return -np.inf, values[0]
+        return (0.0 if kl in GATES else -np.inf), values[0]  # OpenRLHF keeps a divergence in [0, X]
     if len(values) == 1:
         if not values[0] > 1:
             raise UsageError(f"`reject_threshold` X for k1 keeps ratios in [1/X, X], so X must be > 1 (found {text!r})")

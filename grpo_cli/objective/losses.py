@@ -64,16 +64,19 @@ class LossInputs:
 class SignedFactors:
     """Per-token factors of a loss, ``L_t = A_t * (positive_t if A_t > 0 else negative_t) + extra_t``,
     and its per-token flags by name (``None``: set on no token); ``extra`` is a term that
-    does not scale with the advantage (DRO's penalty; ``None``: none)."""
+    does not scale with the advantage (DRO's penalty; ``None``: none); ``empty``: the factor
+    of ``A_i`` that a row without counted tokens adds to a mean over rows of the row means
+    (TRL's GMPO: 1; ``None``: 0, as every other loss)."""
 
     positive: np.ndarray
     negative: np.ndarray
     flags: dict[str, np.ndarray | None]
     extra: np.ndarray | None = None
+    empty: float | None = None
 
     def weighted(self, w: np.ndarray) -> "SignedFactors":
-        """Every term times the per-token weights ``w`` (the flags unchanged)."""
-        return SignedFactors(self.positive * w, self.negative * w, self.flags, None if self.extra is None else self.extra * w)
+        """Every term times the per-token weights ``w`` (the flags unchanged; an empty row has no weight)."""
+        return SignedFactors(self.positive * w, self.negative * w, self.flags, None if self.extra is None else self.extra * w, self.empty)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """PPO's clipped surrogate (Schulman et al. 2017), with DAPO's clip-higher, the dual clip
 and TRL's ``delta``; GSPO (Zheng et al. 2025) is the same surrogate on the sequence ratio."""
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -55,3 +56,18 @@ def gspo_token(inputs: LossInputs, config) -> SignedFactors:
     token), 0 where s_i is clipped.
     """
     return ppo(inputs, config)
+
+
+@loss("rloo", params=("epsilon", "epsilon_low", "epsilon_high"), flags=CLIP_FLAGS, ratio_level="sequence-sum", agg="seq-mean-token-mean")
+def rloo(inputs: LossInputs, config) -> SignedFactors:
+    """TRL's RLOOTrainer loss: PPO's clip on the ratio of the row's probabilities, mean over rows.
+
+    .. math:: L_i = \\min(\\rho_i A_i, \\mathrm{clip}(\\rho_i, 1 - \\epsilon_{low}, 1 + \\epsilon_{high}) A_i),
+              \\quad \\rho_i = \\exp \\sum_t (\\log \\pi - \\log \\pi_{old})_{it}
+
+    on every token of row i, averaged per sequence and then over rows (TRL 1.16
+    rloo_trainer.py:1822-1833, ``per_sequence_loss.mean()``). A row without counted tokens has
+    rho = exp(0) = 1, so it adds ``A_i`` to the mean over rows (``empty_rows`` count).
+    Gradient: -A rho_i times the row's summed grad(log pi) when rho_i is inside the clip range.
+    """
+    return replace(ppo(inputs, config), empty=1.0)

@@ -27,4 +27,14 @@ def sequence_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tu
     return np.repeat(np.minimum(mean, clamp), tokens.lengths), np.repeat(mean > clamp, tokens.lengths)
 
 
-RATIO_LEVELS = {"token": token_log_ratio, "sequence": sequence_log_ratio}
+def sequence_sum_log_ratio(logratio: np.ndarray, tokens: Tokens, clamp: float) -> tuple[np.ndarray, np.ndarray]:
+    """sequence-sum (TRL's RLOOTrainer): log rho_it = sum over row i's counted tokens of (new - old).
+
+    The ratio of the row's probabilities, ``exp(log pi(y_i) - log pi_old(y_i))`` (TRL 1.16
+    rloo_trainer.py:1822-1824), clamped at ``clamp`` from above as ``sequence``; also
+    returns where the clamp bit."""
+    total = row_sum(logratio, tokens)
+    return np.repeat(np.minimum(total, clamp), tokens.lengths), np.repeat(total > clamp, tokens.lengths)
+
+
+RATIO_LEVELS = {"token": token_log_ratio, "sequence": sequence_log_ratio, "sequence-sum": sequence_sum_log_ratio}

@@ -16,11 +16,16 @@ With ``lr_t = old_t - rollout_t`` (clamped to ``[-c, c]`` before exp, c = ``logr
   ``k3 = exp(-d) + d - 1``), per token or a row's sum, mean or max (verl 0.9.1's
   ``seq_max_k2``/``seq_max_k3``: the largest over counted tokens, 0 without tokens), is kept
   when it lies in the bounds; several criteria (verl's comma list) reject what any of them
-  rejects. ``reject_veto V`` rejects a row with a token whose ``pi_old / pi_rollout < V``
+  rejects. OpenRLHF 0.11.2's ``is_correction_gating`` divergences of the sampled token's
+  probabilities ``p = pi_rollout``, ``q = pi_old``, each clamped to ``[1e-6, 1 - 1e-6]``
+  (models/loss.py:225-233), are criteria too: ``binary_kl = p log(p/q) + (1-p) log((1-p)/(1-q))``
+  and ``tv = |p - q|``, kept under an upper bound, per token or a row's mean. ``reject_veto V`` rejects a row with a token whose ``pi_old / pi_rollout < V``
   (verl 0.7.0's ``rollout_token_veto_threshold``; on the clamped ``lr``, the same for
   ``V > exp(-c)``). Rejected tokens (or rows) leave the mask, as verl's rejection sampling in
   its decoupled mode; with ``reject_counted`` they stay counted with a weight 0 (verl 0.9.1's
   bypass mode, whose denominators are counted before rejection; OpenRLHF's seq-mask-tis).
+- off-policy sequence mask (``off_policy_mask``, TRL's OPSM): a row of negative advantage
+  whose mean ``sampled - new`` exceeds the threshold weighs 0 (:func:`off_policy_kept`).
 - bypass (``bypass``, verl's ``bypass_mode``, core_algos.py:2333-2549 in 0.9.1): the rollout
   log-probs are the old policy, and the weights and rejection take ``lr = new - rollout``.
   ``ppo_clip``: PPO's clip on ``new - rollout``, unweighted (verl computes the weights for its
@@ -59,13 +64,28 @@ REJECT_ALIASES = {
     for k in ("k1", "k2", "k3")
     for prefix, level in (("token", "token"), ("seq_sum", "sequence-sum"), ("seq_mean", "sequence-mean"))
 } | {f"seq_max_{k}": (k, "sequence-max") for k in ("k2", "k3")}
+GATE_CLAMP = 1e-6  # OpenRLHF's clamp of the probabilities, so that binary_kl's logs are finite
 NORMALIZE_EPS = 1e-8  # verl's masked_mean: sum / (count + 1e-8); a mean <= 1e-8 leaves the weights as they are
+
+
+def binary_kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """KL of Bernoulli(p) from Bernoulli(q): p log(p/q) + (1 - p) log((1 - p)/(1 - q))."""
+    return p * np.log(p / q) + (1.0 - p) * np.log((1.0 - p) / (1.0 - q))
+
+
+def tv(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Total variation of the sampled token: |p - q|."""
+    return np.abs(p - q)
+
+
+GATES = {"binary_kl": binary_kl, "tv": tv}  # OpenRLHF 0.11.2's is_correction_gating divergences
+REJECT_STATISTICS = ("k1", "k2", "k3", *GATES)
 
 
 @dataclass(frozen=True)
 class Criterion:
-    """One rejection criterion: the KL estimate ``kl`` (k1, k2, k3 of ``d = rollout - old``)
-    taken per ``level``, kept in ``[lo, hi]`` (k1: log-ratio bounds)."""
+    """One rejection criterion: the KL estimate ``kl`` (k1, k2, k3 of ``d = rollout - old``,
+    or a divergence of :data:`GATES`) taken per ``level``, kept in ``[lo, hi]`` (k1: log-ratio bounds)."""
 
     kl: str
     level: str
@@ -139,7 +159,7 @@ def rejected(lr: np.ndarray, tokens: Tokens, config) -> np.ndarray:
     per token), from the clamped log-ratios ``lr``: what any criterion rejects."""
     out = np.zeros(lr.shape, dtype=bool)
     for c in config.reject_criteria:
-        stat = KL_ESTIMATORS[c.kl](-lr)  # d = rollout - old
+        stat = KL_ESTIMATORS[c.kl](-lr) if c.kl in KL_ESTIMATORS else gate(c.kl, tokens, config)  # d = rollout - old
         if c.level == "sequence-max":
             stat = np.repeat(row_reduce(tokens.counted(stat, -np.inf), tokens, np.maximum, 0.0), tokens.lengths)
         elif c.level != "token":
@@ -151,6 +171,33 @@ def rejected(lr: np.ndarray, tokens: Tokens, config) -> np.ndarray:
     if config.reject_veto is not None:
         out |= np.repeat(row_count(lr < np.log(config.reject_veto), tokens) > 0, tokens.lengths)
     return tokens.counted(out, False)
+
+
+def gate(name: str, tokens: Tokens, config) -> np.ndarray:
+    """Divergence ``name`` of :data:`GATES` per token between the sampled token's probability
+    under the rollout policy, ``p``, and the old one (in bypass mode the new one), ``q``, both
+    clamped to ``[1e-6, 1 - 1e-6]`` (OpenRLHF 0.11.2, models/loss.py:225-233)."""
+    old = tokens.new if config.bypass is not None else tokens.old
+    p, q = (
+        np.clip(np.exp(np.asarray(x, dtype=np.float64)), GATE_CLAMP, 1.0 - GATE_CLAMP)
+        for x in (present(tokens.rollout, "the rollout log-probs"), old)
+    )
+    return GATES[name](p, q)
+
+
+def off_policy_kept(tokens: Tokens, advantage: np.ndarray, delta: float) -> np.ndarray:
+    """TRL's off-policy sequence mask (DeepSeek-V3.2's OPSM; TRL 1.16 grpo_trainer.py:2945-2970,
+    applied at :3140): 1 on a token whose advantage is >= 0 or whose row's mean over its counted
+    tokens of ``sampled - new`` is <= ``delta``, else 0 (the token stays counted).
+
+    .. math:: \\bar k_i = \\frac{1}{\\max(n_i, 1)} \\sum_t (\\log \\pi_{sampled} - \\log \\pi_\\theta)_{it},
+              \\quad keep_{it} = [A_{it} \\ge 0 \\lor \\bar k_i \\le \\delta]
+
+    ``sampled``: the rollout log-probs where the input has them, else the old ones (TRL's
+    sampling_per_token_logps, else old_per_token_logps)."""
+    sampled = tokens.old if tokens.rollout is None else tokens.rollout
+    k = row_sum(np.subtract(sampled, tokens.new, dtype=np.float64), tokens) / np.maximum(tokens.n_counted, 1)
+    return ((advantage >= 0) | np.repeat(k <= delta, tokens.lengths)).astype(np.float64)
 
 
 def corrected(tokens: Tokens, lr: np.ndarray, config) -> tuple[Tokens, np.ndarray | None, dict[str, np.ndarray]]:

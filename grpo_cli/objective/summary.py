@@ -14,7 +14,8 @@ import numpy as np
 from ..summaries import BlockSums, finite_or_null
 from . import LOSSES, Totals, aggregate
 
-SUMMED_TERMS = ("objective_sum", "surrogate_sum", "kl_ref_sum")
+SUMMED_TERMS = ("objective_sum", "surrogate_sum", "kl_ref_sum", "penalty_sum")
+EMPTY_TERMS = ("objective_sum", "surrogate_sum")  # where a loss's term for a row without tokens goes
 TOKEN_SUMS = ("kl_old_sum", "ratio_sum", "abs_diff_sum", "k1_sum", "k3_sum", "is_weight_sum")  # token totals, when present
 COUNTED = ("clamped", "mismatch_tokens", "rejected_tokens", "is_masked", "is_truncated")
 
@@ -42,11 +43,13 @@ class ObjectiveSummary:
         counted = n > 0
         safe_n = np.where(counted, n, 1)
         summed = [key for key in SUMMED_TERMS if key in terms]
+        empty = terms.get("empty_row_mean", 0.0)
         sums = BlockSums.of(
             {
                 **{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms},
-                # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens)
-                **{f"{key}/n": np.where(counted, terms[key] / safe_n, 0.0) for key in summed},
+                # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens, or the loss's
+                # term for them: TRL's GMPO)
+                **{f"{key}/n": np.where(counted, terms[key] / safe_n, empty if key in EMPTY_TERMS else 0.0) for key in summed},
             },
             start,
         )
@@ -75,7 +78,7 @@ class ObjectiveSummary:
 
     def figures(self, config) -> dict:
         """The figures, the objective aggregated as ``config.agg`` and ``config.empty_rows``
-        say (``config``: the :class:`~grpo_cli.objective.config.ObjectiveConfig`);
+        say (the KL penalty as ``config.kl_agg``, if given) (``config``: the :class:`~grpo_cli.objective.config.ObjectiveConfig`);
         ``empty_rows``: how many rows have no counted tokens."""
         c = self.counts
         tokens = c["tokens"]
@@ -83,17 +86,20 @@ class ObjectiveSummary:
         def share(total: float) -> float | None:
             return finite_or_null(float(total / tokens)) if tokens else 0.0
 
-        def agg(key: str) -> float | None:
+        def agg(key: str, how: str = config.agg) -> float | None:
             totals = Totals(self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"], tokens, config.max_length)
             with np.errstate(invalid="ignore"):
-                return finite_or_null(float(aggregate(config.agg, totals, config.empty_rows)))
+                return finite_or_null(float(aggregate(how, totals, config.empty_rows)))
 
         objective = agg("objective_sum")
+        if self.has_kl_ref and config.kl_agg is not None:  # agg(L) - beta * kl_agg(KL)
+            surrogate, penalty = agg("surrogate_sum"), agg("penalty_sum", config.kl_agg)
+            objective = None if surrogate is None or penalty is None else finite_or_null(surrogate - config.beta * penalty)
         return {
             "objective": objective,
             "loss": None if objective is None else -objective,
             "surrogate": agg("surrogate_sum"),
-            "kl_ref": agg("kl_ref_sum") if self.has_kl_ref else None,
+            "kl_ref": agg("kl_ref_sum", config.kl_agg or config.agg) if self.has_kl_ref else None,
             "kl_old": share(self.sums.total("kl_old_sum")),
             "clip_frac": {flag.name: share(c[f"flag_{flag.name}"]) for flag in LOSSES[config.loss].flags},
             "ratio": {

@@ -6,7 +6,7 @@ stays in cache; a row's numbers do not depend on the blocking. Masked tokens cou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -15,7 +15,7 @@ from ..errors import RowError, present
 from ..kl import KL_ESTIMATORS, k3, k3_with_ratio
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
-from .rollout import corrected, log_ratios, mismatch_terms
+from .rollout import corrected, log_ratios, mismatch_terms, off_policy_kept
 from ..tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
 
 
@@ -127,12 +127,14 @@ def block(tokens: Tokens, advantages: np.ndarray | None, config, first_row: int 
 def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: object = None, first_row: int = 0) -> dict[str, np.ndarray]:
     """Per-row sums and extremes of every token quantity of a few rows (see :func:`block`).
 
-    The per-token objective is ``w_it L_it - beta * KL_it``; ``objective_sum`` is its row
+    The per-token objective is ``w_it L_it - beta * KL_it`` (``L_it`` times TRL's
+    off-policy sequence mask, if given); ``objective_sum`` is its row
     sum. One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
     Every KL estimator takes its log-ratio clamped to ``[-c, c]`` (``config.logratio_clamp``)
     as the ratio does, so a token's KL is a float64 number however far the policies are.
     The penalty's KL is clamped to ``[-kl_clamp, kl_clamp]`` if given (verl's low_var_kl:
-    10), and times the ratio with ``kl_weight`` ratio (TRL's ``use_bias_correction_kl``).
+    10), and times the ratio with ``kl_weight`` ratio (TRL's ``use_bias_correction_kl``):
+    ``penalty_sum`` is its row sum, aggregated on its own with ``kl_agg``.
     """
     b = block(tokens, advantages, config, first_row, context)
     tokens, logratio, ratio = b.inputs.tokens, b.inputs.log_ratio, b.inputs.ratio
@@ -142,6 +144,10 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
         kl_old = k3(np.clip(b.new_minus_old, -config.logratio_clamp, config.logratio_clamp))
     loss = LOSSES[config.loss]
     f = loss.factors(b.inputs, config)
+    if config.empty_rows != "count":
+        f = replace(f, empty=None)  # rows without tokens are left out of the mean
+    if config.off_policy_mask is not None:
+        f = f.weighted(off_policy_kept(tokens, b.inputs.advantage, config.off_policy_mask))
     if b.weights is not None:
         f = f.weighted(b.weights)
     out = surrogate(loss, f, advantages, tokens)
@@ -162,8 +168,8 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
         if config.kl_clamp is not None:
             kl = np.clip(kl, -config.kl_clamp, config.kl_clamp)
         out["kl_ref_sum"] = row_sum(kl, tokens)
-        penalty = out["kl_ref_sum"] if config.kl_weight == "none" else row_sum(kl * ratio, tokens)
-        out["objective_sum"] = out["surrogate_sum"] - config.beta * penalty
+        out["penalty_sum"] = out["kl_ref_sum"] if config.kl_weight == "none" else row_sum(kl * ratio, tokens)
+        out["objective_sum"] = out["surrogate_sum"] - config.beta * out["penalty_sum"]
     for extreme in ("ratio_max", "ratio_min"):
         out[extreme][out["n_tokens"] == 0] = np.nan
     return out
@@ -171,8 +177,9 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
 
 def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, tokens: Tokens) -> dict[str, np.ndarray]:
     """Row sums of the loss's terms ``L_t = A_t f_t + extra_t`` (``surrogate_sum``), the count of each
-    declared flag on tokens whose advantage has the flag's sign (``flag_<name>``), and which
-    rows have no nonzero advantage (``zero_advantage``).
+    declared flag on tokens whose advantage has the flag's sign (``flag_<name>``), which
+    rows have no nonzero advantage (``zero_advantage``) and, for a loss whose row without
+    tokens has a mean term (``f.empty``), that term (``empty_row_mean``, 0 on other rows).
 
     One advantage per row factors out: ``sum_t L_it = A_i sum_t f_it``, so only the two
     factor sums are needed; per-token advantages (``tokens.advantage``) multiply each token.
@@ -197,6 +204,8 @@ def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, token
     if f.extra is not None:
         surrogate_sum = surrogate_sum + row_sum(f.extra, tokens)
     out = {"surrogate_sum": surrogate_sum, "zero_advantage": zero_advantage}
+    if f.empty is not None and advantages is not None:  # a row without tokens has no token's advantage
+        out["empty_row_mean"] = np.where(tokens.n_counted == 0, f.empty * advantages, 0.0)
     for flag in loss.flags:
         set_on = f.flags[flag.name]
         on = positive if flag.sign > 0 else negative if flag.sign < 0 else positive | negative

@@ -111,16 +111,13 @@ def first_pass(
     lower peak memory, faster. Then, for an estimator that needs nothing more, the
     advantages are computed while the pass reads (:mod:`.ahead`): the last item returned,
     kept if the ids' layout allowed it, else None."""
-    paths = [column_path(source, name) for name in inputs.rewards] if inputs else []
-    baseline = inputs.baseline if inputs else None
-    args = (grouping.key, paths, inputs.rewards if inputs else (), baseline, grouping.by, grouping.order)  # what kernels.rows_read takes
-    columns = list(dict.fromkeys(c for c in (*grouping.columns, *(p[0] for p in paths), baseline, grouping.by, grouping.order) if c is not None))
+    spec = rows_to_read(source, grouping, inputs)
     label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
     if hold:
-        held = labelled(label, engine.read_columns, source, columns)
-        read = labelled(label, kernels.rows_read, held, 0, *args)
+        held = labelled(label, engine.read_columns, source, spec.columns)
+        read = labelled(label, kernels.rows_read, held, 0, spec)
     else:
-        held, read = None, kernels.RowsRead(None, np.empty((rows, len(paths))), np.empty(rows) if baseline else None)
+        held, read = None, kernels.RowsRead(None, np.empty((rows, len(spec.paths))), np.empty(rows) if spec.baseline else None)
     ahead = (
         WindowsAhead(read.rewards, read.baseline, list(inputs.rewards), config, engine.workers)
         if not hold and inputs is not None and config is not None and _ahead(grouping, inputs, config)
@@ -128,7 +125,7 @@ def first_pass(
     )
     with ahead or nullcontext():
         if not hold:
-            read = _rows_read(engine, source, args, columns, read, ahead)
+            read = _rows_read(engine, source, spec, read, ahead)
         labelled(label, kernels.in_order, read.order_runs, grouping)
         index = labelled(label, kernels.index, read.runs, grouping, rows, source.name)
         index, batches = labelled(label, kernels.batched, read.batch_runs, index, grouping, source)
@@ -144,15 +141,22 @@ def first_pass(
         return index, found, held, ahead.finish(index) if ahead else None
 
 
-def _rows_read(
-    engine: Engine, source: Source, args: tuple, columns: list[str], into: kernels.RowsRead, ahead: WindowsAhead | None
-) -> kernels.RowsRead:
+def rows_to_read(source: Source, grouping: Grouping, inputs: Inputs | None) -> kernels.RowsToRead:
+    """What pass 1 reads of each row: the group key, batch and sample index of ``grouping``,
+    and what the estimator reads of ``inputs`` (if any)."""
+    if inputs is None:
+        return kernels.RowsToRead(grouping.key, by=grouping.by, order=grouping.order)
+    paths = tuple(column_path(source, name) for name in inputs.rewards)
+    return kernels.RowsToRead(grouping.key, paths, inputs.rewards, inputs.baseline, grouping.by, grouping.order, inputs.reward_mask)
+
+
+def _rows_read(engine: Engine, source: Source, spec: kernels.RowsToRead, into: kernels.RowsRead, ahead: WindowsAhead | None) -> kernels.RowsRead:
     """:func:`~grpo_cli.engines.kernels.rows_read` of every row, a batch at a time: the runs
     joined, the rewards laid in the arrays of ``into`` as the batches finish (each batch then
     told to ``ahead``)."""
-    key, runs, batch_runs, order_runs = args[0], [], [], []
+    key, runs, batch_runs, order_runs = spec.key, [], [], []
     prompt = key[-1] if isinstance(key, tuple) else key  # the column that names a row's group in messages
-    for _, first_row, batch, found in engine.map_batches(source, kernels.rows_read, *args, columns=columns, prompt=prompt):
+    for _, first_row, batch, found in engine.map_batches(source, kernels.rows_read, spec, columns=spec.columns, prompt=prompt):
         runs.append(found.runs)
         batch_runs.append(found.batch_runs)
         order_runs.append(found.order_runs)
@@ -161,13 +165,12 @@ def _rows_read(
             into.baseline[first_row : first_row + batch.num_rows] = found.baseline
         if ahead:
             ahead.read(first_row, found.runs)
-    by, order = args[-2:]
     return kernels.RowsRead(
         Runs.joined(runs) if key is not None else None,
         into.rewards,
         into.baseline,
-        Runs.joined(batch_runs) if by is not None else None,
-        Runs.joined(order_runs) if order is not None else None,
+        Runs.joined(batch_runs) if spec.by is not None else None,
+        Runs.joined(order_runs) if spec.order is not None else None,
     )
 
 
@@ -331,8 +334,9 @@ def batch_figures(engine: Engine, g: GroupIndex, inputs: RowInputs, advantages: 
 
 
 def _windowed(config: AdvantageConfig) -> bool:
-    """The estimator's advantages of contiguous groups can be computed a window of groups at a time."""
-    return lookup(config.estimator).scope == "group" and config.scale != "batch"
+    """The estimator's advantages of contiguous groups can be computed a window of groups at a time
+    (not with file-wide statistics: the batch scale, or lone rows' batch baseline)."""
+    return lookup(config.estimator).scope == "group" and config.scale != "batch" and config.singleton != "batch"
 
 
 def _ahead(grouping: Grouping, inputs: Inputs, config: AdvantageConfig) -> bool:

@@ -51,11 +51,11 @@ def test_group_index_kernel():
 
 def test_pass_one_kernel_reads_runs_rewards_and_baseline():
     batch = pa.record_batch({"id": [7, 7, 8], "reward": [1.0, None, 0.5], "base": [0.1, 0.2, 0.3]})
-    read = kernels.rows_read(batch, 0, "id", [("reward",)], ("reward",), "base")
+    read = kernels.rows_read(batch, 0, kernels.RowsToRead("id", (("reward",),), ("reward",), "base"))
     assert read.runs.starts.tolist() == [0, 2] and read.runs.keys.tolist() == [7, 8] and read.runs.rows == 3
     np.testing.assert_array_equal(read.rewards, [[1.0], [np.nan], [0.5]])
     assert read.baseline.tolist() == [0.1, 0.2, 0.3]
-    assert kernels.rows_read(batch, 0, None, [], (), None).runs is None
+    assert kernels.rows_read(batch, 0, kernels.RowsToRead(None)).runs is None
 
 
 def test_advantage_window():

@@ -1,6 +1,8 @@
 """Groups of one row: 0 (default, TRL), the reward (Twinkle), mean 0 and std 1 (verl), or refused
 (verl's grpo_passk)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -66,3 +68,47 @@ def test_error_names_the_row_in_the_file(tmp_path):
     src.write_text("".join(f'{{"prompt_id": "{g}", "reward": {r}}}\n' for g, r in zip("aabbc", [1.0, 0.0, 1.0, 0.0, 1.0])))
     proc = run_grpo("advantages", str(src), "--estimator", "passk", "--singleton", "error", check=False)
     assert proc.returncode == 1 and "row 4" in proc.stderr.decode() and "its group has one row" in proc.stderr.decode(), proc.stderr.decode()
+
+
+# twinkle-kit 0.5.1 GRPOAdvantage, num_generations 1 (advantage/grpo.py:48-55), every group one row:
+# rewards (1, 0, 0.5, 0.2, 0.9, 0.4), mean 0.5; r - mean = (0.5, -0.5, 0, -0.3, 0.4, -0.1);
+# sample std = sqrt((0.25 + 0.25 + 0 + 0.09 + 0.16 + 0.01) / 5) = sqrt(0.152) = 0.389872;
+# batch: (r - mean) / (0.389872 + 1e-8), row 0 = 1.2824729 (ref-twinkle-0.5.1.json); group: r
+TWINKLE_R = [1.0, 0.0, 0.5, 0.2, 0.9, 0.4]
+
+
+@pytest.mark.parametrize(
+    "scale, expected",
+    [
+        ("group", TWINKLE_R),
+        ("batch", [1.2824729072117067, -1.2824729072117067, 0.0, -0.7694837443270239, 1.0259783257693653, -0.2564945814423413]),
+        ("none", [0.5, -0.5, 0.0, -0.3, 0.4, -0.1]),
+    ],
+)
+def test_batch_is_twinkles_num_generations_one(scale, expected):
+    centered = np.array(TWINKLE_R) - 0.5
+    assert np.sqrt(np.sum(centered**2) / 5) == pytest.approx(np.sqrt(0.152), rel=1e-15)
+    for config in (
+        AdvantageConfig(preset="twinkle", scale=scale),
+        AdvantageConfig(scale=scale, singleton="batch", **({} if scale == "none" else {"std": "sample", "eps": 1e-8})),
+    ):
+        np.testing.assert_allclose(advantages(TWINKLE_R, list("abcdef"), config), expected, rtol=1e-15, atol=1e-16)
+    # a batch of one row: Twinkle's std is 1, so A = (r - r) / (1 + 1e-8) = 0
+    assert advantages([0.7], ["a"], AdvantageConfig(preset="twinkle", scale="batch")).tolist() == [0.0]
+
+
+def test_batch_reads_every_row_of_the_file(tmp_path):
+    # the batch mean is the file's, not a window's: lone rows 1, 0, 0.5 beside a pair (0.2, 0.9)
+    # under scale none: lone rows r - mean(1, 0, 0.5, 0.2, 0.9) = r - 0.52, the pair r - 0.55
+    src = tmp_path / "r.jsonl"
+    src.write_text("".join(f'{{"prompt_id": "{g}", "reward": {r}}}\n' for g, r in zip("abcdd", [1.0, 0.0, 0.5, 0.2, 0.9])))
+    out = tmp_path / "o.jsonl"
+    run_grpo("advantages", str(src), "--preset", "twinkle", "--scale", "none", "-q", "-o", str(out))
+    got = [json.loads(line)["advantage"] for line in out.read_text().splitlines()]
+    np.testing.assert_allclose(got, [0.48, -0.52, -0.02, -0.35, 0.35], rtol=1e-14, atol=1e-15)
+
+
+def test_twinkle_rloo_refuses_a_group_of_one():
+    # RLOOAdvantage raises ValueError('Invalid') for num_generations <= 1 (rloo.py:45-48)
+    with pytest.raises(InputError, match="its group has one row"):
+        advantages(TWINKLE_R, list("abcdef"), AdvantageConfig(preset="twinkle", estimator="rloo"))

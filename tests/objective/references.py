@@ -20,11 +20,13 @@ def references() -> dict:
 
 
 def ratios(new, old, config) -> list[float]:
-    """rho_t: exp of the clamped token log-ratio, or of the row's mean log-ratio (capped above)."""
+    """rho_t: exp of the clamped token log-ratio, or of the row's mean (or sum) log-ratio (capped above)."""
     d = [n - o for n, o in zip(new, old)]
     if config.ratio_level == "sequence":
         mean = sum(d) / len(d) if d else 0.0
         return [math.exp(min(mean, config.logratio_clamp))] * len(d)
+    if config.ratio_level == "sequence-sum":
+        return [math.exp(min(sum(d), config.logratio_clamp))] * len(d)
     c = config.logratio_clamp
     return [math.exp(max(-c, min(c, x))) for x in d]
 

@@ -15,12 +15,13 @@ from ..strategies import logprob_rollout, rollout_tables, unpack
 from .references import ppo_term, ratios
 
 
-# the slow reference (tests/objective/references.py); GSPO is PPO's term on the sequence ratio
+# the slow reference (tests/objective/references.py); GSPO is PPO's term on the sequence ratio,
+# TRL's RLOO on the ratio of the row's probabilities
 def reference(new, old, adv, config) -> float:
     return sum(ppo_term(r, a, config) for r, a in zip(ratios(new, old, config), adv))
 
 
-REFERENCES = {"ppo": reference, "gspo": reference, "gspo-token": reference}
+REFERENCES = {"ppo": reference, "gspo": reference, "gspo-token": reference, "rloo": reference}
 
 aggs = st.sampled_from(["seq-mean-token-sum", "seq-mean-token-mean", "token-mean", "token-sum"])
 
@@ -95,3 +96,28 @@ def test_token_terms_are_bounded_by_the_clip(table: pa.Table, eps_low, eps_high,
     assert np.all(rows <= (1 + eps_high) * np.abs(adv) * n + slack)
     if dual is not None:
         assert np.all(np.abs(rows) <= max(1 + eps_high, dual) * np.abs(adv) * n + slack)
+
+
+def test_trl_rloo_clips_the_ratio_of_the_rows_probabilities():
+    """TRL 1.16 RLOOTrainer._compute_loss (rloo_trainer.py:1822-1833): rho_i = exp(sum_t m (new -
+    old)), L_i = -min(rho_i A_i, clip(rho_i, 0.8, 1.2) A_i), loss = mean over every row.
+    Row 0 (A 1): sum d = 0.1 + 0.05, rho = e^0.15 = 1.1618 < 1.2, term e^0.15;
+    row 1 (A -0.5): d = 0.3, rho = e^0.3 = 1.3499, A < 0: -0.5 max(rho, 0.8) = -0.5 e^0.3;
+    row 2 (A 0.4) has no counted token: rho = e^0 = 1, term 0.4.
+    Objective (e^0.15 - 0.5 e^0.3 + 0.4) / 3; ``empty_rows`` skip: the two rows with tokens."""
+    new, old, mask, adv = [[-1.0, -1.0], [-0.7], [-1.0]], [[-1.1, -1.05], [-1.0], [-1.0]], [[1, 1], [1], [0]], [1.0, -0.5, 0.4]
+    got = policy_objective(new, old, advantage_values=adv, mask=mask, preset="trl", loss="rloo", details=True)
+    assert got["objective"] == pytest.approx((math.exp(0.15) - 0.5 * math.exp(0.3) + 0.4) / 3, rel=1e-14)
+    assert got["config"]["ratio_level"] == "sequence-sum" and got["config"]["agg"] == "seq-mean-token-mean"
+    skip = policy_objective(new, old, advantage_values=adv, mask=mask, preset="trl", loss="rloo", empty_rows="skip")
+    assert skip == pytest.approx((math.exp(0.15) - 0.5 * math.exp(0.3)) / 2, rel=1e-14)
+
+
+def test_trl_rloo_numbers():
+    # ref-trl-1.16.0.json, RLOOTrainer's loss on its advantages (beta 0.05 in the reward):
+    # 0.061918936059987384, with epsilon_high 0.28 0.05831893605998737
+    from .trl_case import MASK, NEW, OLD
+
+    adv = [0.7287499999999999, -1.105, 0.3762500000000001, -0.27, 0.0, 0.27]
+    for options, loss in (({}, 0.061918936059987384), ({"epsilon_high": 0.28}, 0.05831893605998737)):
+        assert -policy_objective(NEW, OLD, advantage_values=adv, mask=MASK, preset="trl", loss="rloo", **options) == pytest.approx(loss, rel=1e-12)

@@ -397,6 +397,16 @@ ORL_MASK, ORL_NEW, ORL_OLD, ORL_ROLLOUT = (
             {"is_level": "token", "reject": "k1", "reject_level": "sequence-mean", "reject_threshold": f"{1 / 5},{1 / 0.9}", "reject_counted": True},
             0.15517505837105455,
         ),
+        # 0.11.2's gatings binary_kl and tv [0, 0.05], mode mask, per token and per row (the mean over its tokens)
+        *(
+            ({"is_level": "token", "reject": gate, "reject_level": level, "reject_threshold": "0.05", "reject_counted": True}, loss)
+            for gate, level, loss in (
+                ("binary_kl", "token", 0.30017208934279266),
+                ("tv", "token", 0.27482016646357565),
+                ("binary_kl", "sequence-mean", 0.15517505837105455),
+                ("tv", "sequence-mean", 0.08140484849043554),
+            )
+        ),
     ],
 )
 def test_openrlhf_truncation_and_sequence_mask(options, loss):
@@ -416,3 +426,69 @@ def test_bypass_ppo_clip_drops_a_presets_weights(monkeypatch):
     assert config.is_level is None and config.is_cap is None and config.loss == "ppo"
     with pytest.raises(UsageError, match="drop `is_cap`"):
         ObjectiveConfig(preset="trl", bypass="ppo_clip", is_cap=2.0)
+
+
+@pytest.mark.parametrize(
+    "gate, level, threshold, objective",
+    [
+        ("tv", "token", "0.05", 0.5),
+        ("binary_kl", "token", "0.02", 0.5),
+        ("binary_kl", "token", "0.03", 1.1),
+        ("tv", "sequence-mean", "0.05", 1.1),
+        ("tv", "sequence-mean", "0.04", 0.0),
+    ],
+)
+def test_openrlhf_gating_divergences(gate, level, threshold, objective):
+    """OpenRLHF 0.11.2 is_correction_gating (models/loss.py:214-247): p = pi_rollout, q = pi_old of
+    the sampled token, clamped to [1e-6, 1 - 1e-6]; tv = |p - q|, binary_kl = p log(p/q) +
+    (1-p) log((1-p)/(1-q)); mode mask keeps w = exp(old - rollout) where the statistic (per token,
+    or the row's mean) is in [0, delta], else 0, the token still counted. One row, new = old (rho 1),
+    A = 1, so each token's term is its coefficient: p = (0.5, 0.2), q = (0.6, 0.2), w = (1.2, 1).
+    tv = (0.1, 0): token 0 out at 0.05 -> (0 + 1) / 2 = 0.5; the row's mean 0.05 is in at 0.05
+    -> (1.2 + 1) / 2 = 1.1, out at 0.04 -> 0. binary_kl token 0 = 0.5 log(5/6) + 0.5 log(5/4) =
+    0.020411: out at 0.02 -> 0.5, in at 0.03 -> 1.1."""
+    assert 0.5 * math.log(5 / 6) + 0.5 * math.log(5 / 4) == pytest.approx(0.020411, abs=1e-6)
+    old, rollout = [[math.log(0.6), math.log(0.2)]], [[math.log(0.5), math.log(0.2)]]
+    options = {"is_level": "token", "reject": gate, "reject_level": level, "reject_threshold": threshold, "reject_counted": True}
+    got = policy_objective(old, old, advantage_values=[1.0], rollout_log_probs=rollout, agg="token-mean", **options)
+    assert got == pytest.approx(objective, rel=1e-14, abs=1e-15)
+
+
+def test_trl_off_policy_sequence_mask():
+    """TRL 1.16 get_off_policy_mask (grpo_trainer.py:2945-2970, applied at :3140): per row
+    k_i = sum_t m (sampled - new) / max(n_i, 1), sampled = the vLLM log-probs (else the old);
+    the row's loss terms are kept iff A_i >= 0 or k_i <= delta; its tokens stay counted.
+    new = old (rho 1, each PPO term is A), delta 0.1, token mean over 4 tokens:
+    row 0 (A -1, 2 tokens): k = 0.2 > 0.1, dropped -> 0, 0; row 1 (A -1): k = 0.05, kept -> -1;
+    row 2 (A 0.5): k = 0.5 but A >= 0, kept -> 0.5. Objective (0 + 0 - 1 + 0.5) / 4 = -0.125
+    (-0.625 without the mask)."""
+    new, rollout, adv = [[-1.0, -1.0], [-1.0], [-1.0]], [[-0.8, -0.8], [-0.95], [-0.5]], [-1.0, -1.0, 0.5]
+    got = policy_objective(new, new, advantage_values=adv, rollout_log_probs=rollout, agg="token-mean", off_policy_mask=0.1, details=True)
+    assert got["objective"] == pytest.approx(-0.125, rel=1e-14) and got["tokens"] == 4
+    assert got["config"]["off_policy_mask"] == 0.1
+    assert policy_objective(new, new, advantage_values=adv, rollout_log_probs=rollout, agg="token-mean") == pytest.approx(-0.625, rel=1e-14)
+    with pytest.raises(UsageError, match="`off_policy_mask` must be >= 0"):
+        ObjectiveConfig(off_policy_mask=-1.0)
+
+
+def test_trl_off_policy_sequence_mask_numbers():
+    # ref-trl-1.16.0.json, dapo with off_policy_mask_threshold 0.1: the old log-probs as the sampled
+    # ones (no vLLM) 0.31099827945596614 (its loss); with vLLM's, and its sequence_mask [0, 3] weights,
+    # 0.419984134851375
+    from .trl_case import ADV, MASK, NEW, OLD, SAMPLED
+
+    assert -policy_objective(NEW, OLD, advantage_values=ADV, mask=MASK, preset="trl", off_policy_mask=0.1) == pytest.approx(
+        -0.31099827945596614, rel=1e-12
+    )
+    got = policy_objective(
+        NEW,
+        OLD,
+        advantage_values=ADV,
+        mask=MASK,
+        rollout_log_probs=SAMPLED,
+        preset="trl",
+        off_policy_mask=0.1,
+        is_level="sequence_mask",
+        is_mask=(0, 3),
+    )
+    assert -got == pytest.approx(-0.419984134851375, rel=1e-12)
