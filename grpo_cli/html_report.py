@@ -159,14 +159,16 @@ def _histogram(h: dict, caption: str, xlabel: str) -> str:
     return _figure(fig, caption)
 
 
-def _bins(h: dict, caption: str, xlabel: str, ylabel: str, shown: Callable[[float | None], str] = lambda e: "-inf" if e is None else f"{e:g}") -> str:
-    """A histogram of uneven (or open-ended: null) edges, one bar per bin."""
+def _edges(edges: list) -> list:
+    """Histogram edges as shown: an open end (null in the figures) as -inf or inf."""
+    return ["-inf" if e is None and k == 0 else "inf" if e is None else e for k, e in enumerate(edges)]
+
+
+def _bins(h: dict, caption: str, xlabel: str, ylabel: str) -> str:
+    """A histogram of uneven (or open-ended) edges, one bar per bin."""
     fig, ax = _axes()
-    edges = h["edges"]
-    labels = [
-        f"{shown(edges[k]) if edges[k] is not None else '-inf'} to {'inf' if edges[k + 1] is None else shown(edges[k + 1])}"
-        for k in range(len(h["counts"]))
-    ]
+    e = [x if isinstance(x, str) else f"{x:g}" for x in _edges(h["edges"])]
+    labels = [f"{lo} to {hi}" for lo, hi in zip(e, e[1:])]
     ax.bar(range(len(labels)), h["counts"], alpha=0.7)
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set(xlabel=xlabel, ylabel=ylabel)
@@ -174,7 +176,8 @@ def _bins(h: dict, caption: str, xlabel: str, ylabel: str, shown: Callable[[floa
 
 
 def _histogram_rows(h: dict) -> list[list[Any]]:
-    return [[lo, hi, c] for lo, hi, c in zip(h["edges"], h["edges"][1:], h["counts"])]
+    e = _edges(h["edges"])
+    return [[lo, hi, c] for lo, hi, c in zip(e, e[1:], h["counts"])]
 
 
 def _stats(label: str, d: dict) -> list[Any]:
