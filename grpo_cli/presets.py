@@ -39,6 +39,7 @@ class Preset:
     losses: dict[str, dict] = field(default_factory=dict)
     ships: dict[str, str] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
+    kl_clamped: tuple[str, ...] | None = None  # the KL estimators the objective's `kl_clamp` applies to (None: every one)
 
     @property
     def source(self) -> str:
@@ -112,10 +113,10 @@ VERL_SHIPS = {
     "rollout_is sequence": "--is sequence --is-cap 2",
     "rollout_is_batch_normalize": "--is-normalize",
     "bypass_mode (ppo_clip, reinforce)": "--bypass ppo_clip|reinforce",
+    "kl loss low_var_kl (clamped to [-10, 10]), kl, abs, mse (not clamped)": "--beta B --kl k3|k1|abs|k2",
 }
 VERL_MISSING = {
     "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
-    "kl loss kl, abs, mse with --preset's clamp": "the preset clamps the KL loss to [-10, 10] as verl's low_var_kl; verl does not clamp its other estimators",
     "micro-batches": "verl's means are over its (mini-)batch; here the input is one batch",
 }
 
@@ -150,6 +151,7 @@ VERL = Preset(
         "loss dppo_kl": "--loss dppo_kl",
         "loss dro": "--loss dro --dro-beta B (verl has no default)",
     },
+    kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
     missing={
         **VERL_MISSING,
         "estimator optimal_token_baseline": "needs a per-token sum of pi^2 column",
@@ -180,6 +182,7 @@ VERL_07 = Preset(
         "rollout_token_veto_threshold": "--reject-veto V",
         "aggregation seq-mean-token-sum-norm": "--agg token-sum-norm --max-length LOSS_SCALE_FACTOR",
     },
+    kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
     missing={
         **VERL_MISSING,
         "estimator reinforce_plus_plus, masks with gaps": "0.7.0 restarts the return after every masked token; needs that mode (the same without gaps inside a row)",

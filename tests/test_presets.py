@@ -486,3 +486,23 @@ def test_verl_remax_takes_the_kl_in_the_reward_as_a_reward_to_go(preset, tmp_pat
     got = pq.read_table(out)["token_advantage"].to_pylist()
     np.testing.assert_allclose(got[0], [0.49, 0.51, 0.5, 0.0], rtol=1e-14)
     np.testing.assert_allclose(got[1], [-0.22, 0.0, -0.2, -0.23], rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "preset, kl, given, clamp",
+    [
+        ("verl", "k3", {}, 10.0),
+        ("verl", "k1", {}, None),
+        ("verl", "abs", {}, None),
+        ("verl@0.7", "k2", {}, None),
+        ("verl", "k1", {"kl_clamp": 5.0}, 5.0),
+    ],
+)
+def test_verl_clamps_only_low_var_kl(preset, kl, given, clamp):
+    """verl's kl_penalty clamps low_var_kl (k3) to [-10, 10] and no other estimator (kl, abs,
+    mse): the preset's clamp goes with k3 alone; a clamp given is kept whatever the estimator."""
+    assert ObjectiveConfig(preset=preset, beta=0.1, kl=kl, **given).kl_clamp == clamp
+
+
+def test_openrlhf_clamps_every_kl_estimator():
+    assert ObjectiveConfig(preset="openrlhf", beta=0.1, kl="k2").kl_clamp == 10.0

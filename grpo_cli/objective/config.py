@@ -16,7 +16,7 @@ from ..config import CLIP, INPUT, KL_PANEL, ROLLOUT, Options, check_choice, chec
 from ..errors import UsageError
 from ..kl import KL_ESTIMATORS
 from ..numerics import LOGRATIO_CLAMP_MAX
-from ..presets import NAMES
+from ..presets import NAMES, lookup
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .aggregation import EMPTY_ROWS
 from .rollout import BYPASS_MODES, GATES, IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS, REJECT_STATISTICS, Criterion
@@ -365,6 +365,9 @@ class ObjectiveConfig(Options):
                 raise UsageError(f"`{name}` applies to the KL penalty; pass `beta` > 0 too, or drop it")
         if self.kl_clamp is not None:
             check_range("kl_clamp", self.kl_clamp, 0, open_low=True)
+        clamped = lookup(self.preset).kl_clamped if self.preset is not None else None
+        if "kl_clamp" not in given and clamped is not None and self.kl not in clamped:
+            self._set(kl_clamp=None)  # a preset's clamp, for a KL estimator the framework does not clamp
 
     def _rollout_correction(self, given: frozenset[str]) -> None:
         """Resolve and check the rollout-correction options (TRL's and verl's names included)."""
