@@ -52,7 +52,7 @@ def check_options(options: dict[str, Any], valid: list[str], where: str, plan: C
         check_keywords(options, valid, where, _config_fields(plan))
 
 
-def _with_plan(figures: dict, plan: Any) -> dict:
+def with_plan(figures: dict, plan: Any) -> dict:
     """The engine's figures and the plan's (which column plays which role...); ``config`` merged."""
     extra = plan.figures
     if not extra:
@@ -84,7 +84,7 @@ def run(
     with engine.outputs as outputs, open_input(writes=writes) as source:
         plan = make_plan(source, output=output, **options)
         summary = Staged(summary_json, outputs) if summary_json is not None else None
-        figures = _with_plan(plan.run(engine, source), plan)
+        figures = with_plan(plan.run(engine, source), plan)
         if summary is not None:
             summary.write_text(json_text(figures))
         outputs.commit()

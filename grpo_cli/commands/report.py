@@ -19,7 +19,7 @@ from ..config import AdvantageConfig
 from ..engines import Engine
 from ..errors import UsageError
 from ..estimators import Batches
-from ..files import _with_plan, file_function
+from ..files import with_plan, file_function
 from ..io import Source, Staged
 from ..mismatch import bucket
 from ..objective import LOSSES
@@ -93,14 +93,14 @@ class ReportPlan:
             o_plan, computed, context, _ = self.objective.prepared(engine, source)
         columns = list(dict.fromkeys([*self.inspect.columns, *(self.mismatch.columns if self.mismatch else []), *(o_plan.columns if o_plan else [])]))
         parts = passes.results(engine, source, report_batch, self, o_plan, computed, context, columns=columns, prompt=self.inspect.grouping.prompt)
-        figures: dict = {"inspect": _with_plan(self.inspect.described(engine, source, [p["inspect"] for p in parts]), self.inspect)}
+        figures: dict = {"inspect": with_plan(self.inspect.described(engine, source, [p["inspect"] for p in parts]), self.inspect)}
         lengths = np.concatenate([p["inspect"]["length"] for p in parts]) if self.inspect.steps else None
         rewards, points, batches = self._rewards(engine, source, lengths)
         figures.update(rewards)
         if self.mismatch is not None:
-            figures["mismatch"] = _with_plan(self.mismatch.summarized(source, [p["mismatch"] for p in parts]), self.mismatch)
+            figures["mismatch"] = with_plan(self.mismatch.summarized(source, [p["mismatch"] for p in parts]), self.mismatch)
         if o_plan is not None:
-            figures["objective"] = _with_plan(o_plan.summarized([p["objective"] for p in parts]), o_plan)
+            figures["objective"] = with_plan(o_plan.summarized([p["objective"] for p in parts]), o_plan)
             figures.update(self._ratios(o_plan, parts, batches))
         shown = sections(figures)
         drawing.join()
@@ -116,7 +116,7 @@ class ReportPlan:
             return {}, None, None
         index, _, columns = self.compare.advantages(engine, source)
         figures: dict = {
-            "compare": _with_plan(self.compare.summarized(source, index, columns), self.compare),
+            "compare": with_plan(self.compare.summarized(source, index, columns), self.compare),
             "advantage_histograms": {
                 label: histogram(*described(a, histogram=True)) for (label, _, _), a in zip(self.compare.estimators, columns.values())
             },
