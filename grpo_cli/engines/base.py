@@ -49,7 +49,8 @@ class Engine(ABC):
     rows in all, pieces)`` is called as batches finish, ``pieces`` saying how many stored
     pieces are done (``row groups 3/12``). Written outputs are staged in ``outputs``
     (temporary files), for the caller to commit with its own (the summary JSON) or to leave,
-    which removes them.
+    which removes them. A run uses the engine as a context manager (inside ``outputs``):
+    leaving it stops what the engine started for the run.
     """
 
     def __init__(self, *, threads: int | None = None, batch_rows: int | None = None, progress: Progress | None = None):
@@ -60,6 +61,12 @@ class Engine(ABC):
         self.batch_rows = batch_rows
         self.progress = progress
         self.outputs = Outputs()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> None:  # noqa: B027  (a hook: the local engine starts nothing)
+        """Stop what the engine started for the run."""
 
     @property
     def workers(self) -> int:
