@@ -133,8 +133,12 @@ def row_labeller(source: Source, prompt: str | None) -> Callable[[int], str]:
 
 
 def row_names(source: Source, prompt: str | None, rows: list[int]) -> list[str]:
-    """How a report names rows: ``file: row 12 (prompt id 'p3')``, the ids read once."""
-    keys = source.read_columns([prompt]).column(prompt).take(rows).to_pylist() if prompt is not None and rows else [None] * len(rows)
+    """How a report names rows: ``file: row 12 (prompt id 'p3')``, the ids read once (``file:
+    row 12`` where the ids cannot be read: the error is in them)."""
+    try:
+        keys = source.read_columns([prompt]).column(prompt).take(rows).to_pylist() if prompt is not None and rows else [None] * len(rows)
+    except RowError:
+        keys = [None] * len(rows)
     return [source.locate(row) if key is None else f"{source.locate(row)} (prompt id {shortened(key)!r})" for row, key in zip(rows, keys)]
 
 

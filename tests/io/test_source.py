@@ -563,3 +563,16 @@ def test_a_page_whose_checksum_does_not_match_is_refused_naming_its_row_group(tm
     assert proc.returncode == 1 and proc.stderr.decode() == line
     pq.write_table(table, path, row_group_size=20, write_page_checksum=True)
     assert annotated(tmp_path, str(path)).select(table.column_names).equals(table)  # undamaged: read
+
+
+def test_a_prompt_id_float64_would_round_names_its_file_and_row(tmp_path):
+    """Issue 43, class 18: an integer id of 2^53+1 in one file, beside a file whose ids are
+    float64, was refused without its file or row: naming the row read the ids again, which
+    failed the same way. The row is named without its id."""
+    pq.write_table(pa.table({"prompt_id": [1, 1, 2**53 + 1, 2**53 + 1], "reward": [0.0, 1.0, 0.5, 1.0]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"prompt_id": [3.5, 3.5], "reward": [0.0, 1.0]}), tmp_path / "b.parquet")
+    proc = run_grpo("advantages", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (
+        f"Error: {tmp_path / 'a.parquet'}: row 2: column 'prompt_id' holds the integer 9007199254740993, which float64 would round; "
+        "rescale it to at most 2^53\n"
+    )
