@@ -14,9 +14,9 @@ file is not split further: its batches stream from one task, since splitting it 
 would change the row groups written.
 
 Signals: Ray's code may swallow the exception that SIGINT's or SIGTERM's handler raises, or
-turn it into another (:func:`_signals_kept` raises it again), and ``ray.init`` sets a SIGTERM
-handler of its own (the run's is put back). Stopping Ray is never cut short by a signal
-(:func:`_signals_held`): it would leave Ray's processes running.
+turn it into another (:func:`_signals_kept` raises it again). Starting and stopping Ray are
+never cut short by a signal (:func:`_signals_held`: held, then raised again), which would
+leave Ray's processes running; the SIGTERM handler that ``ray.init`` sets for itself is undone.
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ class RayEngine(LocalEngine):
         self.ray = _ray()
         self.address = address
         self.connected = False  # whether this engine called ray.init (and so calls ray.shutdown)
-        self.children: set[int] = set()
+        self.children: set[int] = set()  # this process's children before ray.init: not Ray's
         self.tasks: list = []  # every task started, cancelled if the run stops
         self._stream = self.ray.remote(num_returns="streaming")(_part_results)
         self._read = self.ray.remote(lambda source, k, columns: source.read_part_columns(k, columns))
