@@ -237,7 +237,8 @@ class RayEngine(LocalEngine):
     def __exit__(self, kind, exc, traceback) -> None:
         """Cancel the tasks still running if the run did not finish, and stop the local Ray
         that this engine started (``ray.shutdown`` only disconnects from a cluster it did not
-        start), its processes ended; a signal meanwhile is raised after."""
+        start), every process it started ended (:func:`_kill`); a signal meanwhile is raised
+        after."""
         tasks, self.tasks = self.tasks, []
         with _signals_held():
             for task in tasks if exc is not None else []:
@@ -246,7 +247,7 @@ class RayEngine(LocalEngine):
             if self.connected:
                 self.connected = False
                 started = _below(_children() - self.children)
-                self.ray.shutdown(wait_for_processes=True)
+                self.ray.shutdown()
                 _kill(started)
 
     def _started(self, refs: list) -> list:
