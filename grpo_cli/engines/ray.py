@@ -192,7 +192,7 @@ def _check_reachable(address: str, given: str) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
     except OSError as exc:
-        raise GrpoError(f"{given} {address!r}: cannot connect ({exc.strerror or exc or 'timed out'})") from None
+        raise GrpoError(f"{given} {address!r}: cannot connect ({exc.strerror or exc})") from None
 
 
 class RayEngine(LocalEngine):
