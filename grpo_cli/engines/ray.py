@@ -120,14 +120,19 @@ def _signals_kept() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """The body runs to its end: SIGINT and SIGTERM meanwhile are held, then raised again (on
-    the main thread; elsewhere no handler can be set)."""
+def _signals_held(hold: bool = True) -> Iterator[None]:
+    """SIGINT and SIGTERM while the body runs are held, then raised again once it has run to
+    its end; without ``hold`` they act at once. Either way the handlers the body sets
+    (``ray.init`` sets one for SIGTERM) are undone. On the main thread; elsewhere no handler
+    can be set."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     held: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda signum, frame: held.append(signum)) if hold else signal.getsignal(sig)
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
@@ -225,7 +230,7 @@ class RayEngine(LocalEngine):
         self.connected = True
         self.children = _children()  # this process's own, before Ray starts its processes
         try:
-            with _signals_held():  # cut short, ray.init leaves what it started
+            with _signals_kept(), _signals_held(hold=address is None):  # a local Ray's start cut short leaves what it started
                 self.ray.init(address=self.address, logging_level=logging.CRITICAL, log_to_driver=False, include_dashboard=False)
         except SystemExit:  # SIGTERM reached the handler ray.init sets for itself: it goes to the run's
             signal.raise_signal(signal.SIGTERM)
