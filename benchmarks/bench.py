@@ -4,6 +4,7 @@
     python benchmarks/bench.py --rows 10000000 --mean-tokens 0 --rewards binary,continuous
     python benchmarks/bench.py --rows 10000000 --mean-tokens 0 --estimators grpo,remax,opo,gpg,passk
     python benchmarks/bench.py --rows 1000000 --losses ppo,gspo,sapo,cispo,gmpo,gpg --skip-naive
+    python benchmarks/bench.py --rows 200000 --skip-naive --skip-peers --page-checksums with
 
 Generates synthetic rollouts (prompt_id, reward, logprobs, old_logprobs as ragged float32
 lists; rewards binary 0/1 or continuous: normal, rounded to 3 decimals), then times each
@@ -24,6 +25,8 @@ The baselines are scripts in ``benchmarks/baselines/``:
   needs (a ``reward_baseline`` column; without log-prob columns, a ``response_mask`` of 1-7
   tokens per row for the lengths), so their times compare side by side.
 - ``--losses``: `grpo objective -o` once per loss, against the same 8-column floor.
+- ``--page-checksums with`` (or ``without``): the data is written with a CRC32 checksum on
+  every page (or none), and the read floor is timed verifying them too, as `grpo` reads.
 The runs are interleaved: each round runs every command once, so a drift of the machine's speed
 (a shared VM's is large) weighs on all of them alike rather than on whichever ran during it.
 A command slower than :data:`SLOW_SECONDS` on its first run is not repeated. This is a
@@ -73,6 +76,7 @@ def generate(
     scattered: bool = False,
     needs: frozenset[str] = frozenset(),
     rewards: str = "binary",
+    checksums: bool = False,
 ) -> int:
     """Write synthetic rollouts chunk by chunk (bounded memory); return the token count.
     ``rewards``: ``binary`` (0/1) or ``continuous`` (normal, rounded to 3 decimals).
@@ -80,7 +84,8 @@ def generate(
     ``scattered`` shuffles the ids within each chunk of 65,536 rows, so no group's rows
     are contiguous (as after a trainer's batch balancing). ``needs`` (of the estimators run)
     adds a ``reward_baseline`` column for ``baseline``, and for ``length`` without log-prob
-    columns a ``response_mask`` of 1-7 tokens per row."""
+    columns a ``response_mask`` of 1-7 tokens per row. ``checksums``: a CRC32 checksum on
+    every page."""
     rng = np.random.default_rng(seed)
     writer, tokens = None, 0
     for start in range(0, rows, CHUNK_ROWS):
@@ -104,7 +109,7 @@ def generate(
             offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
             columns["response_mask"] = pa.ListArray.from_arrays(offsets, pa.array(np.ones(int(lengths.sum()), np.int8)))
         table = pa.table(columns)
-        writer = writer or pq.ParquetWriter(path, table.schema)
+        writer = writer or pq.ParquetWriter(path, table.schema, write_page_checksum=checksums)
         writer.write_table(table, row_group_size=CHUNK_ROWS)
         tokens += int(lengths.sum())
     writer.close()
@@ -167,6 +172,7 @@ def cases(data: Path, out: Path, args: argparse.Namespace) -> list[tuple[str, st
     """``(task, label, argv)`` of every command to time; the first of each task is its floor."""
     src, dst = str(data), str(out)
     peers = not args.skip_peers
+    verified = "read floor, page checksums verified" + ("" if args.page_checksums == "with" else " (the file has none)")
     torch = peers and importlib.util.find_spec("torch") is not None and importlib.util.find_spec("pandas") is not None
     found = [
         ("advantages", "floor (pyarrow read + write, 1 column)", baseline("floor", src, dst, "1")),
@@ -186,6 +192,7 @@ def cases(data: Path, out: Path, args: argparse.Namespace) -> list[tuple[str, st
     if not args.mean_tokens:
         return found + [
             ("summary", "read floor (pyarrow reads prompt_id, reward)", baseline("read_floor", src, "prompt_id,reward")),
+            *([("summary", verified, baseline("read_floor", src, "prompt_id,reward", "verify"))] if args.page_checksums else []),
             ("summary", "grpo advantages (summary only)", [*grpo(), "advantages", src, "-q"]),
         ]
     return found + [
@@ -200,6 +207,7 @@ def cases(data: Path, out: Path, args: argparse.Namespace) -> list[tuple[str, st
         ),
         *([("objective", "torch-style script", baseline("torch_style", "objective", src, dst))] if torch else []),
         ("summary", "read floor (pyarrow read only)", baseline("read_floor", src)),
+        *([("summary", verified, baseline("read_floor", src, "", "verify"))] if args.page_checksums else []),
         ("summary", "grpo objective (summary only)", [*grpo(), "objective", src, "-q"]),
     ]
 
@@ -218,6 +226,9 @@ def main() -> None:
     parser.add_argument("--scattered", action="store_true", help="shuffle ids within each chunk: no group is contiguous")
     parser.add_argument("--estimators", default="grpo", help="comma-separated: time `grpo advantages -o` with each")
     parser.add_argument("--losses", default="ppo", help="comma-separated: time `grpo objective -o` with each")
+    parser.add_argument(
+        "--page-checksums", choices=["with", "without"], help="data written with page checksums or without; the read floor timed verifying them too"
+    )
     parser.add_argument("--results", type=Path, default=RESULTS, help="the CSV file the rows are appended to")
     args = parser.parse_args()
     run_of = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **machine()}
@@ -228,7 +239,8 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     for rewards in args.rewards.split(","):
         data, out = workdir / f"rollouts-{rewards}.parquet", workdir / "out.parquet"
-        tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed, args.scattered, needs, rewards)
+        checksums = args.page_checksums == "with"
+        tokens = generate(data, args.rows, args.group_size, args.mean_tokens, args.seed, args.scattered, needs, rewards, checksums)
         print(
             f"\n{args.rows:,} rows, {rewards} rewards, {tokens:,} tokens, groups of {args.group_size}"
             f"{' (scattered)' if args.scattered else ''}, {os.cpu_count()} cores, {args.runs} runs each, "

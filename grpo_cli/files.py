@@ -81,7 +81,7 @@ def run(
     """
     check_options(options, [p.name for p in _options(make_plan)], f"{command}_file()", make_plan)
     writes = Writes(output, options.get("output_dir"), options.get("output_format"), summary_json)
-    with engine.outputs as outputs, open_input(writes=writes) as source:
+    with engine.outputs as outputs, engine, open_input(writes=writes) as source:
         plan = make_plan(source, output=output, **options)
         summary = Staged(summary_json, outputs) if summary_json is not None else None
         figures = with_plan(plan.run(engine, source), plan)

@@ -20,6 +20,7 @@ TOKENS = [
     "floor (pyarrow read + write, 8 columns)",
     "grpo objective -o",
     "read floor (pyarrow read only)",
+    "read floor, page checksums verified",
     "grpo objective (summary only)",
 ]
 ADVANTAGES = [
@@ -35,7 +36,9 @@ ADVANTAGES = [
 
 
 @pytest.mark.slow  # the benchmark, every command and its peers: about 10 s of CPU each
-@pytest.mark.parametrize("mean_tokens, labels, extra", [(4, TOKENS, ["--skip-peers"]), (0, ADVANTAGES, []), (0, ADVANTAGES, ["--scattered"])])
+@pytest.mark.parametrize(
+    "mean_tokens, labels, extra", [(4, TOKENS, ["--skip-peers", "--page-checksums", "with"]), (0, ADVANTAGES, []), (0, ADVANTAGES, ["--scattered"])]
+)
 def test_benchmark_smoke(tmp_path, mean_tokens, labels, extra):
     """One table per reward kind, a row per command, in order; every written file's size; the
     same rows appended to the results file, dated, with their floor."""

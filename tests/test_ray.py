@@ -2,7 +2,11 @@
 whose groups span files, scattered ids, per-input outputs, and an error in the third file."""
 
 import json
+import signal
+import socket
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +18,7 @@ from grpo_cli.filters import FilterConfig
 from grpo_cli.engines import make_engine
 from grpo_cli.errors import InputError, UsageError
 
-from .conftest import SAMPLE
+from .conftest import SAMPLE, grpo_executable, run_grpo_process
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'grpo-cli[ray]'")
 pytestmark = pytest.mark.slow  # a Ray cluster
@@ -105,3 +109,92 @@ def test_without_ray_the_engine_says_how_to_install(monkeypatch):
         make_engine("ray")
     with pytest.raises(UsageError, match="applies to `engine` 'ray'"):
         make_engine("local", "ray://host:10001")
+
+
+def _run_until(ready, signum: int, *args: str) -> tuple[subprocess.CompletedProcess, set]:
+    """`grpo advantages --engine ray -q ARGS` in its own process, sent ``signum`` once
+    ``ready(pid)`` (polled); its result, and the processes it had started by then."""
+    from grpo_cli.engines.ray import _below
+
+    proc = subprocess.Popen([grpo_executable(), "advantages", *args, "--engine", "ray", "-q"], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = {(pid, start) for pid, start in _below({proc.pid}) if pid != proc.pid}
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, b"", err), started
+
+
+def _left(started: set) -> set:
+    """Those of ``started`` still running."""
+    from grpo_cli.engines.ray import _processes
+
+    running = _processes()
+    return {(pid, start) for pid, start in started if pid in running and running[pid][2] == start}
+
+
+def test_ctrl_c_leaves_no_file_no_traceback_and_no_ray_process(tmp_path):
+    """Issue 43, class 11: under Ctrl-C the Ray engine exited 0 (during start-up), left a
+    hidden ``.part-N.parquet.*.tmp`` (during an ``--output-dir`` pass), printed a traceback
+    (during shutdown), and its ``ray::`` processes outlived the run by minutes. A signal
+    during start-up or a pass: exit 130 or 143, one line, nothing written, the local Ray
+    stopped with every process it started. A run to its end under ``-q`` prints nothing
+    (Ray's own log lines are not shown)."""
+    from grpo_cli.engines.ray import _below, _processes
+
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for k in range(4):
+        lengths = rng.integers(1, 64, 50_000)
+        logprobs = pa.ListArray.from_arrays(
+            pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)), pa.array(-rng.random(lengths.sum()))
+        )
+        pq.write_table(
+            pa.table({"prompt_id": np.arange(50_000) // 8 + 10_000 * k, "reward": rng.random(50_000), "logprobs": logprobs}), folder / f"p{k}.parquet"
+        )
+    out = tmp_path / "out"
+
+    done = run_grpo_process("advantages", str(folder), "--engine", "ray", "--output-dir", str(out), "-q")
+    assert done.stderr == b"" and sorted(p.name for p in out.iterdir()) == [f"p{k}.parquet" for k in range(4)]
+
+    def starting(pid: int) -> bool:  # the raylet is up, ray.init is still waiting for it
+        processes = _processes()
+        return any(processes[child][1] == "raylet" for child, _ in _below({pid}) if child in processes)
+
+    def writing(pid: int) -> bool:  # the outputs are staged, the tasks write them
+        return any(p.name.endswith(".tmp") for p in (tmp_path / "fresh").glob(".*"))
+
+    for ready, signum, target in ((starting, signal.SIGTERM, "late"), (writing, signal.SIGINT, "fresh")):
+        proc, started = _run_until(ready, signum, str(folder), "--output-dir", str(tmp_path / target))
+        assert proc.returncode == 128 + signum and proc.stderr.decode() == f"Error: interrupted by {signum.name}; no output written\n"
+        assert not (tmp_path / target).exists()
+        assert started and not _left(started)
+
+
+@pytest.mark.parametrize(
+    "address, env, message",
+    [
+        ("127.0.0.1:{port}", None, "--ray-address '127.0.0.1:{port}': cannot connect (Connection refused)"),
+        ("ray://127.0.0.1:{port}", None, "--ray-address 'ray://127.0.0.1:{port}': cannot connect (Connection refused)"),
+        (None, "127.0.0.1:{port}", "RAY_ADDRESS '127.0.0.1:{port}': cannot connect (Connection refused)"),
+        (None, "bogus", "RAY_ADDRESS 'bogus': Invalid address format: bogus"),
+    ],
+)
+def test_an_address_that_does_not_answer_is_one_line_at_once(sample_parquet, address, env, message):
+    """Issue 43, classes 11 and 13: an unreachable `--ray-address` or `RAY_ADDRESS` waited for
+    minutes; a bogus one, or a `ray://` one, was an internal error. One line, in seconds."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once this block ends: nothing answers there
+    given = ["--ray-address", address.format(port=port)] if address else []
+    start = time.monotonic()
+    proc = run_grpo_process(
+        "advantages", str(sample_parquet), "--engine", "ray", *given, env={"RAY_ADDRESS": env and env.format(port=port)}, check=False
+    )
+    assert time.monotonic() - start < 30
+    assert proc.returncode == (2 if env == "bogus" else 1) and proc.stderr.decode() == f"Error: {message.format(port=port)}\n"

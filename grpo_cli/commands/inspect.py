@@ -96,7 +96,9 @@ def render(figures: dict, console) -> None:
 class InspectPlan:
     """`grpo inspect`: each role's column and why (``roles``), the groups, the reward, the token
     columns that give each row's length (``steps``), a truncation column, every column
-    (``columns``, whose nulls are counted), and the ``estimator`` of the advantages shown."""
+    (``columns``, whose nulls are counted), and the ``estimator`` of the advantages shown.
+    A null id or a null list is counted among the nulls, never refused; with a null id no
+    groups are formed (nor rewards and advantages shown)."""
 
     roles: dict
     grouping: Grouping
@@ -128,7 +130,7 @@ class InspectPlan:
                 label, kernels.truncation_flags, engine.read_columns(source, [self.truncated]).column(self.truncated), self.truncated
             )
         estimator, groups, rewards, adv = self.estimator, None, None, None
-        if self.inputs is not None:
+        if self.inputs is not None and not any(nulls[c] for c in self.grouping.columns):  # a null id is in no group: counted, no groups shown
             index, inputs, _, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, estimator)
             adv, _ = passes.advantages(engine, source, self.grouping, index, inputs, estimator, ahead)
             groups, rewards = GroupSummary.of(Groups(inputs.r, index).subset(inputs.scored)), passes.scored(inputs)

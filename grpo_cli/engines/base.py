@@ -49,7 +49,8 @@ class Engine(ABC):
     rows in all, pieces)`` is called as batches finish, ``pieces`` saying how many stored
     pieces are done (``row groups 3/12``). Written outputs are staged in ``outputs``
     (temporary files), for the caller to commit with its own (the summary JSON) or to leave,
-    which removes them.
+    which removes them. A run uses the engine as a context manager (inside ``outputs``):
+    leaving it stops what the engine started for the run.
     """
 
     def __init__(self, *, threads: int | None = None, batch_rows: int | None = None, progress: Progress | None = None):
@@ -60,6 +61,12 @@ class Engine(ABC):
         self.batch_rows = batch_rows
         self.progress = progress
         self.outputs = Outputs()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> None:  # noqa: B027  (a hook: the local engine starts nothing)
+        """Stop what the engine started for the run."""
 
     @property
     def workers(self) -> int:
@@ -126,8 +133,12 @@ def row_labeller(source: Source, prompt: str | None) -> Callable[[int], str]:
 
 
 def row_names(source: Source, prompt: str | None, rows: list[int]) -> list[str]:
-    """How a report names rows: ``file: row 12 (prompt id 'p3')``, the ids read once."""
-    keys = source.read_columns([prompt]).column(prompt).take(rows).to_pylist() if prompt is not None and rows else [None] * len(rows)
+    """How a report names rows: ``file: row 12 (prompt id 'p3')``, the ids read once (``file:
+    row 12`` where the ids cannot be read: the error is in them)."""
+    try:
+        keys = source.read_columns([prompt]).column(prompt).take(rows).to_pylist() if prompt is not None and rows else [None] * len(rows)
+    except RowError:
+        keys = [None] * len(rows)
     return [source.locate(row) if key is None else f"{source.locate(row)} (prompt id {shortened(key)!r})" for row, key in zip(rows, keys)]
 
 

@@ -3,6 +3,10 @@
 is a file, a folder (its rollout files at any depth), a glob, or ``-`` for stdin; each file is
 a :class:`Part`. Stdin, pipes and FIFOs are spooled to a temporary file first, because a run
 reads its input twice and a parquet footer sits at the end of the stream.
+
+A ``gs://`` call retries for :data:`GCS_RETRY_SECONDS` (Google's client library would retry
+for 15 minutes) unless the URI's ``retry_limit_seconds`` says otherwise. Object storage is
+listed on a thread of its own, so SIGINT and SIGTERM stop the run while pyarrow waits.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ import stat
 import re
 import shutil
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from typing import BinaryIO
+from typing import BinaryIO, Callable, TypeVar
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -31,6 +36,9 @@ SKIPPED_PREFIXES = (".", "_")  # names a folder walk skips: hidden files, Spark'
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the folder value Hive and Spark write for null
 LOCAL = pafs.LocalFileSystem()
 DIGITS = re.compile(r"(\d+)")  # split by it, a name alternates text and runs of digits
+GCS_RETRY_SECONDS = 30  # how long a gs:// call retries by default; the URI's `retry_limit_seconds` sets it
+
+T = TypeVar("T")
 
 
 def is_uri(given: str) -> bool:
@@ -119,15 +127,51 @@ def _filesystem(given: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem that holds ``given`` and its path there (a local path is itself)."""
     if not is_uri(given):
         return LOCAL, given
-    return _guarded(given, lambda: pafs.FileSystem.from_uri(given))
+    return _guarded(given, lambda: pafs.FileSystem.from_uri(_retry_bounded(given)))
 
 
-def _guarded(given: str, call):
-    """``call()``, a filesystem failing (no credentials, no such bucket) in one line."""
+def _retry_bounded(uri: str) -> str:
+    """``uri``; a ``gs://`` one that does not set ``retry_limit_seconds`` with it set to
+    :data:`GCS_RETRY_SECONDS`.
+
+    >>> _retry_bounded("gs://bucket/r.parquet"), _retry_bounded("gs://bucket/r.parquet?retry_limit_seconds=600")
+    ('gs://bucket/r.parquet?retry_limit_seconds=30', 'gs://bucket/r.parquet?retry_limit_seconds=600')
+    """
+    scheme, _, rest = uri.partition("://")
+    query = rest.partition("?")[2]
+    if scheme.lower() not in ("gs", "gcs") or any(option.partition("=")[0] == "retry_limit_seconds" for option in query.split("&")):
+        return uri
+    return f"{uri}{'&' if query else '?'}retry_limit_seconds={GCS_RETRY_SECONDS}"
+
+
+def _guarded(given: str, call: Callable[[], T]) -> T:
+    """``call()``, a filesystem failing (no credentials, no such bucket, no answer) in one
+    line; for a URI, on a thread of its own (:func:`_waited`)."""
     try:
-        return call()
-    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        return _waited(call) if is_uri(given) else call()
+    except (OSError, pa.ArrowException) as exc:
         raise InputError(f"{given}: cannot read ({first_line(exc)})") from None
+
+
+def _waited(call: Callable[[], T]) -> T:
+    """``call()`` on a daemon thread, waited for by this one: pyarrow does not return to
+    Python while it retries, and a signal's handler runs only here (its exception leaves the
+    thread behind, which does not keep the process alive)."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="grpo-listing", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def _joined(fixed: str, relative: PurePath) -> str:

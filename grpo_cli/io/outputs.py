@@ -39,9 +39,11 @@ class Staged:
     :meth:`commit` copies it in, as ``cp`` does: such a target is never replaced. :meth:`discard`
     removes the temporary file and the folders made for the target. Given ``outputs``, it is
     held there before its temporary file exists, so an interrupt at any point leaves none.
+    Given ``into``, a temporary file that another process staged (a Ray task's output, which
+    the driver staged), it writes there and makes nothing.
     """
 
-    def __init__(self, target: str, outputs: Outputs | None = None):
+    def __init__(self, target: str, outputs: Outputs | None = None, into: Path | None = None):
         self.target = target
         self.place: Path | None = None  # what the rename replaces; None: copied in
         self.tmp: Path | None = None
@@ -51,7 +53,10 @@ class Staged:
             outputs.add(self)
         try:
             with self._os_errors():
-                self._make()
+                if into is None:
+                    self._make()
+                else:
+                    self.tmp = into
                 self._open()
         except BaseException:
             self.discard()
@@ -154,14 +159,23 @@ class Sink(Staged):
     parquet as ``layout`` says (:mod:`grpo_cli.io.parquet_writer`), encoded on up to
     ``threads`` threads."""
 
-    def __init__(self, target: str, fmt: str, schema: pa.Schema, layout: Layout = Layout(), outputs: Outputs | None = None, threads: int = 1):
+    def __init__(
+        self,
+        target: str,
+        fmt: str,
+        schema: pa.Schema,
+        layout: Layout = Layout(),
+        outputs: Outputs | None = None,
+        threads: int = 1,
+        into: Path | None = None,
+    ):
         self.format = fmt
         self.threads = threads
         self.schema = schema
         self.layout = layout
         self.rows = 0
         self._writer: Writer | None = None
-        super().__init__(target, outputs)
+        super().__init__(target, outputs, into)
 
     def _open(self) -> None:
         self._writer = formats.named(self.format).writer(str(self.tmp), self.target, self.schema, self.layout, self.threads)

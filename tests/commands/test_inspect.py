@@ -93,3 +93,17 @@ def test_a_null_list_is_counted_not_stopped_on(tmp_path):
     )
     f = inspect_file(str(path))
     assert f["nulls"]["logprobs"] == 1 and f["tokens"]["total"] == 4
+
+
+def test_a_null_id_is_counted_not_stopped_on(tmp_path):
+    """Issue 43, class 18: inspect stopped at a null prompt id (`grpo advantages` refuses it);
+    it counts the null, with the rest of what the file holds, and forms no groups."""
+    path = tmp_path / "ids.parquet"
+    pq.write_table(
+        pa.table({"prompt_id": ["a", "a", None, "b"], "reward": [1.0, 0.0, 0.5, 1.0], "logprobs": [[-1.0], None, [-0.5, -0.2], [-0.2]]}), path
+    )
+    f = inspect_file(str(path))
+    assert f["nulls"] == {"prompt_id": 1, "reward": 0, "logprobs": 1} and f["tokens"]["total"] == 4
+    assert f["reward"] is None and f["advantage"] is None
+    proc = run_grpo("inspect", str(path))
+    assert proc.returncode == 0 and "prompt_id 1" in proc.stderr.decode()

@@ -2,7 +2,13 @@
 file by file, folder by folder and glob by glob, with the same results and the same one-line
 errors; ``file://`` URIs take the same path through pyarrow's filesystems."""
 
+import datetime
 import json
+import os
+import signal
+import socket
+import subprocess
+import time
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -10,7 +16,7 @@ import pytest
 
 from grpo_cli import advantages_file
 
-from ..conftest import run_grpo, run_grpo_process
+from ..conftest import grpo_executable, run_grpo, run_grpo_process
 
 moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (in the test extra)")
 
@@ -142,3 +148,45 @@ def test_storage_that_cannot_be_reached_is_one_line(given):
     assert proc.returncode == 1
     [line] = proc.stderr.decode().splitlines()
     assert line.startswith(f"Error: {given}: cannot read (")
+
+
+@pytest.fixture
+def unreachable_gcs(monkeypatch) -> str:
+    """A ``gs://`` URI whose server, on loopback, does not answer (a closed port), nor does
+    the token server google's client asks first (the same port): no real network."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("GCE_METADATA_ROOT", f"127.0.0.1:{port}")
+    return f"gs://rollouts/r.parquet?scheme=http&endpoint_override=127.0.0.1:{port}"
+
+
+def test_gcs_retries_are_bounded_by_default(unreachable_gcs):
+    """Issue 43, class 12: an unreachable ``gs://`` input was retried for about 15 minutes
+    (google's client's default). By default a call retries for 30 s; the URI's
+    ``retry_limit_seconds`` sets it."""
+    from grpo_cli.io.discovery import _filesystem
+
+    for uri, seconds in (("gs://rollouts/r.parquet", 30), ("gs://rollouts/r.parquet?retry_limit_seconds=600", 600)):
+        filesystem, path = _filesystem(uri)
+        assert path == "rollouts/r.parquet" and filesystem.__reduce__()[1][0]["retry_time_limit"] == datetime.timedelta(seconds=seconds)
+    given = f"{unreachable_gcs}&retry_limit_seconds=1"
+    start = time.monotonic()
+    proc = run_grpo("advantages", given, check=False)
+    [line] = proc.stderr.decode().splitlines()
+    assert proc.returncode == 1 and line.startswith(f"Error: {given}: cannot read (") and "Retry policy exhausted" in line
+    assert time.monotonic() - start < 15
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_a_gcs_input_while_it_retries(unreachable_gcs, signum):
+    """Issue 43, class 12: SIGINT and SIGTERM were ignored while pyarrow retried (only SIGKILL
+    stopped it). Object storage is listed on a thread of its own; the run stops at once."""
+    proc = subprocess.Popen([grpo_executable(), "advantages", unreachable_gcs], stderr=subprocess.PIPE, env=os.environ)
+    try:
+        time.sleep(5)  # started, and retrying (for 30 s)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum and err.decode() == f"Error: interrupted by {signum.name}; no output written\n"

@@ -543,3 +543,37 @@ def test_a_file_that_changes_between_passes_is_refused(tmp_path, sample_parquet,
                 f.write(json.dumps({"prompt_id": "b", "reward": 1.0}) + "\n")
         with pytest.raises(InputError, match=r"r\.jsonl: changed while this run read it"):
             source.read_columns(["prompt_id"])
+
+
+@pytest.mark.parametrize("column", ["prompt_id", "reward"])
+def test_a_page_whose_checksum_does_not_match_is_refused_naming_its_row_group(tmp_path, column):
+    """Issue 43, class 9: a flipped bit in a file written with page checksums was read in
+    silence (a prompt id or a reward changed). Pages that carry a checksum are verified; one
+    that does not match names its file, row group and column."""
+    table = pa.table({"prompt_id": [f"p{k // 4}" for k in range(40)], "reward": [k / 8 for k in range(40)]})
+    path = tmp_path / "r.parquet"
+    pq.write_table(table, path, row_group_size=20, compression="none", write_page_checksum=True)
+    chunk = pq.read_metadata(path).row_group(1).column(table.column_names.index(column))
+    end = chunk.data_page_offset if chunk.has_dictionary_page else chunk.data_page_offset + chunk.total_compressed_size
+    data = bytearray(path.read_bytes())
+    data[end - 1] ^= 1  # the last byte of the dictionary's last id, or of the last reward
+    path.write_bytes(data)
+    assert not pq.read_table(path).equals(table)  # read without verifying: wrong values, no error
+    proc = run_grpo("advantages", str(path), check=False)
+    line = f"Error: {path}: row group 1, column {column!r}: a page's checksum does not match its bytes (the file is damaged)\n"
+    assert proc.returncode == 1 and proc.stderr.decode() == line
+    pq.write_table(table, path, row_group_size=20, write_page_checksum=True)
+    assert annotated(tmp_path, str(path)).select(table.column_names).equals(table)  # undamaged: read
+
+
+def test_a_prompt_id_float64_would_round_names_its_file_and_row(tmp_path):
+    """Issue 43, class 18: an integer id of 2^53+1 in one file, beside a file whose ids are
+    float64, was refused without its file or row: naming the row read the ids again, which
+    failed the same way. The row is named without its id."""
+    pq.write_table(pa.table({"prompt_id": [1, 1, 2**53 + 1, 2**53 + 1], "reward": [0.0, 1.0, 0.5, 1.0]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"prompt_id": [3.5, 3.5], "reward": [0.0, 1.0]}), tmp_path / "b.parquet")
+    proc = run_grpo("advantages", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == (
+        f"Error: {tmp_path / 'a.parquet'}: row 2: column 'prompt_id' holds the integer 9007199254740993, which float64 would round; "
+        "rescale it to at most 2^53\n"
+    )

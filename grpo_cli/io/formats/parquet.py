@@ -1,14 +1,17 @@
 """Parquet: footers for the schema and row counts, record batches streamed by pyarrow, output by
-:class:`~grpo_cli.io.parquet_writer.RowGroupWriter`."""
+:class:`~grpo_cli.io.parquet_writer.RowGroupWriter`. A page that carries a CRC32 checksum
+(written with pyarrow's ``write_page_checksum=True``, or Spark's, DuckDB's) is verified as it
+is read; a page without one is read as it is."""
 
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ...errors import InputError
 from ...parallel import default_threads, ordered_map
 from ..parquet_writer import Layout, RowGroupWriter
 from . import Format, Scan
@@ -17,6 +20,9 @@ if TYPE_CHECKING:
     from ..discovery import Part
 
 MAGIC = b"PAR1"
+CHECKSUM_FAILED = "CRC checksum verification failed"  # pyarrow's message for a page whose checksum does not match
+
+T = TypeVar("T")
 
 
 class Parquet(Format):
@@ -43,6 +49,11 @@ class Parquet(Format):
         """The footers, read on threads (object storage answers each after a round trip)."""
         return list(ordered_map(lambda part: self.guarded(part, partial(self.scan, part)), parts, default_threads()))
 
+    def guarded(self, part: Part, read: Callable[[], T]) -> T:
+        """``read()`` as every format's (:meth:`Reader.guarded`), and a page whose checksum
+        does not match in one line naming its row group and column."""
+        return super().guarded(part, partial(_verified, part, read))
+
     def read(self, part: Part, columns: pa.Schema) -> pa.Table:
         """Read whole. Local files are read without pre-buffering (faster); object storage
         with it (fewer requests)."""
@@ -56,7 +67,30 @@ class Parquet(Format):
 
 
 def _file(part: Part) -> pq.ParquetFile:
-    return pq.ParquetFile(part.path, filesystem=part.filesystem, pre_buffer=not part.local)
+    return pq.ParquetFile(part.path, filesystem=part.filesystem, pre_buffer=not part.local, page_checksum_verification=True)
+
+
+def _verified(part: Part, read: Callable[[], T]) -> T:
+    """``read()``; a page whose checksum does not match is an :class:`InputError`."""
+    try:
+        return read()
+    except OSError as exc:
+        if CHECKSUM_FAILED not in str(exc):
+            raise
+        raise InputError(f"{part.name}: {_damaged(part)}a page's checksum does not match its bytes (the file is damaged)") from None
+
+
+def _damaged(part: Part) -> str:
+    """Where ``part``'s first page with a checksum that does not match is, ``row group g,
+    column 'c': `` (each column chunk read again on its own until one fails), else nothing."""
+    file = _file(part)
+    for g in range(file.num_row_groups):
+        for name in file.schema_arrow.names:
+            try:
+                file.read_row_group(g, columns=[name])
+            except OSError:
+                return f"row group {g}, column {name!r}: "
+    return ""
 
 
 FORMAT = Parquet()
