@@ -30,16 +30,19 @@ The baselines are scripts in ``benchmarks/baselines/``:
   needs (a ``reward_baseline`` column; without log-prob columns, a ``response_mask`` of 1-7
   tokens per row for the lengths), so their times compare side by side.
 - ``--losses``: `grpo objective -o` once per loss, against the same 8-column floor.
-- ``--against DIR``: each `grpo` command is also run with the code of the work tree ``DIR``
-  (``python -m grpo_cli``), interleaved, and the table against the peers gives each ratio.
+- ``--against DIR``: each `grpo` command is also run with the code of the work tree ``DIR``,
+  interleaved (both as ``python -m grpo_cli``, each tree's code first on the path), and the
+  table against the peers gives each ratio.
 - ``--cores``: the many-core suite (issue 44), on data of its own: 10M rows of ids and rewards
-  in row groups of 1M rows, and 1.2e8 tokens in 200k rows of three log-prob lists (both times
-  ``--scale``); every peer installed (polars and DuckDB rows are skipped where the package is
+  in row groups of 1M rows (the advantages), and 1.2e8 tokens in 200k rows of three log-prob
+  lists (the objective; both times ``--scale``); every peer installed (polars and DuckDB rows are skipped where the package is
   absent), ``--threads 2`` beside the default, and a second table of grpo's ratio to each peer
   (the median of the rounds' ratios).
 The peers' scripts run only where their package is installed.
 The runs are interleaved: each round runs every command once, so a drift of the machine's speed
-(a shared VM's is large) weighs on all of them alike rather than on whichever ran during it.
+(a shared VM's is large) weighs on all of them alike rather than on whichever ran during it;
+every other round runs them in the reverse order, so no command always runs on the memory the
+same one freed just before it.
 A command slower than :data:`SLOW_SECONDS` on its first run is not repeated. This is a
 benchmark, not a test: nothing here asserts a time.
 
@@ -73,7 +76,8 @@ from grpo_cli.estimators import lookup
 
 CHUNK_ROWS = 65_536
 SLOW_SECONDS = 20.0
-BASELINES = Path(__file__).resolve().parent / "baselines"
+ROOT = Path(__file__).resolve().parent.parent
+BASELINES = ROOT / "benchmarks" / "baselines"
 # As a user's shell runs them: Python's compiled-module cache on (some sandboxes turn it off,
 # which makes every start-up compile every module again).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -267,23 +271,28 @@ def against(timed: list[tuple[str, str, list[str]]], checkout: Path | None) -> t
     if checkout is None:
         return timed, PEERS
     commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
-    twin = ["env", f"PYTHONPATH={checkout.resolve()}", sys.executable, "-m", "grpo_cli"]
+
+    def started(root: Path) -> list[str]:  # both alike: `python -m grpo_cli` with the tree's code first on the path
+        return ["env", f"PYTHONPATH={root.resolve()}", sys.executable, "-m", "grpo_cli"]
+
     found, pairs = [], list(PEERS)
     for task, label, argv in timed:
-        found.append((task, label, argv))
-        if argv[: len(grpo())] == grpo():
-            found.append((task, f"{label} @ {commit}", [*twin, *argv[len(grpo()) :]]))
-            pairs.append((label, f"{label} @ {commit}"))
+        if argv[: len(grpo())] != grpo():
+            found.append((task, label, argv))
+            continue
+        found += [(task, label, [*started(ROOT), *argv[len(grpo()) :]]), (task, f"{label} @ {commit}", [*started(checkout), *argv[len(grpo()) :]])]
+        pairs.append((label, f"{label} @ {commit}"))
     return found, pairs
 
 
 def timed_rounds(timed: list[tuple[str, str, list[str]]], runs: int, out: Path) -> tuple[dict[str, list[tuple[float, int]]], dict[str, str]]:
     """Each command's (wall seconds, peak RSS) per round, and the size of the file it wrote (MiB).
-    The rounds are interleaved: one run of every command per round."""
+    The rounds are interleaved: one run of every command per round, every other round in the
+    reverse order, since a process runs faster on the memory the one before it freed."""
     results: dict[str, list[tuple[float, int]]] = {label: [] for _, label, _ in timed}
     sizes = {}
-    for _ in range(runs):
-        for _, label, argv in timed:
+    for k in range(runs):
+        for _, label, argv in timed[:: -1 if k % 2 else 1]:
             if results[label] and results[label][0][0] >= SLOW_SECONDS:
                 continue
             out.unlink(missing_ok=True)
@@ -347,7 +356,8 @@ def cores_suite(args: argparse.Namespace, workdir: Path, run_of: dict[str, str],
         tokens, round(CORES_TOKEN_ROWS * args.scale), args.group_size, CORES_MEAN_TOKENS, args.seed, row_group_rows=CORES_TOKEN_ROW_GROUP, lists=LISTS
     )
     for data, what, mean_tokens in ((thin, "ids and rewards", 0), (tokens, f"{n_tokens:,} tokens", CORES_MEAN_TOKENS)):
-        timed, pairs = against(cases(data, out, argparse.Namespace(**{**vars(args), "mean_tokens": mean_tokens, "skip_naive": True})), args.against)
+        found = cases(data, out, argparse.Namespace(**{**vars(args), "mean_tokens": mean_tokens, "skip_naive": True}))
+        timed, pairs = against([c for c in found if not (mean_tokens and c[0] == "advantages")], args.against)  # advantages: the thin file's
         print(f"\n{what}, {os.cpu_count()} cores, {args.runs} runs each, data {data.stat().st_size / 2**20:.1f} MiB\n")
         results, sizes = timed_rounds(timed, args.runs, out)
         setup = f"{invocation}; {what}"

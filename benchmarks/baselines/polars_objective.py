@@ -1,7 +1,7 @@
-"""A plain polars script for the clipped PPO objective (eps 0.2) as `grpo objective` computes it
-by default: the advantage r - its group's mean `over` the prompt id, then the log-prob lists exploded, the clipped term per token,
-its sum per row, joined back onto the rows and written with polars' default parquet writer.
-python polars_objective.py SRC DST"""
+"""A plain polars script for the clipped PPO objective (eps 0.2) as `grpo objective` computes
+it by default: the advantage r minus its group's mean `over` the prompt id, then the log-prob
+lists exploded, the clipped term per token, its sum per row, joined back onto the rows and
+written with polars' default parquet writer.  python polars_objective.py SRC DST"""
 
 import sys
 
