@@ -35,9 +35,9 @@ The baselines are scripts in ``benchmarks/baselines/``:
   table against the peers gives each ratio.
 - ``--cores``: the many-core suite (issue 44), on data of its own: 10M rows of ids and rewards
   in row groups of 1M rows (the advantages), and 1.2e8 tokens in 200k rows of three log-prob
-  lists (the objective; both times ``--scale``); every peer installed (polars and DuckDB rows are skipped where the package is
-  absent), ``--threads 2`` beside the default, and a second table of grpo's ratio to each peer
-  (the median of the rounds' ratios).
+  lists (the objective; both times ``--scale``); every peer installed (polars and DuckDB rows
+  are skipped where the package is absent), ``--threads 2`` beside the default, and a second
+  table of grpo's ratio to each peer (the median of the rounds' ratios).
 The peers' scripts run only where their package is installed.
 The runs are interleaved: each round runs every command once, so a drift of the machine's speed
 (a shared VM's is large) weighs on all of them alike rather than on whichever ran during it;

@@ -13,10 +13,9 @@ values, the input's compression.
   once compressed. pyarrow's default writer tries a dictionary on every column and gives each
   up only after its dictionary page has filled, work that is thrown away.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
-- Row groups are encoded on several threads at once, as many as :data:`ENCODING_BYTES` holds,
-  each into a parquet file in memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`):
-  pyarrow's writer encodes one column after another on one thread, the slowest step of a run.
-  The file is the same byte for byte.
+- Small row groups are encoded on several threads at once, each into a parquet file in
+  memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column
+  after another on one thread, the slowest step of a run. The file is the same byte for byte.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ DEFAULT_CODEC = "snappy"
 DEFAULT_ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 128 << 20
 SAMPLE_VALUES = 65_536
-ENCODING_BYTES = 256 << 20  # uncompressed bytes of the row groups encoded at once (at least one row group)
+ENCODING_BYTES = 64 << 20  # uncompressed bytes of the row groups encoded at once (at least one row group)
 DISTINCT_SHARE = 4
 
 
@@ -65,11 +64,9 @@ class RowGroupWriter:
     As many row groups are encoded at once as ``threads`` allows and :data:`ENCODING_BYTES`
     holds (uncompressed), judged on the first row group. Several: each is encoded on a thread
     of its own as a parquet file in memory, and the files are joined in order
-    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`); thin rows (ids, rewards) get every thread,
-    row groups of long token lists as many as fit, so their encoding (the longest step of a
-    pass over them) runs on more than one core while the next batches are read and computed.
-    One (a single thread, or a row group too large for two to fit): pyarrow's writer writes
-    straight to the file, with no copy in memory. The file is the same either way.
+    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`); thin rows (ids, rewards) get every thread. One (a
+    single thread, or row groups of long token lists, as large as a batch already): pyarrow's
+    writer writes straight to the file, with no copy in memory. The file is the same either way.
     """
 
     def __init__(self, path: str, schema: pa.Schema, layout: Layout, threads: int = 1):
