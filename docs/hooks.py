@@ -244,6 +244,7 @@ def api(_) -> str:
 
 
 MACHINE = ("cores", "memory_gib", "cpu")
+AGAINST_PEERS = "grpo against its peers"  # the setup of bench.py's rows of grpo against each peer
 
 
 def benchmarks(_) -> str:
@@ -262,13 +263,11 @@ def benchmarks(_) -> str:
         parts.append(f"### {cores} cores, {memory} GiB, {cpu}\n\n{date}, commit `{run[0]['commit']}`\n")
         for setup in dict.fromkeys(r["setup"] for r in run):
             shown = [r for r in run if r["setup"] == setup]
-            parts.append(
-                f"`{setup}`\n\n"
-                + table(
-                    ["command", "median s", "x floor", "peak RSS MiB", "output MiB"],
-                    [[r["command"], r["seconds"], r["ratio"], r["peak_rss_mib"], r["output_mib"]] for r in shown],
-                )
-            )
+            if setup.endswith(AGAINST_PEERS):  # bench.py --cores: grpo's time over each peer's
+                headers, cells = ["command", "peer", "median s", "x peer", "peak RSS MiB", "output MiB"], ["command", "floor", "seconds", "ratio"]
+            else:
+                headers, cells = ["command", "median s", "x floor", "peak RSS MiB", "output MiB"], ["command", "seconds", "ratio"]
+            parts.append(f"`{setup}`\n\n" + table(headers, [[r[c] for c in cells] + [r["peak_rss_mib"], r["output_mib"]] for r in shown]))
     return "\n".join(parts)
 
 

@@ -24,8 +24,8 @@ def cores() -> int:
 
 
 def default_threads() -> int:
-    """Worker threads when none are asked for: the cores this process may use, at most 8."""
-    return min(8, cores())
+    """Worker threads when none are asked for: every core this process may use."""
+    return cores()
 
 
 def max_in_flight() -> int:

@@ -28,6 +28,8 @@ ADVANTAGES = [
     "pyarrow default writer, 1 column",
     "grpo advantages -o",
     "polars over() script",
+    "polars read + write",
+    *(["DuckDB window query"] if importlib.util.find_spec("duckdb") else []),
     *(["torch-style script"] if importlib.util.find_spec("torch") else []),
     "naive per-sample Python loop",
     "read floor (pyarrow reads prompt_id, reward)",
@@ -79,3 +81,30 @@ def test_benchmark_smoke(tmp_path, mean_tokens, labels, extra):
     assert [r["setup"].rsplit("; ", 1)[1] for r in recorded] == ["binary rewards"] * len(labels) + ["continuous rewards"] * len(labels)
     assert all(r["seconds"] == row[1] and r["ratio"] == row[2] for r, row in zip(recorded, (row for row in rows if row != header)))
     assert all(r["floor"] and r["cores"] and r["commit"] for r in recorded)
+
+
+@pytest.mark.slow  # every peer installed, twice: about 20 s of CPU
+def test_benchmark_cores_suite(tmp_path):
+    """``--cores`` at a tiny ``--scale``: a table per file, then grpo against each peer timed,
+    every row recorded with the machine; a peer that is not installed has no row."""
+    env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    argv = [sys.executable, str(ROOT / "benchmarks/bench.py"), "--cores", "--scale", "0.0005", "--runs", "1", "--workdir", str(tmp_path)]
+    proc = subprocess.run([*argv, "--results", str(tmp_path / "results.csv")], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with (tmp_path / "results.csv").open(newline="") as f:
+        recorded = list(csv.DictReader(f))
+    against = [(r["command"], r["floor"]) for r in recorded if r["setup"].endswith("grpo against its peers")]
+    duckdb = [("grpo advantages -o", "DuckDB window query")] if importlib.util.find_spec("duckdb") else []
+    assert against == [
+        ("grpo advantages -o", "polars over() script"),
+        *duckdb,
+        ("grpo advantages -o", "polars read + write"),
+        ("grpo advantages -o", "grpo advantages -o --threads 2"),
+        ("grpo advantages (summary only)", "read floor (pyarrow reads prompt_id, reward)"),
+        ("grpo objective -o", "polars objective script"),
+        ("grpo objective -o", "polars read + write, 9 columns"),
+        ("grpo objective -o", "grpo objective -o --threads 2"),
+        ("grpo objective (summary only)", "read floor (pyarrow read only)"),
+    ]
+    assert all(r["ratio"] and r["cores"] and r["cpu"] and r["memory_gib"] and r["commit"] for r in recorded)
+    assert "ids and rewards" in proc.stdout and "tokens, " in proc.stdout

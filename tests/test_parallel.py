@@ -39,4 +39,9 @@ def test_ordered_map_holds_at_most_its_calls_in_flight_plus_one_items(threads):
         assert x == i
         assert len(taken) <= i + in_flight + 1
     assert max_in_flight() <= 4 * (os.cpu_count() or 1)
-    assert 1 <= default_threads() <= 8
+    assert 1 <= default_threads() <= os.cpu_count()
+
+
+def test_default_threads_use_every_core_the_process_may_use(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert default_threads() == 16

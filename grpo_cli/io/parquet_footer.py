@@ -17,6 +17,7 @@ import struct
 from typing import BinaryIO
 
 MAGIC = b"PAR1"
+WRITE_BYTES = 1 << 20  # a part's bytes go to the file in writes of this size (see JoinedFile.append)
 # thrift compact protocol types
 TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, STRUCT = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12
 INTEGERS = (I16, I32, I64)
@@ -189,13 +190,16 @@ class JoinedFile:
         out.write(MAGIC)
 
     def append(self, part: bytes | memoryview) -> None:
-        """Append the column chunks of ``part`` and keep its row groups' metadata, moved."""
+        """Append the column chunks of ``part`` and keep its row groups' metadata, moved. The
+        bytes are written :data:`WRITE_BYTES` at a time: the kernel copied one write of a row
+        group of token lists (tens of MiB) into the page cache at a fraction of the speed."""
         view = memoryview(part)
         meta, start = footer(view)
         by = self.position - len(MAGIC)  # the part's byte 4 lands at self.position
         self.groups += [_moved(g, by, len(self.groups) + k) for k, g in enumerate(_required(meta, FILE_ROW_GROUPS)[2][1])]
         self.meta = self.meta or meta
-        self.out.write(view[len(MAGIC) : start])
+        for at in range(len(MAGIC), start, WRITE_BYTES):
+            self.out.write(view[at : min(at + WRITE_BYTES, start)])
         self.position += start - len(MAGIC)
 
     def close(self) -> None:
