@@ -18,6 +18,8 @@ import io
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from .errors import GrpoError
 from .report import fmt
 
@@ -283,7 +285,10 @@ def _lengths(f: dict, points: tuple[Any, Any] | None) -> str:
     b = f.get("reward_by_length")
     if b and points is not None:
         fig, ax = _axes()
-        ax.scatter(*points, s=6, alpha=0.3, linewidths=0)
+        if len(points[0]) > POINTS_AS_PNG:  # a density: its drawing costs the same for any number of rows
+            _density(ax, *points)
+        else:
+            ax.scatter(*points, s=6, alpha=0.3, linewidths=0)
         ax.plot([(e["first"] + e["last"]) / 2 for e in b], [e["reward_mean"] for e in b], marker="o", color="C1", label="mean per length bucket")
         ax.set(xlabel="valid tokens", ylabel="reward")
         ax.legend(fontsize=7)
@@ -292,6 +297,15 @@ def _lengths(f: dict, points: tuple[Any, Any] | None) -> str:
             _figure(fig, "reward of each scored row against its length", points=len(points[0])), table(["from", "to", "rows", "mean reward"], rows)
         )
     return out
+
+
+def _density(ax, x: np.ndarray, y: np.ndarray) -> None:
+    """Rows counted on a 64 x 32 grid of (x, y), drawn as an image (log shades; empty cells blank)."""
+    from matplotlib.colors import LogNorm
+
+    counts, xe, ye = np.histogram2d(x, y, bins=(64, 32))
+    shown = np.ma.masked_equal(counts.T, 0)
+    ax.imshow(shown, origin="lower", extent=(xe[0], xe[-1], ye[0], ye[-1]), aspect="auto", cmap="Blues", norm=LogNorm(), interpolation="nearest")
 
 
 def _mismatch(f: dict) -> str:
