@@ -204,6 +204,8 @@ def plan_inspect(
     grouping = resolve_batches(source, grouping, by, by_file)
     if by_file:
         roles["batch"] = {"column": None, "why": "each input file is a batch", "option": "by_file"}
+    elif roles["batch"]["column"] is None:
+        roles["batch"]["why"] += ": the input is one batch"
     if several:
         roles["reward"] = {"column": None, "why": "given", "option": "reward_col"}
     reward = reward_col if several else roles["reward"]["column"]
