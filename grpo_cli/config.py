@@ -27,6 +27,7 @@ WHITEN_EPS_AT_KINDS = ("std", "var", "var-floor")
 ESTIMATOR_PARAMS = {"scale", "std", "eps", "gamma", "lam"}  # the options some estimators take and others refuse
 KL_AT = ("before-baseline", "after-baseline")
 MULTI_REWARD = ("sum-then-normalize", "normalize-then-sum", "normalize-then-sum-tokens")
+MASKED_STEPS = ("skip", "restart", "count")  # a masked token inside a row, for the token-level returns
 ON_NULL = ("unscorable", "error")
 
 
@@ -284,6 +285,14 @@ class AdvantageConfig(Options):
     )
     gamma: float = option(1.0, "Discount of the token-level returns.", group="returns")
     lam: float = option(1.0, "GAE lambda.", group="returns")
+    masked_steps: str = option(
+        "skip",
+        "A masked token inside a row, for the token-level returns: skip = no step, the return and GAE carry past it "
+        "(verl 0.9.1, Twinkle); restart = the return restarts after it (verl 0.7's REINFORCE++); "
+        "count = a step of reward and value 0 (OpenRLHF).",
+        group="returns",
+        choices=MASKED_STEPS,
+    )
     reward_weights: tuple = option(
         None, "Weights of the reward columns, in order.", group="rewards", parse=numbers, metavar="W1,W2,...", shown="1 each"
     )
@@ -411,6 +420,12 @@ class AdvantageConfig(Options):
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         for name in ("gamma", "lam"):
             check_range(name, getattr(self, name), 0, 1)
+        check_choice("masked_steps", self.masked_steps, MASKED_STEPS)
+        if "masked_steps" in given and spec.level != "token" and not estimators.kl_after_baseline(self):
+            raise UsageError(
+                f"`masked_steps` applies to token-level returns, and estimator {self.estimator!r} has none "
+                "(nor a KL after its baseline); drop it, or pass a token-level `estimator` (reinforce, gae)"
+            )
         if spec.whitens or self.multi_reward != "sum-then-normalize":
             if "whiten" in given:
                 part = f"estimator {self.estimator!r}" if spec.whitens else f"`multi_reward` {self.multi_reward!r}"
@@ -468,6 +483,7 @@ class AdvantageConfig(Options):
             **({"kl_at": self.kl_at} if self.kl_in_reward is not None and self.kl_at != "before-baseline" else {}),  # older summaries have no key
             **({"kl_reward_clamp": self.kl_reward_clamp} if self.kl_in_reward is not None and self.kl_reward_clamp is not None else {}),
             **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")},
+            **({"masked_steps": self.masked_steps} if self.masked_steps != "skip" else {}),  # older summaries have no key
             **whiten,
         }
 

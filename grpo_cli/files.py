@@ -10,6 +10,7 @@ as JSON, written with the other outputs (see :func:`run`).
 
 from __future__ import annotations
 
+import os
 import inspect
 import json
 import typing
@@ -114,14 +115,17 @@ def file_function(command: Command) -> Callable[..., dict]:
         summary_json: str | None = None,
         **options: Any,
     ) -> dict:
+        path = lambda p: p if p is None else os.fspath(p)  # noqa: E731  (a pathlib.Path names a file as a str does)
+        if "output_dir" in options:
+            options["output_dir"] = path(options["output_dir"])
         return run(
             name,
             command.plan,
             partial(open_source, input, input_format, hive=hive),
-            output,
+            path(output),
             make_engine(engine, ray_address, threads=threads, batch_rows=batch_rows, progress=progress),
             options,
-            summary_json,
+            path(summary_json),
         )
 
     own = inspect.signature(run_command).parameters  # the plan's options join how to run, in place of ``options``

@@ -168,7 +168,7 @@ VERL_07 = Preset(
     "trainer/ppo/core_algos.py, trainer/ppo/rollout_corr_helper.py, workers/actor/dp_actor.py, trainer/config/actor/actor.yaml",
     VERL_ADVANTAGE,
     {**VERL_OBJECTIVE, "empty_rows": "skip"},  # per micro-batch, rows without tokens left out
-    VERL_ESTIMATORS,
+    {**VERL_ESTIMATORS, "reinforce": {"masked_steps": "restart"}},  # the return restarts after a masked token (core_algos.py:608-611)
     losses={
         "gspo": {"agg": "seq-mean-token-mean"},  # forced (core_algos.py:1060)
         "gspo-token": {"agg": "seq-mean-token-mean"},
@@ -181,12 +181,10 @@ VERL_07 = Preset(
         "rollout_rs geometric": "--reject k1 --reject-level sequence-mean --reject-threshold U",
         "rollout_token_veto_threshold": "--reject-veto V",
         "aggregation seq-mean-token-sum-norm": "--agg token-sum-norm --max-length LOSS_SCALE_FACTOR",
+        "estimator reinforce_plus_plus, masks with gaps (the return restarts after a masked token)": "--estimator reinforce --masked-steps restart",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
-    missing={
-        **VERL_MISSING,
-        "estimator reinforce_plus_plus, masks with gaps": "0.7.0 restarts the return after every masked token; needs that mode (the same without gaps inside a row)",
-    },
+    missing=VERL_MISSING,
 )
 
 # TRL -------------------------------------------------------------------------------------
@@ -324,8 +322,9 @@ OPENRLHF = Preset(
     {
         "rloo": {"scale": "none"},
         # the KL is in the reward by default (init_coef 0.01, k1), per token for these
-        "reinforce": {"kl_in_reward": 0.01, "kl": "k1", "kl_reward_clamp": 10.0},
-        "gae": {"kl_in_reward": 0.01, "kl": "k1", "kl_reward_clamp": 10.0},
+        # a masked position inside a row is a step of reward and value 0 (experience_maker.py: rewards and values x action_mask)
+        "reinforce": {"kl_in_reward": 0.01, "kl": "k1", "kl_reward_clamp": 10.0, "masked_steps": "count"},
+        "gae": {"kl_in_reward": 0.01, "kl": "k1", "kl_reward_clamp": 10.0, "masked_steps": "count"},
     },
     {"gspo": {"agg": "seq-mean-token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX}},  # forced, and no clamp
     ships={
@@ -348,12 +347,12 @@ OPENRLHF = Preset(
         "is_correction token, mask, binary_kl or tv [0, DELTA]": "--is token --reject binary_kl|tv --reject-threshold DELTA --reject-counted",
         "is_correction seq, mask, binary_kl or tv [0, DELTA] (FlashREINFORCE)": "--is token --reject binary_kl|tv --reject-level sequence-mean "
         "--reject-threshold DELTA --reject-counted",
+        "estimator gae and reinforce, masks with gaps (a masked position is a step of reward and value 0)": "--estimator gae|reinforce --masked-steps count",
         "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline (init_kl_coef 0.01)": "--kl-in-reward 0.01 --kl k1 --kl-at after-baseline "
         "--kl-reward-clamp 10 "
         "(not set by the preset: it makes the advantages per token, which `grpo objective` does not take)",
     },
     missing={
-        "estimator gae and reinforce, masks with gaps": "a masked position inside a row is a zero-reward step; here it is skipped",
         "policy_loss_type gspo with is_correction": "the ratio is new / rollout: needs the bypass mode",
     },
 )

@@ -8,6 +8,7 @@ command's own kernels live in its module (:mod:`grpo_cli.commands`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -64,8 +65,38 @@ def token_estimates(batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray) 
     data = read_steps(batch, columns)
     s, valid = steps(data, r, config)
     spec = lookup(config.estimator)
-    a, returns = spec.compute(s, config.gamma, config.lam) if spec.level == "token" else reinforce(s, 1.0, 1.0)
+    compute = spec.compute if spec.level == "token" else lambda steps, gamma, lam: reinforce(steps, 1.0, 1.0)
+    if config.masked_steps != "skip":  # masked entries inside a row: steps of reward 0, or the ends of runs
+        positions, kept = in_positions(data, s, valid)
+        if config.masked_steps == "count":
+            a, returns = compute(replace(positions, values=None if s.values is None else _at(kept, s.values)), config.gamma, config.lam)
+            return data, s, valid, a[kept], returns[kept]
+        new = ((kept & ~np.concatenate([[False], kept[:-1]])) | _row_starts(positions))[kept]  # each step after a masked entry, or a row's first
+        s = replace(s, runs_end=np.append(np.flatnonzero(new)[1:], len(new))[np.cumsum(new) - 1])
+    a, returns = compute(s, config.gamma, config.lam)
     return data, s, valid, a, returns
+
+
+def in_positions(data: StepData, s: Steps, valid: np.ndarray) -> tuple[Steps, np.ndarray]:
+    """The rows of ``s`` with every list entry a step (`masked_steps` 'count', OpenRLHF's: a
+    masked entry is a step of reward 0), and which of those steps are ``s``'s (its valid ones)."""
+    rows = s.lengths > 0
+    kept = valid[np.repeat(rows, data.lengths)]
+    return Steps(np.where(rows, data.lengths, 0), _at(kept, s.rewards)), kept
+
+
+def _at(kept: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` laid at the ``kept`` positions, 0 elsewhere."""
+    out = np.zeros(len(kept))
+    out[kept] = values
+    return out
+
+
+def _row_starts(positions: Steps) -> np.ndarray:
+    """Whether each step is its row's first."""
+    starts = np.zeros(len(positions.rewards), dtype=bool)
+    starts[(np.cumsum(positions.lengths) - positions.lengths)[positions.lengths > 0]] = True
+    return starts
 
 
 def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray) -> dict[str, np.ndarray]:

@@ -25,11 +25,12 @@ class Steps:
     lengths: np.ndarray
     rewards: np.ndarray
     values: np.ndarray | None = None
+    runs_end: np.ndarray | None = None  # per step, where its sequence ends, when a row holds several (`masked_steps` 'restart')
 
     @cached_property
     def ends(self) -> np.ndarray:
-        """Per step: the flat position just past its row's last step."""
-        return np.repeat(np.cumsum(self.lengths), self.lengths)
+        """Per step: the flat position just past its row's last step (or its run's)."""
+        return self.runs_end if self.runs_end is not None else np.repeat(np.cumsum(self.lengths), self.lengths)
 
 
 def discounted_sums(x: np.ndarray, ends: np.ndarray, factor: float) -> np.ndarray:

@@ -2,9 +2,14 @@
 compute_reinforce_plus_plus_outcome_advantage and compute_gae_advantage_return."""
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grpo_cli import AdvantageConfig, advantages_file
+from grpo_cli.errors import UsageError
 from grpo_cli.estimators import ESTIMATORS, Steps
 from grpo_cli.estimators.returns import discounted_sums
 
@@ -79,3 +84,64 @@ def test_a_row_never_depends_on_its_neighbours():
     flat = np.concatenate([rng.normal(size=5), row, rng.normal(size=100)])
     among = discounted_sums(flat, np.repeat(np.cumsum(lengths), lengths), 0.99)[5:42]
     assert among.tolist() == alone.tolist()
+
+
+@pytest.fixture
+def gapped(tmp_path):
+    """Row a: entries 1 1 0 1 1 of the mask (a masked token inside the row), reward 1; row b:
+    three valid tokens, reward 0; values 0.5, 9 (masked: never read), 0.25 for GAE."""
+    path = tmp_path / "gaps.parquet"
+    table = pa.table(
+        {
+            "prompt_id": ["a", "b"],
+            "reward": [1.0, 0.0],
+            "response_mask": pa.array([[1, 1, 0, 1, 1], [1, 1, 1]]),
+            "values": pa.array([[0.5, 0.5, 9.0, 0.5, 0.25], [0.0, 0.0, 0.0]]),
+        }
+    )
+    pq.write_table(table, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "mode, returns",
+    [
+        # skip: the valid tokens are the steps: G = 1, 1/2, 1/4, 1/8 backwards (the masked entry holds 0)
+        ("skip", [0.125, 0.25, 0.0, 0.5, 1.0]),
+        # restart (verl 0.7): the return restarts after the masked token: the first run sums no reward
+        ("restart", [0.0, 0.0, 0.0, 0.5, 1.0]),
+        # count (OpenRLHF): the masked entry is a step of reward 0: G_2 = 1/4 (not written), G_1 = 1/8, G_0 = 1/16
+        ("count", [0.0625, 0.125, 0.0, 0.5, 1.0]),
+    ],
+)
+def test_reinforce_masked_steps(gapped, tmp_path, mode, returns):
+    """REINFORCE++'s return G_t = r_t + gamma G_{t+1}, gamma 1/2, over row a's steps as `masked_steps` says."""
+    out = tmp_path / "o.parquet"
+    advantages_file(gapped, out, config=AdvantageConfig(estimator="reinforce", gamma=0.5, masked_steps=mode))
+    assert pq.read_table(out)["token_return"].to_pylist()[0] == returns
+
+
+def test_gae_counts_a_masked_token_as_a_step_of_value_0(gapped, tmp_path):
+    """GAE, gamma 1/2, lambda 1, delta_t = r_t + gamma V_{t+1} - V_t, A_t = delta_t + gamma A_{t+1},
+    R = A + V, on row a: V 0.5 0.5 [masked] 0.5 0.25, reward 1 on the last entry.
+    count (the masked entry a step of value 0): delta_4 = 0.75, delta_3 = 0.125 - 0.5 = -0.375,
+    delta_2 = 0.25, delta_1 = 0 - 0.5 = -0.5; A_4 = 0.75, A_3 = 0, A_2 = 0.25, A_1 = -0.375:
+    R_1 = 0.125. skip (V_{t+1} of step 1 is step 3's): delta_1 = 0.25 - 0.5 = -0.25,
+    A_1 = -0.25 + 0.5 * 0 = -0.25: R_1 = 0.25. R_3 = 0.5 and R_4 = 1 either way."""
+    for mode, r1 in (("count", 0.125), ("skip", 0.25)):
+        out = tmp_path / f"{mode}.parquet"
+        advantages_file(gapped, out, config=AdvantageConfig(estimator="gae", gamma=0.5, lam=1.0, masked_steps=mode))
+        returns = pq.read_table(out)["token_return"].to_pylist()[0]
+        assert (returns[1], returns[2], returns[3], returns[4]) == (r1, 0.0, 0.5, 1.0)
+
+
+def test_masked_steps_is_refused_without_token_returns():
+    with pytest.raises(UsageError, match="`masked_steps` applies to token-level returns, and estimator 'grpo' has none"):
+        AdvantageConfig(masked_steps="count")
+
+
+@pytest.mark.parametrize(
+    "preset, estimator, mode", [("verl@0.7", "reinforce", "restart"), ("verl", "reinforce", "skip"), ("openrlhf", "gae", "count")]
+)
+def test_presets_set_the_frameworks_masked_steps(preset, estimator, mode):
+    assert AdvantageConfig(preset=preset, estimator=estimator).masked_steps == mode
