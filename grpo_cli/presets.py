@@ -347,14 +347,13 @@ OPENRLHF = Preset(
         "is_correction token, mask, binary_kl or tv [0, DELTA]": "--is token --reject binary_kl|tv --reject-threshold DELTA --reject-counted",
         "is_correction seq, mask, binary_kl or tv [0, DELTA] (FlashREINFORCE)": "--is token --reject binary_kl|tv --reject-level sequence-mean "
         "--reject-threshold DELTA --reject-counted",
+        "policy_loss_type gspo with is_correction (the ratio new / rollout)": "--loss gspo --old-logprobs-col ROLLOUT_COLUMN",
         "estimator gae and reinforce, masks with gaps (a masked position is a step of reward and value 0)": "--estimator gae|reinforce --masked-steps count",
         "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline (init_kl_coef 0.01)": "--kl-in-reward 0.01 --kl k1 --kl-at after-baseline "
         "--kl-reward-clamp 10 "
         "(not set by the preset: it makes the advantages per token, which `grpo objective` does not take)",
     },
-    missing={
-        "policy_loss_type gspo with is_correction": "the ratio is new / rollout: needs the bypass mode",
-    },
+    missing={},
 )
 
 # Twinkle ---------------------------------------------------------------------------------

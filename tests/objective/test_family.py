@@ -157,3 +157,18 @@ def test_cli_runs_each_loss(loss, sample_parquet, tmp_path):
     assert figures["config"]["loss"] == loss and math.isfinite(figures["objective"]) and figures["loss"] == -figures["objective"]
     new_old = [policy_objective([[-0.5]], [[-0.5]], advantage_values=[1.0], loss=loss)]
     assert all(math.isfinite(v) for v in new_old)
+
+
+@pytest.mark.parametrize(
+    "old, loss",
+    [("old", 0.1401999231645633), ("rollout", 0.1607573190171449)],
+    ids=["gspo", "gspo-with-is-correction"],
+)
+def test_openrlhf_gspo_and_its_ratio_against_the_rollout(old, loss):
+    """ref-openrlhf-0.11.2.json: GSPO, s_i = sum_t m (new - old) / max(sum_t m, 1), no clamp,
+    seq-mean-token-mean forced; with is_correction on, OpenRLHF takes the rollout's log-probs in
+    place of the old ones (the ratio new / rollout): the rollout column as the old policy."""
+    from .openrlhf_twinkle_case import ADV, MASK, NEW, OLD, ROLLOUT
+
+    got = policy_objective(NEW, OLD if old == "old" else ROLLOUT, advantage_values=ADV, mask=MASK, preset="openrlhf", loss="gspo")
+    assert -got == pytest.approx(loss, rel=1e-9)
