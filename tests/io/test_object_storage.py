@@ -178,6 +178,7 @@ def test_gcs_retries_are_bounded_by_default(unreachable_gcs):
     assert time.monotonic() - start < 15
 
 
+@pytest.mark.slow  # a process per signal, seconds each
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_a_gcs_input_while_it_retries(unreachable_gcs, signum):
     """Issue 43, class 12: SIGINT and SIGTERM were ignored while pyarrow retried (only SIGKILL
