@@ -181,7 +181,7 @@ VERL_07 = Preset(
         "rollout_rs geometric": "--reject k1 --reject-level sequence-mean --reject-threshold U",
         "rollout_token_veto_threshold": "--reject-veto V",
         "aggregation seq-mean-token-sum-norm": "--agg token-sum-norm --max-length LOSS_SCALE_FACTOR",
-        "estimator reinforce_plus_plus, masks with gaps (the return restarts after a masked token)": "--estimator reinforce --masked-steps restart",
+        "estimator reinforce_plus_plus, masks with gaps (the return restarts after a masked token)": "--estimator reinforce (the preset sets --masked-steps restart)",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
     missing=VERL_MISSING,
@@ -348,7 +348,7 @@ OPENRLHF = Preset(
         "is_correction seq, mask, binary_kl or tv [0, DELTA] (FlashREINFORCE)": "--is token --reject binary_kl|tv --reject-level sequence-mean "
         "--reject-threshold DELTA --reject-counted",
         "policy_loss_type gspo with is_correction (the ratio new / rollout)": "--loss gspo --old-logprobs-col ROLLOUT_COLUMN",
-        "estimator gae and reinforce, masks with gaps (a masked position is a step of reward and value 0)": "--estimator gae|reinforce --masked-steps count",
+        "estimator gae and reinforce, masks with gaps (a masked position is a step of reward and value 0)": "--estimator gae|reinforce (the preset sets --masked-steps count)",
         "kl in reward for group_norm, rloo, dr_grpo, reinforce_baseline (init_kl_coef 0.01)": "--kl-in-reward 0.01 --kl k1 --kl-at after-baseline "
         "--kl-reward-clamp 10 "
         "(not set by the preset: it makes the advantages per token, which `grpo objective` does not take)",
