@@ -235,7 +235,8 @@ TRL_SHIPS = {
     "delta": "--delta DELTA",
     "loss experimental GMPO (a row without tokens adds its A)": "--loss gmpo",
     "loss RLOOTrainer (the ratio of the row's probabilities)": "--loss rloo",
-    "vllm_importance_sampling_mode sequence_mask (on with vLLM)": "--is sequence_mask --is-mask 0,3",
+    # TRL corrects only with use_vllm=True (its default: False), as --preset trl does not without --is
+    "vllm_importance_sampling_mode sequence_mask (on with use_vllm)": "--is sequence_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_mask": "--is token_mask --is-mask 0,3",
     "vllm_importance_sampling_mode token_truncate": "--is token_truncate --is-cap 3",
     "vllm_importance_sampling_mode sequence_truncate": "--is sequence_truncate --is-cap 3",
@@ -245,7 +246,6 @@ TRL_SHIPS = {
 TRL_MISSING = {
     "top_entropy_quantile": "needs a per-token entropy column (no column role reads one) and its (1 - q) quantile over the "
     "input's counted tokens (torch.quantile, linear); the tokens below it weigh 0 and stay counted",
-    "rollout correction on by default": "--preset trl does not turn on --is (a file may have no rollout column)",
 }
 
 TRL = Preset(
