@@ -171,7 +171,10 @@ def test_ctrl_c_leaves_no_file_no_traceback_and_no_ray_process(tmp_path):
 
     for ready, signum, target in ((starting, signal.SIGTERM, "late"), (writing, signal.SIGINT, "fresh")):
         proc, started = _run_until(ready, signum, str(folder), "--output-dir", str(tmp_path / target))
-        assert proc.returncode == 128 + signum and proc.stderr.decode() == f"Error: interrupted by {signum.name}; no output written\n"
+        assert proc.returncode == 128 + signum and proc.stderr.decode() == f"Error: interrupted by {signum.name}; no output written\n", (
+            proc.returncode,
+            proc.stderr.decode()[-6000:],
+        )
         assert not (tmp_path / target).exists()
         assert started and not _left(started)
 

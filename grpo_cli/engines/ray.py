@@ -213,6 +213,7 @@ class RayEngine(LocalEngine):
         self.ray = _ray()
         self.address = address
         self.connected = False  # whether this engine called ray.init (and so calls ray.shutdown)
+        self.local = False  # whether that started a local Ray (whose stop ends its tasks)
         self.children: set[int] = set()  # this process's children before ray.init: not Ray's
         self.tasks: list = []  # every task started, cancelled if the run stops
         self._stream = self.ray.remote(num_returns="streaming")(_part_results)
@@ -227,7 +228,7 @@ class RayEngine(LocalEngine):
         given = "`ray_address`" if self.address else "RAY_ADDRESS"
         if address is not None:
             _check_reachable(address, given)
-        self.connected = True
+        self.connected, self.local = True, address is None
         self.children = _children()  # this process's own, before Ray starts its processes
         try:
             with _signals_kept(), _signals_held(hold=address is None):  # a local Ray's start cut short leaves what it started
@@ -246,7 +247,9 @@ class RayEngine(LocalEngine):
         after."""
         tasks, self.tasks = self.tasks, []
         with _signals_held():
-            for task in tasks if exc is not None else []:
+            # a cluster it did not start keeps its tasks unless cancelled; a local Ray's stop ends
+            # them (cancelling them there too raced with the stop: Ray's task manager aborted the run)
+            for task in tasks if exc is not None and not (self.connected and self.local) else []:
                 with contextlib.suppress(Exception):
                     self.ray.cancel(task)
             if self.connected:
