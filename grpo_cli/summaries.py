@@ -288,7 +288,7 @@ def token_advantage_figures(
     advantages (:func:`whitened_figures`; with a whitening per batch, each batch's pooled);
     no histogram."""
     if isinstance(w, BatchWhitening):
-        each = [whitened_figures({k: v[rows] for k, v in moments.items()}, wb) for wb, rows in zip(w.each, w.batches.rows())]
+        each = [whitened_figures({k: v[rows] for k, v in moments.items()}, wb) for wb, rows in zip(w.each, w.batches.rows)]
         n = sum(f["tokens"] for f in each)
         has = [f for f in each if f["tokens"]]
         c, m = np.array([f["tokens"] for f in has], dtype=float), np.array([f["mean"] for f in has])

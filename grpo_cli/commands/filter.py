@@ -114,9 +114,7 @@ class FilterPlan:
         label = row_labeller(source, grouping.prompt)
         table = labelled(label, engine.read_columns, source, list(dict.fromkeys([*spec.columns, *([self.truncated] if self.truncated else [])])))
         read = labelled(label, kernels.rows_read, table, 0, spec)
-        labelled(label, kernels.in_order, read.order_runs, grouping)
-        index = labelled(label, kernels.index, read.runs, grouping, table.num_rows, source.name)
-        index, _ = labelled(label, kernels.batched, read.batch_runs, index, grouping, source)
+        index, _ = labelled(label, kernels.grouped, read, grouping, table.num_rows, source)
         found = labelled(label, row_inputs, read.rewards, list(self.rewards), self.reward_config)
         r = found.r
         if not found.scored.all():

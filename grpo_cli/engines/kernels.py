@@ -231,6 +231,13 @@ def index(runs: Runs | None, grouping: Grouping, rows: int, source: str) -> Grou
     return GroupIndex.whole(rows)
 
 
+def grouped(read: RowsRead, grouping: Grouping, rows: int, source: Source) -> tuple[GroupIndex, Batches | None]:
+    """Pass 1's groups and batches from what it ``read`` of the ``rows``: the samples' order
+    checked (:func:`in_order`), each row's group (:func:`index`) and the batches (:func:`batched`)."""
+    in_order(read.order_runs, grouping)
+    return batched(read.batch_runs, index(read.runs, grouping, rows, source.name), grouping, source)
+
+
 def in_order(order_runs: Runs | None, grouping: Grouping) -> None:
     """Blocks of ``num_generations`` rows are taken in file order: where the input numbers its
     samples (:attr:`~grpo_cli.plan.Grouping.order`), a row whose number goes down (a dump in
@@ -266,9 +273,11 @@ def batched(batch_runs: Runs | None, index: GroupIndex, grouping: Grouping, sour
     spans = found.spanning(index)
     if len(spans):
         row = int(spans[0])
-        first = found.values[found.index.codes[index.first[index.codes[row]]]]
+        before = found.values[found.index.codes[index.first[index.codes[row]]]]  # the batch of the group's first row
         here = found.values[found.index.codes[row]]
-        where = f"values {shortened(first)!r} and {shortened(here)!r} of `by` column {grouping.by!r}" if grouping.by else f"files {first} and {here}"
+        where = (
+            f"values {shortened(before)!r} and {shortened(here)!r} of `by` column {grouping.by!r}" if grouping.by else f"files {before} and {here}"
+        )
         fix = (
             f"key the groups by both (`prompt_col` {grouping.by!r} and {grouping.prompt!r}), or pass `by` none to merge the batches"
             if grouping.by and grouping.prompt

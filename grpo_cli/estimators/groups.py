@@ -120,7 +120,7 @@ class Batches:
     (in order of first appearance), ``values`` names each batch (the batch column's value, or
     the input file), ``column`` is the batch column (``None``: a batch per input file).
 
-    >>> b = Batches(group_index(pa.array([1, 1, 2, 1])), [1, 2], "step"); [r.tolist() for r in b.rows()]
+    >>> b = Batches(group_index(pa.array([1, 1, 2, 1])), [1, 2], "step"); [r.tolist() for r in b.rows]
     [[0, 1, 3], [2]]
     """
 
@@ -128,8 +128,10 @@ class Batches:
     values: list
     column: str | None
 
+    @cached_property
     def rows(self) -> Sequence[slice | np.ndarray]:
-        """Each batch's rows, ascending: a slice each when every batch is contiguous."""
+        """Each batch's rows, ascending: a slice each when every batch is contiguous (found
+        once: the advantages, the whitening and the summary take them each)."""
         if self.index.contiguous:
             bounds = [*self.index.first.tolist(), self.index.rows]
             return [slice(lo, hi) for lo, hi in zip(bounds, bounds[1:])]

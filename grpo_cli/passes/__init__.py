@@ -126,9 +126,7 @@ def first_pass(
     with ahead or nullcontext():
         if not hold:
             read = _rows_read(engine, source, spec, read, ahead)
-        labelled(label, kernels.in_order, read.order_runs, grouping)
-        index = labelled(label, kernels.index, read.runs, grouping, rows, source.name)
-        index, batches = labelled(label, kernels.batched, read.batch_runs, index, grouping, source)
+        index, batches = labelled(label, kernels.grouped, read, grouping, rows, source)
         if inputs is None:
             return index, None, held, None
         assert config is not None  # given with the inputs
@@ -202,7 +200,7 @@ def advantages(
     once: of each batch, when the rows are in batches (``inputs.batches``, `by`).
     """
     label = row_labeller(source, grouping.prompt)
-    batches = inputs.batches.rows() if inputs.batches is not None and (not _windowed(config) or config.whiten) else None
+    batches = inputs.batches.rows if inputs.batches is not None and (not _windowed(config) or config.whiten) else None
     if ahead is not None:
         out, summary = ahead
     elif not _windowed(config) and batches is not None:
@@ -308,7 +306,7 @@ def _token_whitening(moments: dict[str, np.ndarray], config: AdvantageConfig, ba
     count, mean, m2, u = (moments[k] for k in ("count", "mean", "m2", "unit"))
     if batches is None or batches.index.count == 1:
         return whitening(count, mean, m2, config, u)
-    return BatchWhitening(tuple(whitening(count[rows], mean[rows], m2[rows], config, u[rows]) for rows in batches.rows()), batches)
+    return BatchWhitening(tuple(whitening(count[rows], mean[rows], m2[rows], config, u[rows]) for rows in batches.rows), batches)
 
 
 def _token_figures(moments: dict[str, np.ndarray], w: Whitening | BatchWhitening, k: int, rows: slice | np.ndarray) -> dict:
@@ -324,7 +322,7 @@ def batch_figures(engine: Engine, g: GroupIndex, inputs: RowInputs, advantages: 
     if b is None:
         return {}
     each = []
-    for k, (value, rows) in enumerate(zip(b.values, b.rows())):
+    for k, (value, rows) in enumerate(zip(b.values, b.rows)):
         batch = inputs.rows(rows)
         groups = GroupSummary.of(Groups(batch.r, g.subset(rows)).subset(batch.scored))
         figures = reward_figures(groups, "", described(engine, scored(batch)), len(batch.r))
