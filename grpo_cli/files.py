@@ -95,11 +95,12 @@ def run(
 def file_function(command: Command) -> Callable[..., dict]:
     """The file API of ``command`` (a module of :mod:`grpo_cli.commands`): ``input`` (files,
     folders or globs read as one dataset; with ``hive``, ``key=value`` folders are columns
-    too), ``output`` if the command writes rows (or ``output_dir``: one file per input),
+    too), ``output`` if the command writes (rows, or ``output_dir``: one file per input; a page),
     then keyword-only: the options of its plan and how to run (see this module's docstring).
     It returns the summary figures."""
     name = command.__name__.rsplit(".", 1)[-1]
-    writes = "output_dir" in inspect.signature(command.plan).parameters
+    planned = inspect.signature(command.plan).parameters
+    writes = "output_dir" in planned or "output" in planned and planned["output"].annotation != "None"  # rows, or a page (report)
 
     def run_command(
         input: str | list[str],

@@ -137,9 +137,12 @@ def _row(*parts: str) -> str:
 
 def _figure(fig, caption: str, points: int = 0) -> str:
     """``fig`` as an image inside the page: SVG, or PNG above :data:`POINTS_AS_PNG` points."""
+    from matplotlib import rc_context
+
     out = io.BytesIO()
     png = points > POINTS_AS_PNG
-    fig.savefig(out, format="png" if png else "svg", dpi=144, metadata={} if png else {"Date": None})
+    with rc_context({"svg.fonttype": "none"}):  # SVG text as text, set in the page's font: not glyph outlines (half the bytes)
+        fig.savefig(out, format="png" if png else "svg", dpi=144, metadata={} if png else {"Date": None})
     kind = "png" if png else "svg+xml"
     data = base64.b64encode(out.getvalue()).decode()
     return f'<figure><img alt="{html.escape(caption)}" src="data:image/{kind};base64,{data}"><figcaption>{html.escape(caption)}</figcaption></figure>'

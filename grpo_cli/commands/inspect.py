@@ -230,8 +230,11 @@ def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> d
         import pyarrow.compute as pc
 
         names = {plan.steps.count, plan.steps.mask} - {None}
-        columns = {n: pc.if_else(batch.column(n).is_null(), pa.scalar([], batch.column(n).type), batch.column(n)) for n in names}
-        data = read_steps(pa.RecordBatch.from_arrays([columns.get(n, batch.column(n)) for n in batch.schema.names], schema=batch.schema), plan.steps)
+        nulls = {n: batch.column(n) for n in names if batch.column(n).null_count}  # read as empty lists (a copy: only where there are any)
+        columns = {n: pc.if_else(c.is_null(), pa.scalar([], c.type), c) for n, c in nulls.items()}
+        if columns:
+            batch = pa.RecordBatch.from_arrays([columns.get(n, batch.column(n)) for n in batch.schema.names], schema=batch.schema)
+        data = read_steps(batch, plan.steps)
         out.update(length=data.valid_lengths.astype(np.int32), entries=data.lengths)
     return out
 

@@ -2,6 +2,7 @@
 `objective` compute on the same file (per step, on that step's rows), the sections follow the
 columns, the page is self-contained and escaped, and a real browser renders it."""
 
+import inspect
 import json
 import re
 import shutil
@@ -124,8 +125,9 @@ def test_sections_follow_the_columns(tmp_path):
     r = report_file(str(path), output=str(tmp_path / "r.html"))
     assert r["sections"] == ["file", "rewards", "advantages"]
     assert "mismatch" not in r and "objective" not in r
-    r = report_file(str(SAMPLE / "rollouts.parquet"), output=str(tmp_path / "s.html"))
+    r = report_file(str(SAMPLE / "rollouts.parquet"), str(tmp_path / "s.html"))  # the page is the second positional, as other commands' output
     assert r["sections"] == ["file", "rewards", "advantages", "lengths", "objective"]
+    assert list(inspect.signature(report_file).parameters)[:2] == ["input", "output"]
 
 
 def test_the_page_is_self_contained_and_escaped(reported):
