@@ -53,7 +53,12 @@ class ObjectiveSummary:
         sums = BlockSums.of({**{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms}, **per_token}, start)
         micro = None
         if micro_batch_size is not None:
-            rows = {"rows": np.ones(len(n)), "counted_rows": counted.astype(np.float64), "tokens": n.astype(np.float64), "longest": terms.get("length", n)}
+            rows = {
+                "rows": np.ones(len(n)),
+                "counted_rows": counted.astype(np.float64),
+                "tokens": n.astype(np.float64),
+                "longest": terms.get("length", n),
+            }
             micro = MicroSums.of({**{key: terms[key] for key in summed}, **per_token, **rows}, micro_batch_size, start)
         counts = Counter({key: int(terms[key].sum()) for key in terms if key.startswith("flag_") or key in COUNTED})
         counts.update(rows=len(n), counted_rows=int(counted.sum()), tokens=int(n.sum()), zero_advantage_rows=int(terms["zero_advantage"].sum()))

@@ -53,8 +53,18 @@ def objective(width: str = "padded", **options) -> float:
 # [2, 2, 2]: token-mean (1.5/7 + 0.2/6 + 2.0/1)/3; seq-mean-token-sum (1.5/2 + 0.2/2 + 2.0/1)/3;
 # seq-mean-token-mean ((0.4/3 + 0.275)/2 + 0.1/2 + 2.0)/3; norm (1.5/5 + 0.2/5 + 2.0/5)/3.
 VERL_07 = {
-    3: {"token-mean": 0.29444444444444445, "seq-mean-token-sum": 0.7833333333333334, "seq-mean-token-mean": 0.5847222169502315, "token-sum-norm": 0.37},
-    2: {"token-mean": 0.7492063492063492, "seq-mean-token-sum": 0.95, "seq-mean-token-mean": 0.7513888819502316, "token-sum-norm": 0.24666666666666665},
+    3: {
+        "token-mean": 0.29444444444444445,
+        "seq-mean-token-sum": 0.7833333333333334,
+        "seq-mean-token-mean": 0.5847222169502315,
+        "token-sum-norm": 0.37,
+    },
+    2: {
+        "token-mean": 0.7492063492063492,
+        "seq-mean-token-sum": 0.95,
+        "seq-mean-token-mean": 0.7513888819502316,
+        "token-sum-norm": 0.24666666666666665,
+    },
 }
 
 
