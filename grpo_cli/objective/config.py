@@ -372,6 +372,8 @@ class ObjectiveConfig(Options):
             return
         if not (isinstance(self.micro_batch_size, (int, np.integer)) and self.micro_batch_size >= 1):
             raise UsageError(f"`micro_batch_size` must be an integer >= 1 (found {self.micro_batch_size!r})")
+        if self.preset is not None and "micro_batch_rule" not in given and "micro_batch_rule" not in lookup(self.preset).objective:
+            raise UsageError(f"preset {self.preset!r} does not say how its framework combines micro-batches; pass `micro_batch_rule` too")
         if LOSSES[self.loss].scans:
             raise UsageError(
                 f"loss {self.loss!r} takes its statistics and chooses its tokens per micro-batch in verl, which is not modelled; drop `micro_batch_size`"

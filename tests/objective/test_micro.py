@@ -190,6 +190,7 @@ def test_the_summary_states_the_micro_batches_and_their_rule():
         ({"micro_batch_size": 2, "loss": "clip_cov"}, "per micro-batch in verl, which is not modelled"),
         ({"micro_batch_size": 2, "micro_batch_rule": "row-weighted", "agg": "seq-mean-token-sum-norm"}, "needs `max_length`"),
         ({"micro_batch_size": 2, "micro_batch_rule": "sum"}, "micro_batch_rule"),
+        ({"micro_batch_size": 2, "preset": "trl"}, "preset 'trl' does not say how its framework combines micro-batches"),
     ],
 )
 def test_refused(options, message):
@@ -198,6 +199,7 @@ def test_refused(options, message):
 
 
 def test_the_presets_set_their_framework_rule():
+    assert ObjectiveConfig(preset="openrlhf", micro_batch_size=2, micro_batch_rule="mean").micro_batch_rule == "mean"
     assert [ObjectiveConfig(preset=p, micro_batch_size=2).micro_batch_rule for p in ("verl", "verl@0.7", "twinkle", "twinkle@0.1")] == [
         "global",
         "row-weighted",
