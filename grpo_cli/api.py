@@ -256,7 +256,7 @@ def policy_objective(
         terms = row_terms(tokens, adv, config)
     except RowError as exc:
         raise InputError(f"log-probs: row {exc.row}: {exc.detail}") from None
-    figures = ObjectiveSummary.of(terms).figures(config)
+    figures = ObjectiveSummary.of({**terms, "length": tokens.lengths}, 0, config.micro_batch_size).figures(config)
     if not details:
         return figures["objective"]
     return {**figures, "rows": terms if adv is None else {"advantage": adv, **terms}}

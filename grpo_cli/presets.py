@@ -82,6 +82,7 @@ VERL_OBJECTIVE = {
     "kl": "k3",
     "kl_clamp": 10.0,
     "empty_rows": "count",
+    "micro_batch_rule": "global",
 }
 VERL_SHIPS = {
     "estimator grpo": "--estimator grpo",
@@ -117,7 +118,6 @@ VERL_SHIPS = {
 }
 VERL_MISSING = {
     "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
-    "micro-batches": "verl's means are over its (mini-)batch; here the input is one batch",
 }
 
 VERL = Preset(
@@ -139,6 +139,8 @@ VERL = Preset(
         **VERL_SHIPS,
         "aggregation token-sum": "--agg token-sum",
         "aggregation seq-mean-token-sum-norm": "--agg seq-mean-token-sum-norm --max-length LOSS_SCALE_FACTOR",
+        "micro-batches (ppo_micro_batch_size_per_gpu; the mini-batch's tokens and rows in each)": "--micro-batch-size N (the preset sets --micro-batch-rule global)",
+        "seq-mean-token-sum-norm, loss_scale_factor null (L: the micro-batch's longest response)": "--agg seq-mean-token-sum-norm --micro-batch-size N",
         "rollout_is token, 'L_U' threshold (IcePop)": "--is token --is-mask L,U",
         "rollout_is sequence, 'L_U' threshold (IcePop)": "--is sequence --is-mask L,U",
         "rollout_rs token_k1, seq_sum_k1, seq_mean_k1 ('L_U' or 'U')": "--reject token_k1 --reject-threshold L,U",
@@ -167,7 +169,7 @@ VERL_07 = Preset(
     "tag v0.7.0, f9c855f7",
     "trainer/ppo/core_algos.py, trainer/ppo/rollout_corr_helper.py, workers/actor/dp_actor.py, trainer/config/actor/actor.yaml",
     VERL_ADVANTAGE,
-    {**VERL_OBJECTIVE, "empty_rows": "skip"},  # per micro-batch, rows without tokens left out
+    {**VERL_OBJECTIVE, "empty_rows": "skip", "micro_batch_rule": "row-weighted"},  # per micro-batch, rows without tokens left out
     {**VERL_ESTIMATORS, "reinforce": {"masked_steps": "restart"}},  # the return restarts after a masked token (core_algos.py:608-611)
     losses={
         "gspo": {"agg": "seq-mean-token-mean"},  # forced (core_algos.py:1060)
@@ -181,6 +183,7 @@ VERL_07 = Preset(
         "rollout_rs geometric": "--reject k1 --reject-level sequence-mean --reject-threshold U",
         "rollout_token_veto_threshold": "--reject-veto V",
         "aggregation seq-mean-token-sum-norm": "--agg token-sum-norm --max-length LOSS_SCALE_FACTOR",
+        "micro-batches (ppo_micro_batch_size_per_gpu; agg_loss on each, times its rows / the mini-batch's)": "--micro-batch-size N (the preset sets --micro-batch-rule row-weighted)",
         "estimator reinforce_plus_plus, masks with gaps (the return restarts after a masked token)": "--estimator reinforce (the preset sets --masked-steps restart)",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
@@ -370,6 +373,7 @@ TWINKLE_OBJECTIVE = {
     "tau_neg": 1.0,
     "max_length": 1024,
     "empty_rows": "count",
+    "micro_batch_rule": "mean",
 }
 TWINKLE_LOSSES: dict[str, dict] = {
     "gspo": {"logratio_clamp": 20.0},
@@ -387,9 +391,7 @@ TWINKLE_SHIPS = {
     "loss bnpo": "--agg token-mean",
     "loss dr_grpo": "--agg seq-mean-token-sum-norm",
     "beta (KL, k3)": "--beta BETA",
-}
-TWINKLE_MISSING = {
-    "micro-batches": "a step averages the micro-batches' losses; here the input is one batch",
+    "micro-batches (gradient accumulation: the step averages the micro-batches' losses)": "--micro-batch-size N (the preset sets --micro-batch-rule mean)",
 }
 
 TWINKLE = Preset(
@@ -409,7 +411,7 @@ TWINKLE = Preset(
         "estimator GAEAdvantage kl_coef": "--estimator gae --kl-in-reward BETA --kl k1",
         "loss ppo": "--agg token-mean",
     },
-    missing={**TWINKLE_MISSING, "loss ppo_value": "a value loss, not a policy objective"},
+    missing={"loss ppo_value": "a value loss, not a policy objective"},
 )
 
 TWINKLE_01 = Preset(
@@ -424,7 +426,7 @@ TWINKLE_01 = Preset(
     TWINKLE_ESTIMATORS,
     TWINKLE_LOSSES,
     ships=TWINKLE_SHIPS,
-    missing={**TWINKLE_MISSING, "a row without tokens, advantages per row": "Twinkle 0.1 fails (RuntimeError); per-token advantages count it as 0"},
+    missing={"a row without tokens, advantages per row": "Twinkle 0.1 fails (RuntimeError); per-token advantages count it as 0"},
 )
 
 PRESETS = {p.name: p for p in (VERL, VERL_07, TRL, TRL_19, OPENRLHF, TWINKLE, TWINKLE_01)}
@@ -437,6 +439,7 @@ CHANGES = {
         ("GSPO's aggregation", "seq-mean-token-mean, forced", "loss_agg_mode (token-mean)"),
         ("seq-mean-token-sum-norm", "sum / constant", "sum / (rows x constant)"),
         ("rows without tokens in seq-mean-*", "left out (per micro-batch)", "counted (the whole mini-batch)"),
+        ("micro-batches", "each aggregated alone, weighted by its rows", "the mini-batch's tokens and rows in each"),
         ("aggregation token-sum", "absent", "new"),
         ("REINFORCE++ return at a masked token", "restarts", "carried through"),
         ("estimators gdpo, optimal_token_baseline, tir_optimal_token_baseline", "absent", "new"),

@@ -24,6 +24,7 @@ from ..files import file_function
 from ..io import Source
 from ..objective import LOSSES, row_terms
 from ..objective.config import OWN_OPTIONS, ObjectiveConfig
+from ..objective.micro import RULES as MICRO_BATCH_RULES
 from ..objective.rollout import is_mean, is_mean_part
 from ..objective.terms import ScanPartial, scanned
 from ..objective.summary import ObjectiveSummary
@@ -172,6 +173,9 @@ def render(figures: dict, console) -> None:
         t.add_row("rollout mismatch", lines(_rollout_lines(figures["rollout"])))
     t.add_row("tokens", str(figures["tokens"]))
     t.add_row("rows", str(figures["rows"]))
+    if "micro_batches" in figures:
+        rule = cfg["micro_batch_rule"]
+        t.add_row("micro-batches", f"{figures['micro_batches']} of {cfg['micro_batch_size']} rows ({rule}: {MICRO_BATCH_RULES[rule]})")
     if figures["empty_rows"]:
         t.add_row("empty rows", _empty_rows_line(figures["empty_rows"], figures["rows"], cfg["empty_rows"]))
     t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
@@ -480,16 +484,17 @@ def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, 
     """The per-row columns (when the plan writes rows) and the partial summary of one batch
     (``context``: what the loss's scans found over the whole input, if it has any)."""
     terms, adv = batch_terms(batch, first_row, plan, computed, context)
-    summary = ObjectiveSummary.of(terms, first_row)
+    summary = ObjectiveSummary.of(terms, first_row, plan.config.micro_batch_size)
     return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
 
 
 def batch_terms(
     batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None, context: object = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
-    """The per-row terms of one batch (:func:`~grpo_cli.objective.row_terms`) and its advantages (``None``: per token)."""
+    """The per-row terms of one batch (:func:`~grpo_cli.objective.row_terms`), with each row's ``length`` (its tokens,
+    masked ones included), and its advantages (``None``: per token)."""
     tokens, adv = batch_rows(batch, first_row, plan, computed)
-    return row_terms(tokens, adv, plan.config, context=context, first_row=first_row), adv
+    return {**row_terms(tokens, adv, plan.config, context=context, first_row=first_row), "length": tokens.lengths}, adv
 
 
 def _per_row_columns(terms: dict[str, np.ndarray], adv: np.ndarray | None, plan: ObjectivePlan) -> dict[str, pa.Array]:

@@ -251,7 +251,7 @@ def report_batch(
     if o_plan is not None:
         terms, _ = batch_terms(batch, first_row, o_plan, computed, context)
         out.update(
-            objective=ObjectiveSummary.of(terms, first_row),
+            objective=ObjectiveSummary.of(terms, first_row, o_plan.config.micro_batch_size),
             n_tokens=terms["n_tokens"],
             ratio_sum=terms["ratio_sum"],
             flags={flag.name: terms[f"flag_{flag.name}"] for flag in LOSSES[o_plan.config.loss].flags},

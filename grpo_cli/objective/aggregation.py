@@ -9,7 +9,8 @@ A row with no counted tokens (fully masked, or emptied by sequence-level rejecti
 every row (``empty_rows`` ``count``, the default: an empty row adds 0 to the mean, as verl
 0.9.1's trainer divides by the whole mini-batch in every mode, TRL's grpo/sapo/dr_grpo and
 twinkle-kit 0.5.1 count them) or the rows with counted tokens (``skip``: verl 0.7.0's actor
-on one micro-batch, OpenRLHF 0.11.2's seq-mean-token-mean).
+on one micro-batch, OpenRLHF 0.11.2's seq-mean-token-mean). Split into micro-batches, each
+has totals of its own, which :mod:`grpo_cli.objective.micro` combines as a framework does.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from ..numerics import LOGRATIO_CLAMP_MAX
 from ..presets import NAMES, lookup
 from . import AGGREGATIONS, ALIASES, LOSSES, RATIO_LEVELS
 from .aggregation import EMPTY_ROWS
+from .micro import RULES as MICRO_BATCH_RULES
 from .rollout import BYPASS_MODES, GATES, IS_ALIASES, REJECT_ALIASES, REJECT_LEVELS, REJECT_STATISTICS, Criterion
 
 CISPO_CLIPS = ("two-sided", "upper", "epsilon-high")
@@ -91,6 +92,16 @@ class ObjectiveConfig(Options):
         an aggregation's mean over rows: ``count`` (as 0; verl 0.9.1, TRL, twinkle-kit 0.5.1)
         or ``skip`` (left out; verl 0.7.0's actor, OpenRLHF). Refused by the aggregations
         that take no mean over rows.
+    micro_batch_size, micro_batch_rule
+        The input is one mini-batch; split it into micro-batches of ``micro_batch_size``
+        consecutive rows (the last one shorter if the rows do not divide), each aggregated as
+        ``micro_batch_rule`` says (:mod:`grpo_cli.objective.micro`): ``global`` (verl 0.9.1:
+        the input's denominators; only a ``*-norm``'s ``L``, without ``max_length``, is each
+        micro-batch's longest row), ``row-weighted`` (verl 0.7.0: each micro-batch alone,
+        weighted by its rows) or ``mean`` (Twinkle: the mean of the micro-batches' values).
+        The rollout correction's ``is_normalize`` takes its mean over the whole input (verl
+        normalises in the trainer, before the actor splits the batch); verl's covariance
+        losses, which choose their tokens per micro-batch, are refused.
     beta, kl, kl_weight, kl_clamp
         KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``,
         each token's KL clamped to ``[-kl_clamp, kl_clamp]`` and, with ``kl_weight`` ratio,
@@ -184,6 +195,20 @@ class ObjectiveConfig(Options):
         "count",
         "Rows with no counted tokens in a mean over rows: count (as 0; verl 0.9.1, TRL, Twinkle) or skip (left out; verl 0.7.0, OpenRLHF).",
         choices=EMPTY_ROWS,
+    )
+    micro_batch_size: int = option(
+        None,
+        "Split the input (one mini-batch) into micro-batches of N consecutive rows, the last one shorter if the rows "
+        "do not divide; they make the objective as --micro-batch-rule says. Not given: the input is one micro-batch.",
+        metavar="N",
+    )
+    micro_batch_rule: str = option(
+        "global",
+        "How the micro-batches make the mini-batch's value: global = the input's denominators in each, so the value is "
+        "the input's, except that a *-norm aggregation without --max-length divides each by its longest row (verl 0.9.1); "
+        "row-weighted = each aggregated alone, weighted by its rows (verl 0.7.0); mean = each aggregated alone, the mean "
+        "of their values (Twinkle).",
+        choices=tuple(MICRO_BATCH_RULES),
     )
     logratio_clamp: float = option(20.0, "Clamp new - old (and old - rollout) to [-c, c] before exp (counted in the summary).")
     is_level: str = option(
@@ -305,8 +330,10 @@ class ObjectiveConfig(Options):
         check_choice("ratio_level", self.ratio_level, tuple(RATIO_LEVELS))
         check_choice("agg", self.agg, (*AGGREGATIONS, *ALIASES))
         self._set(agg=ALIASES.get(self.agg, self.agg))
+        self._micro_batches(given)
+        padded = self.micro_batch_size is not None and self.micro_batch_rule == "global"  # L: each micro-batch's longest row
         if AGGREGATIONS[self.agg].needs_max_length:
-            if self.max_length is None or self.max_length < 1:
+            if (self.max_length is None and not padded) or (self.max_length is not None and self.max_length < 1):
                 raise UsageError(f"`agg` {self.agg!r} needs `max_length` >= 1 (found {self.max_length!r})")
         elif "max_length" in given:
             normed = " or ".join(repr(name) for name, a in AGGREGATIONS.items() if a.needs_max_length)
@@ -334,6 +361,22 @@ class ObjectiveConfig(Options):
         if self.is_level is not None and self.loss == "vespo":
             raise UsageError(
                 "loss 'vespo' folds the weights into its gamma weight in TRL, which is not modelled; drop `is_level`, or pass another `loss`"
+            )
+
+    def _micro_batches(self, given: frozenset[str]) -> None:
+        """Check the micro-batch size and rule."""
+        check_choice("micro_batch_rule", self.micro_batch_rule, tuple(MICRO_BATCH_RULES))
+        if self.micro_batch_size is None:
+            if "micro_batch_rule" in given:
+                raise UsageError("`micro_batch_rule` applies to micro-batches; pass `micro_batch_size` too, or drop it")
+            return
+        if not (isinstance(self.micro_batch_size, (int, np.integer)) and self.micro_batch_size >= 1):
+            raise UsageError(f"`micro_batch_size` must be an integer >= 1 (found {self.micro_batch_size!r})")
+        if self.preset is not None and "micro_batch_rule" not in given and "micro_batch_rule" not in lookup(self.preset).objective:
+            raise UsageError(f"preset {self.preset!r} does not say how its framework combines micro-batches; pass `micro_batch_rule` too")
+        if LOSSES[self.loss].scans:
+            raise UsageError(
+                f"loss {self.loss!r} takes its statistics and chooses its tokens per micro-batch in verl, which is not modelled; drop `micro_batch_size`"
             )
 
     def _loss_options(self, given: frozenset[str]) -> None:
@@ -511,6 +554,7 @@ class ObjectiveConfig(Options):
             "is_normalize": self.is_normalize,
             "bypass": self.bypass,
             **({"off_policy_mask": self.off_policy_mask} if self.off_policy_mask is not None else {}),  # older summaries have no key
+            **({"micro_batch_size": self.micro_batch_size, "micro_batch_rule": self.micro_batch_rule} if self.micro_batch_size is not None else {}),
         }
 
 

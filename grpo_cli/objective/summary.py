@@ -13,6 +13,7 @@ import numpy as np
 
 from ..summaries import BlockSums, finite_or_null
 from . import LOSSES, Totals, aggregate
+from .micro import MicroSums, combine
 
 SUMMED_TERMS = ("objective_sum", "surrogate_sum", "kl_ref_sum", "penalty_sum")
 EMPTY_TERMS = ("objective_sum", "surrogate_sum")  # where a loss's term for a row without tokens goes
@@ -35,24 +36,30 @@ class ObjectiveSummary:
     ratio_max: float = -np.inf
     has_kl_ref: bool = False
     abs_diff_max: float | None = None  # None: no rollout log-probs
+    micro: MicroSums | None = None  # None: the input is one micro-batch
 
     @classmethod
-    def of(cls, terms: dict[str, np.ndarray], start: int = 0) -> "ObjectiveSummary":
-        """The partial summary of rows ``start, start + 1, ...`` with these terms."""
+    def of(cls, terms: dict[str, np.ndarray], start: int = 0, micro_batch_size: int | None = None) -> "ObjectiveSummary":
+        """The partial summary of rows ``start, start + 1, ...`` with these terms; with
+        ``micro_batch_size``, each micro-batch's totals too (its padded width from the
+        rows' ``length``, masked tokens included, if the terms have it)."""
         n = terms["n_tokens"]
         counted = n > 0
         safe_n = np.where(counted, n, 1)
         summed = [key for key in SUMMED_TERMS if key in terms]
         empty = terms.get("empty_row_mean", 0.0)
-        sums = BlockSums.of(
-            {
-                **{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms},
-                # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens, or the loss's
-                # term for them: TRL's GMPO)
-                **{f"{key}/n": np.where(counted, terms[key] / safe_n, empty if key in EMPTY_TERMS else 0.0) for key in summed},
-            },
-            start,
-        )
+        # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens, or the loss's term for them: TRL's GMPO)
+        per_token = {f"{key}/n": np.where(counted, terms[key] / safe_n, empty if key in EMPTY_TERMS else 0.0) for key in summed}
+        sums = BlockSums.of({**{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms}, **per_token}, start)
+        micro = None
+        if micro_batch_size is not None:
+            rows = {
+                "rows": np.ones(len(n)),
+                "counted_rows": counted.astype(np.float64),
+                "tokens": n.astype(np.float64),
+                "longest": terms.get("length", n),
+            }
+            micro = MicroSums.of({**{key: terms[key] for key in summed}, **per_token, **rows}, micro_batch_size, start)
         counts = Counter({key: int(terms[key].sum()) for key in terms if key.startswith("flag_") or key in COUNTED})
         counts.update(rows=len(n), counted_rows=int(counted.sum()), tokens=int(n.sum()), zero_advantage_rows=int(terms["zero_advantage"].sum()))
         if "rejected_tokens" in terms:
@@ -62,7 +69,7 @@ class ObjectiveSummary:
         if "abs_diff_max" in terms:
             found = terms["abs_diff_max"][terms["mismatch_tokens"] > 0]
             abs_diff_max = float(found.max()) if len(found) else -np.inf
-        return cls(sums, counts, *extremes, "kl_ref_sum" in terms, abs_diff_max)
+        return cls(sums, counts, *extremes, "kl_ref_sum" in terms, abs_diff_max, micro)
 
     def merge(self, later: "ObjectiveSummary") -> "ObjectiveSummary":
         """These rows and ``later``'s, which follow them."""
@@ -74,6 +81,7 @@ class ObjectiveSummary:
             max(self.ratio_max, later.ratio_max),
             self.has_kl_ref or later.has_kl_ref,
             max(maxima) if maxima else None,
+            later.micro if self.micro is None else self.micro if later.micro is None else self.micro.merge(later.micro),
         )
 
     def figures(self, config) -> dict:
@@ -89,6 +97,8 @@ class ObjectiveSummary:
         def agg(key: str, how: str = config.agg) -> float | None:
             totals = Totals(self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"], tokens, config.max_length)
             with np.errstate(invalid="ignore"):
+                if self.micro is not None:  # the micro-batches' values, combined as the rule says
+                    return finite_or_null(float(combine(config.micro_batch_rule, how, self.micro, key, totals, config.empty_rows)))
                 return finite_or_null(float(aggregate(how, totals, config.empty_rows)))
 
         objective = agg("objective_sum")
@@ -113,6 +123,7 @@ class ObjectiveSummary:
             "zero_advantage_rows": c["zero_advantage_rows"],
             "clamped_tokens": c["clamped"],
             "rollout": self._rollout_figures(config, share),
+            **({"micro_batches": self.micro.count} if self.micro is not None else {}),
             "config": config.figures,
         }
 
