@@ -175,7 +175,7 @@ def render(figures: dict, console) -> None:
     t.add_row("rows", str(figures["rows"]))
     if "micro_batches" in figures:
         rule = cfg["micro_batch_rule"]
-        t.add_row("micro-batches", f"{figures['micro_batches']} of {cfg['micro_batch_size']} rows ({rule}: {MICRO_BATCH_RULES[rule]})")
+        t.add_row("micro-batches", f"{figures['micro_batches']}, of {cfg['micro_batch_size']} rows each ({rule}: {MICRO_BATCH_RULES[rule]})")
     if figures["empty_rows"]:
         t.add_row("empty rows", _empty_rows_line(figures["empty_rows"], figures["rows"], cfg["empty_rows"]))
     t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))

@@ -178,7 +178,7 @@ def test_the_summary_states_the_micro_batches_and_their_rule():
     plain = policy_objective([[-1.0]] * 5, [[-1.0]] * 5, advantage_values=[1.0] * 5, details=True)
     assert "micro_batches" not in plain and "micro_batch_size" not in plain["config"]  # summaries without them keep their keys
     shown = run_grpo("objective", str(SAMPLE / "rollouts.parquet"), "--preset", "twinkle", "--micro-batch-size", "64").stderr.decode()
-    assert "micro-batches" in shown and "5 of 64 rows (mean:" in shown
+    assert "micro-batches" in shown and "5, of 64 rows each (mean:" in shown
 
 
 @pytest.mark.parametrize(
