@@ -124,7 +124,7 @@ class Inputs:
             "kl_logprobs": s and s.policy,
             "ref_logprobs": s and s.ref,
             "values": s and s.values,
-            **({"sum_pi_squared": s.sum_pi_squared} if s and s.sum_pi_squared else {}),  # older summaries have no key
+            **({"old_logprobs": s.old, "sum_pi_squared": s.sum_pi_squared} if s and s.sum_pi_squared else {}),  # older summaries have no key
         }
 
 
