@@ -385,6 +385,10 @@ class AdvantageConfig(Options):
             raise UsageError(f"estimator {self.estimator!r} takes no groups, so no group of one row; drop `singleton`")
         if "singleton" in given and spec.sums is not None:
             raise UsageError(f"estimator {self.estimator!r} gives a group of one row its returns (as verl); drop `singleton`")
+        if spec.sums is not None and self.advantage_clip is not None:
+            if "advantage_clip" in given:
+                raise UsageError(f"`advantage_clip` clips a row's r - b, and estimator {self.estimator!r} has a baseline per token; drop it")
+            self._set(advantage_clip=None)  # a preset's (OpenRLHF's), for the estimators it has
         for name in ("reward_clip", "advantage_clip"):
             if getattr(self, name) is not None:
                 lo, hi = getattr(self, name)

@@ -196,6 +196,9 @@ def test_refusals(hand, tmp_path):
         AdvantageConfig(estimator=OTB, singleton="zero")
     with pytest.raises(UsageError, match=r"carries its returns past masked tokens \(as verl\); drop `masked_steps` 'count'"):
         AdvantageConfig(estimator=TIR, masked_steps="count")
+    with pytest.raises(UsageError, match=r"`advantage_clip` clips a row's r - b, and estimator 'optimal-token-baseline' has a baseline per token"):
+        AdvantageConfig(estimator=OTB, advantage_clip=(-1, 1))
+    assert AdvantageConfig(preset="openrlhf", estimator=OTB).advantage_clip is None
     with pytest.raises(UsageError, match=r"estimator 'optimal-token-baseline' takes no `gamma`"):
         AdvantageConfig(estimator=OTB, gamma=0.9)
     with pytest.raises(UsageError, match=r"`sum_pi_squared_col` is not read: estimator 'grpo' reads no token column"):
