@@ -2,6 +2,7 @@
 tir_optimal_token_baseline, trainer/ppo/core_algos.py:872-1121): a hand-derived case, numbers
 from verl's own functions, a slow reference written from the formula, and the refusals."""
 
+import json
 import math
 
 import numpy as np
@@ -11,11 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpo_cli import AdvantageConfig, advantages_file
+from grpo_cli import AdvantageConfig, advantages_file, inspect_file
 from grpo_cli.errors import ColumnNotFoundError, UsageError
 from grpo_cli.estimators.optimal_token_baseline import EPSILON, cumulative, tail_starts
 
-from ..conftest import examples
+from grpo_cli.frames import annotate_advantages
+
+from ..conftest import examples, run_grpo
 
 OTB, TIR = "optimal-token-baseline", "tir-optimal-token-baseline"
 
@@ -136,6 +139,29 @@ def test_matches_verl(tmp_path, estimator):
     pq.write_table(table.slice(0, 2), tmp_path / "parts" / "0.parquet")
     pq.write_table(table.slice(2), tmp_path / "parts" / "1.parquet")
     np.testing.assert_allclose(_advantages(tmp_path, tmp_path / "parts", estimator, "parts.parquet"), VERL[estimator], rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("estimator", [OTB, TIR])
+def test_batches_of_one_table_merge_their_sums(estimator):
+    """Batches of 3 rows on the engine's threads: group a spans two, group b three."""
+    table = pa.table({"uid": PROMPTS, "reward": REWARDS, "response_mask": MASKS, "old_log_probs": OLD, "sum_pi_squared": SUM_PI_SQUARED})
+    out = annotate_advantages(table, batch_rows=3, config=AdvantageConfig(preset="verl", estimator=estimator))
+    np.testing.assert_allclose(out["token_advantage"].to_pylist(), VERL[estimator], rtol=1e-13, atol=1e-15)
+
+
+def test_the_cli_names_the_columns_it_read(hand, tmp_path):
+    summary = tmp_path / "summary.json"
+    run_grpo("advantages", str(hand), "--estimator", OTB, "--summary-json", str(summary), "-q")
+    columns = json.loads(summary.read_text())["columns"]
+    assert (columns["old_logprobs"], columns["sum_pi_squared"], columns["mask"]) == ("old_log_probs", "sum_pi_squared", "response_mask")
+    assert inspect_file(str(hand))["columns"]["sum_pi_squared"] == {
+        "column": "sum_pi_squared",
+        "why": "found by name (looked for sum_pi_squared)",
+        "option": "sum_pi_squared_col",
+    }
+    assert "sum_pi_squared" not in inspect_file(str(hand), sum_pi_squared_col="none")["columns"]
+    ran = run_grpo("advantages", str(hand), "--estimator", TIR, "--sum-pi-squared-col", "spp", check=False)
+    assert ran.returncode != 0 and "no column 'spp' for sum of pi^2 (--sum-pi-squared-col)" in ran.stderr.decode()
 
 
 def reference(prompts, masks, rewards, old, sum_pi_squared, compact):
