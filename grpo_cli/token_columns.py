@@ -188,5 +188,8 @@ def read_steps(batch: pa.RecordBatch, columns: StepColumns) -> StepData:
     old = sum_pi_squared = None
     if columns.sum_pi_squared is not None:
         old = _logprobs(batch, present(columns.old, "the old log-probs"), lengths, mask)[1][mask].astype(np.float64)
-        sum_pi_squared = _finite(batch, columns.sum_pi_squared, lengths, mask, "sum of pi^2")[mask]
+        sum_pi_squared = _finite(batch, columns.sum_pi_squared, lengths, mask, "sum of pi^2")
+        if (sum_pi_squared < 0).any():
+            raise RowError(_first_row_of_token(lengths, sum_pi_squared < 0), f"column {columns.sum_pi_squared!r} has a negative sum of pi^2")
+        sum_pi_squared = sum_pi_squared[mask]
     return StepData(lengths, mask, kl_d, values, old, sum_pi_squared)

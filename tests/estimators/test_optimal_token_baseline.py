@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_cli import AdvantageConfig, advantages_file, inspect_file
-from grpo_cli.errors import ColumnNotFoundError, UsageError
+from grpo_cli.errors import ColumnNotFoundError, InputError, UsageError
 from grpo_cli.estimators.optimal_token_baseline import EPSILON, cumulative, tail_starts
 
 from grpo_cli.frames import annotate_advantages
@@ -231,6 +231,14 @@ def test_refusals(hand, tmp_path):
         advantages_file(hand, sum_pi_squared_col="sum_pi_squared")
     with pytest.raises(UsageError, match=r"`sum_pi_squared_col` is read only by estimators 'optimal-token-baseline', 'tir-optimal-token-baseline'"):
         advantages_file(hand, config=AdvantageConfig(estimator="reinforce"), sum_pi_squared_col="sum_pi_squared")
+
+
+def test_a_negative_sum_of_pi_squared_is_refused(tmp_path):
+    path = _write(tmp_path / "neg.parquet", ["a", "a"], [[1, 1], [1, 0]], [1.0, 0.0], [[-0.5, -0.5], [-0.5, 0.0]], [[0.5, 0.5], [0.5, -1.0]])
+    advantages_file(path, config=AdvantageConfig(estimator=OTB))  # a masked entry is never read
+    pq.write_table(pq.read_table(path).set_column(4, "sum_pi_squared", pa.array([[0.5, 0.5], [-0.5, 0.0]])), path)
+    with pytest.raises(InputError, match=r"row 1 .*column 'sum_pi_squared' has a negative sum of pi\^2"):
+        advantages_file(path, config=AdvantageConfig(estimator=OTB))
 
 
 def test_missing_columns_name_their_option(tmp_path):
