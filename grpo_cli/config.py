@@ -383,6 +383,12 @@ class AdvantageConfig(Options):
         check_choice("singleton", self.singleton, tuple(estimators.SINGLETONS))
         if "singleton" in given and not spec.grouped:
             raise UsageError(f"estimator {self.estimator!r} takes no groups, so no group of one row; drop `singleton`")
+        if "singleton" in given and spec.sums is not None:
+            raise UsageError(f"estimator {self.estimator!r} gives a group of one row its returns (as verl); drop `singleton`")
+        if spec.sums is not None and self.advantage_clip is not None:
+            if "advantage_clip" in given:
+                raise UsageError(f"`advantage_clip` clips a row's r - b, and estimator {self.estimator!r} has a baseline per token; drop it")
+            self._set(advantage_clip=None)  # a preset's (OpenRLHF's), for the estimators it has
         for name in ("reward_clip", "advantage_clip"):
             if getattr(self, name) is not None:
                 lo, hi = getattr(self, name)
@@ -421,6 +427,10 @@ class AdvantageConfig(Options):
         for name in ("gamma", "lam"):
             check_range(name, getattr(self, name), 0, 1)
         check_choice("masked_steps", self.masked_steps, MASKED_STEPS)
+        if self.masked_steps != "skip" and spec.sums is not None:
+            raise UsageError(
+                f"estimator {self.estimator!r} carries its returns past masked tokens (as verl); drop `masked_steps` {self.masked_steps!r}"
+            )
         if "masked_steps" in given and spec.level != "token" and not estimators.kl_after_baseline(self):
             raise UsageError(
                 f"`masked_steps` applies to token-level returns, and estimator {self.estimator!r} has none "

@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import schema
 from .config import AdvantageConfig, check_range
 from .errors import ColumnNotFoundError, UsageError
-from .estimators import kl_after_baseline, lookup, needed_by, needs
+from .estimators import ESTIMATORS, kl_after_baseline, lookup, needed_by, needs
 from .io import Layout, Source, Writes, resolve_output_format
 from .numerics import ROUND_DIGITS_MAX
 from .passes import column_path, run_advantages
@@ -124,6 +124,7 @@ class Inputs:
             "kl_logprobs": s and s.policy,
             "ref_logprobs": s and s.ref,
             "values": s and s.values,
+            **({"old_logprobs": s.old, "sum_pi_squared": s.sum_pi_squared} if s and s.sum_pi_squared else {}),  # older summaries have no key
         }
 
 
@@ -349,7 +350,7 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     from .token_columns import StepColumns  # imported only by a plan that reads token columns
 
     s, name = source.schema, source.name
-    given = schema.given_columns({role: columns[schema.ROLES[role].param] for role in ("mask", "old", "new", "ref", "values")})
+    given = schema.given_columns({role: columns.get(schema.ROLES[role].param) for role in ("mask", "old", "new", "ref", "values", "sum_pi_squared")})
     mask = schema.resolve_column(s, "mask", columns["mask_col"], required=False, source=name, given=given)
     old = schema.resolve_column(s, "old", columns["old_logprobs_col"], required=False, source=name, given=given)
     new = schema.resolve_column(s, "new", columns["logprobs_col"], required=False, source=name, given=given)
@@ -384,7 +385,18 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
         values = schema.resolve_column(s, "values", columns["values_col"], source=name, given=given)
     elif columns["values_col"] is not None:
         raise UsageError(f"`values_col` is read only by estimator 'gae' (found {config.estimator!r}); drop it, or pass `estimator` 'gae'")
-    return StepColumns(count, mask, policy, ref, values)
+    sum_pi_squared = None
+    if "sum_pi_squared" in lookup(config.estimator).needs:
+        sum_pi_squared = schema.resolve_column(s, "sum_pi_squared", columns.get("sum_pi_squared_col"), source=name, given=given)
+        if old is None:
+            raise ColumnNotFoundError(
+                f"{name}: estimator {config.estimator!r} needs the old log-probs (looked for {', '.join(schema.ROLES['old'].candidates)}); "
+                "pass `old_logprobs_col`"
+            )
+    elif columns.get("sum_pi_squared_col") is not None:
+        otb = ", ".join(repr(e.name) for e in ESTIMATORS.values() if "sum_pi_squared" in e.needs)
+        raise UsageError(f"`sum_pi_squared_col` is read only by estimators {otb} (found {config.estimator!r}); drop it")
+    return StepColumns(count, mask, policy, ref, values, old if sum_pi_squared else None, sum_pi_squared)
 
 
 def resolve_output(source: Source, output: str | None, output_dir: str | None, output_format: str | None, compression: str | None) -> Output:
@@ -415,6 +427,7 @@ def plan_advantages(
     old_logprobs_col: str | None = None,
     ref_logprobs_col: str | None = None,
     values_col: str | None = None,
+    sum_pi_squared_col: str | None = None,
     round_digits: int | None = None,
     advantage_name: str | None = None,
     output: str | None = None,
@@ -444,6 +457,7 @@ def plan_advantages(
         old_logprobs_col=old_logprobs_col,
         ref_logprobs_col=ref_logprobs_col,
         values_col=values_col,
+        sum_pi_squared_col=sum_pi_squared_col,
     )
     if advantage_name is not None and output is None and output_dir is None:
         raise UsageError("`advantage_name` names the written column; pass `output` or `output_dir` too, or drop it")

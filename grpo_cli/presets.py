@@ -152,12 +152,14 @@ VERL = Preset(
         "loss dppo_tv": "--loss dppo_tv",
         "loss dppo_kl": "--loss dppo_kl",
         "loss dro": "--loss dro --dro-beta B (verl has no default)",
+        "estimator optimal_token_baseline": "--estimator optimal-token-baseline (reads old_log_probs and sum_pi_squared)",
+        "estimator tir_optimal_token_baseline": "--estimator tir-optimal-token-baseline (reads old_log_probs and sum_pi_squared)",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
     missing={
         **VERL_MISSING,
-        "estimator optimal_token_baseline": "needs a per-token sum of pi^2 column",
-        "estimator tir_optimal_token_baseline": "needs a per-token sum of pi^2 column",
+        "estimator (tir_)optimal_token_baseline with rollout correction": "W weighted by the rollout IS weights squared: "
+        "`grpo advantages` computes no IS weights (the objective's --is does)",
     },
 )
 

@@ -49,6 +49,7 @@ ROLES = {
     "mask": Role("token mask", "mask_col", ("response_mask", "loss_mask", "completion_mask", "action_mask", "mask"), lookalike="mask"),
     "baseline": Role("baseline reward", "baseline_col", ("reward_baseline", "reward_baselines", "baseline_reward", "greedy_reward")),
     "values": Role("values", "values_col", ("values", "value", "critic_values")),
+    "sum_pi_squared": Role("sum of pi^2", "sum_pi_squared_col", ("sum_pi_squared",)),
     "truncated": Role("truncation flag", "truncated_col", ("truncated", "is_truncated")),
     "batch": Role("batch", "by", ("step",)),  # verl's and TRL's dumps: a step is a batch
     "rollout": Role(

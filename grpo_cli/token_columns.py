@@ -138,29 +138,36 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
 @dataclass(frozen=True)
 class StepColumns:
     """The token columns an estimator reads: ``count`` (a list column with one entry per
-    token), the ``mask``, the ``policy`` and ``ref`` log-probs of a KL in the reward, and
-    per-token ``values``."""
+    token), the ``mask``, the ``policy`` and ``ref`` log-probs of a KL in the reward,
+    per-token ``values``, and the ``old`` log-probs and ``sum_pi_squared`` of the optimal
+    token baseline."""
 
     count: str
     mask: str | None = None
     policy: str | None = None
     ref: str | None = None
     values: str | None = None
+    old: str | None = None
+    sum_pi_squared: str | None = None
 
     @property
     def names(self) -> list[str]:
-        return list(dict.fromkeys(c for c in (self.count, self.mask, self.policy, self.ref, self.values) if c is not None))
+        columns = (self.count, self.mask, self.policy, self.ref, self.values, self.old, self.sum_pi_squared)
+        return list(dict.fromkeys(c for c in columns if c is not None))
 
 
 @dataclass(frozen=True)
 class StepData:
     """One batch's token data for an estimator: ``lengths`` (entries per row), ``valid`` (a
-    bool per entry), and on valid tokens only: ``kl_d`` (policy - ref) and ``values``."""
+    bool per entry), and on valid tokens only: ``kl_d`` (policy - ref), ``values``, ``old``
+    (log-probs) and ``sum_pi_squared``."""
 
     lengths: np.ndarray
     valid: np.ndarray
     kl_d: np.ndarray | None
     values: np.ndarray | None
+    old: np.ndarray | None = None
+    sum_pi_squared: np.ndarray | None = None
 
     @property
     def valid_lengths(self) -> np.ndarray:
@@ -178,4 +185,11 @@ def read_steps(batch: pa.RecordBatch, columns: StepColumns) -> StepData:
         kl_d = policy.astype(np.float64) - _logprobs(batch, columns.ref, lengths, mask)[1][mask]
     if columns.values is not None:
         values = _finite(batch, columns.values, lengths, mask, "value")[mask]
-    return StepData(lengths, mask, kl_d, values)
+    old = sum_pi_squared = None
+    if columns.sum_pi_squared is not None:
+        old = _logprobs(batch, present(columns.old, "the old log-probs"), lengths, mask)[1][mask].astype(np.float64)
+        sum_pi_squared = _finite(batch, columns.sum_pi_squared, lengths, mask, "sum of pi^2")
+        if (sum_pi_squared < 0).any():
+            raise RowError(_first_row_of_token(lengths, sum_pi_squared < 0), f"column {columns.sum_pi_squared!r} has a negative sum of pi^2")
+        sum_pi_squared = sum_pi_squared[mask]
+    return StepData(lengths, mask, kl_d, values, old, sum_pi_squared)

@@ -24,6 +24,11 @@ OPTIONS = (
     o.OLD_COL,
     o.REF_COL,
     o.column_option("values", "Per-token critic values (a list per row), read by --estimator gae."),
+    o.column_option(
+        "sum_pi_squared",
+        "Per-token sum of the policy's squared probabilities over the vocabulary (a list per row, verl's), "
+        "read by --estimator optimal-token-baseline and tir-optimal-token-baseline.",
+    ),
     *o.grouped(o.ADVANTAGE, "estimator", "returns", "rewards", "kl_in_reward", "whitening"),
     o.OUTPUT_OPTION,
     o.OUTPUT_DIR,

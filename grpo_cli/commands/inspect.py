@@ -38,6 +38,7 @@ OPTIONS = (
     o.ROLLOUT_COL,
     o.column_option("advantage", "Advantage column."),
     o.column_option("truncated", "Truncation flag: booleans or 0/1."),
+    o.column_option("sum_pi_squared", "Per-token sum of pi^2 of the optimal token baselines; its role is shown when a column plays it."),
     *o.REWARD_OPTIONS,
     *o.RUN_AND_JSON,
 )
@@ -170,6 +171,7 @@ def plan_inspect(
     rollout_logprobs_col: str | None = None,
     advantage_col: str | None = None,
     truncated_col: str | None = None,
+    sum_pi_squared_col: str | None = None,
     output: None = None,
 ) -> InspectPlan:
     """The plan of `grpo inspect` on ``source`` (see :func:`grpo_cli.inspect_file`): it never
@@ -192,10 +194,13 @@ def plan_inspect(
         "mask": mask_col,
         "advantage": advantage_col,
         "truncated": truncated_col,
+        "sum_pi_squared": sum_pi_squared_col,
         "batch": None if by_file else by,
     }
     named = schema.given_columns(given)
     roles = {role: schema.explain_role(s, role, given[role], name, named) for role in given}
+    if roles["sum_pi_squared"]["column"] is None:
+        del roles["sum_pi_squared"]  # shown only where a column plays it (older summaries have no key)
     schema.positive_int(num_generations, "num_generations")
     grouping = Grouping(roles["prompt"]["column"], num_generations)
     if composite:

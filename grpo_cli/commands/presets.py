@@ -42,7 +42,7 @@ def settings(name: str) -> dict[str, dict[str, dict[str, Any]]]:
     for estimator, spec in estimators.ESTIMATORS.items():
         specific, base = preset.values("advantage", estimator)
         config = AdvantageConfig(preset=preset.name, estimator=estimator)
-        skip = ({"std", "eps"} if config.scale == "none" else set()) | (set() if spec.grouped else {"singleton"})
+        skip = ({"std", "eps"} if config.scale == "none" else set()) | (set() if spec.grouped and spec.sums is None else {"singleton"})
         out["estimator"][estimator] = _shown(config.figures, {k: v for k, v in {**base, **specific}.items() if k not in skip})
     for loss, defined in LOSSES.items():
         specific, base = preset.values("objective", loss)

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from ..errors import RowError
+from ..errors import RowError, present
 from ..estimators import BatchWhitening, Steps, Whitening, lookup
+from ..estimators.optimal_token_baseline import PositionSums, TokenGroups, path_variance
 from ..estimators.returns import reinforce
 from ..numerics import units
 from ..schema import arrow_array
@@ -53,17 +54,26 @@ def steps(data: StepData, r: np.ndarray, config) -> tuple[Steps, np.ndarray]:
     if data.kl_d is not None:
         rewards -= config.kl_in_reward * config.reward_kl(data.kl_d[kept])
     values = None if data.values is None else data.values[kept]
-    return Steps(lengths, rewards, values), valid
+    if data.sum_pi_squared is None:
+        return Steps(lengths, rewards, values), valid
+    w = path_variance(present(data.old, "the old log-probs")[kept], data.sum_pi_squared[kept])
+    columns = (np.arange(len(valid)) - np.repeat(np.cumsum(data.lengths) - data.lengths, data.lengths))[valid]
+    return Steps(lengths, rewards, values, w=w, columns=columns), valid
 
 
-def token_estimates(batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray) -> tuple[StepData, Steps, np.ndarray, np.ndarray, np.ndarray]:
+def token_estimates(
+    batch: pa.RecordBatch, plan: AdvantagesPlan, r: np.ndarray, groups: TokenGroups | None = None
+) -> tuple[StepData, Steps, np.ndarray, np.ndarray, np.ndarray]:
     """The batch's token data, its steps and where they sit, and the estimator's raw
     per-step advantages and returns (a row-level estimator's, ``r``, with the KL after the
-    baseline: its sum to go, gamma 1, as OpenRLHF's cumulative returns)."""
+    baseline: its sum to go, gamma 1, as OpenRLHF's cumulative returns). ``groups``: the
+    batch's rows' groups and baselines, for an estimator with a baseline per group and position."""
     config, columns = plan.estimator, plan.inputs.steps
     assert columns is not None  # these estimates read token columns
     data = read_steps(batch, columns)
     s, valid = steps(data, r, config)
+    if groups is not None:
+        s = replace(s, groups=groups)
     spec = lookup(config.estimator)
     compute = spec.compute if spec.level == "token" else lambda steps, gamma, lam: reinforce(steps, 1.0, 1.0)
     if config.masked_steps != "skip":  # masked entries inside a row: steps of reward 0, or the ends of runs
@@ -99,13 +109,29 @@ def _row_starts(positions: Steps) -> np.ndarray:
     return starts
 
 
-def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray) -> dict[str, np.ndarray]:
+def position_sums(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, groups: TokenGroups) -> PositionSums:
+    """The batch's sums per (group, position) that the estimator's baseline needs (:attr:`~grpo_cli.estimators.Estimator.sums`)."""
+    columns = plan.inputs.steps
+    assert columns is not None  # these sums read token columns
+    s, _ = steps(read_steps(batch, columns), r[first_row : first_row + batch.num_rows], plan.estimator)
+    sums = lookup(plan.estimator.estimator).sums
+    assert sums is not None  # this pass runs for such estimators only
+    return sums(replace(s, groups=_batch_groups(groups, first_row, batch.num_rows)))
+
+
+def _batch_groups(groups: TokenGroups | None, first_row: int, rows: int) -> TokenGroups | None:
+    return None if groups is None else groups.rows(first_row, first_row + rows)
+
+
+def token_moments(
+    batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, groups: TokenGroups | None = None
+) -> dict[str, np.ndarray]:
     """Per row of the batch, of its raw token advantages: ``count``, ``mean``, ``m2`` (sum of
     squared deviations from the row's mean, in units of ``unit`` squared), ``unit`` (the
     power of two of the row's largest magnitude, :func:`~grpo_cli.numerics.units`: 1 for
     ordinary values), ``min``, ``max`` (NaN for rows without steps). A token advantage
     beyond float64 is refused."""
-    _, s, _, a, _ = token_estimates(batch, plan, r[first_row : first_row + batch.num_rows])
+    _, s, _, a, _ = token_estimates(batch, plan, r[first_row : first_row + batch.num_rows], _batch_groups(groups, first_row, batch.num_rows))
     n = s.lengths
     lo, hi = reduce_rows(a, n, np.minimum, np.nan), reduce_rows(a, n, np.maximum, np.nan)
     beyond = np.flatnonzero((n > 0) & ~(np.isfinite(lo) & np.isfinite(hi)))
@@ -118,10 +144,14 @@ def token_moments(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r
     return {"count": n, "mean": mean * u, "m2": reduce_rows(d * d, n), "unit": u, "min": lo, "max": hi}
 
 
-def token_columns(batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, w: Whitening | BatchWhitening) -> Written:
+def token_columns(
+    batch: pa.RecordBatch, first_row: int, plan: AdvantagesPlan, r: np.ndarray, w: Whitening | BatchWhitening, groups: TokenGroups | None = None
+) -> Written:
     """The token advantage (whitened, ``(A - mu) / s``; named ``plan.advantage_name``) and
     ``token_return`` list columns of a batch: one entry per list entry, 0 where masked or unscorable."""
-    data, s, valid, a, returns = token_estimates(batch, plan, r[first_row : first_row + batch.num_rows])
+    data, s, valid, a, returns = token_estimates(
+        batch, plan, r[first_row : first_row + batch.num_rows], _batch_groups(groups, first_row, batch.num_rows)
+    )
     offsets = arrow_array(np.concatenate([[0], np.cumsum(data.lengths)]).astype(np.int32))
     out = {}
     if isinstance(w, BatchWhitening):

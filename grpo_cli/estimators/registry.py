@@ -48,6 +48,10 @@ class Estimator:
         ``estimator``; any other option given with it is an error.
     scales
         The scales it accepts; ``default_scale`` applies when none is given.
+    sums
+        Token level, baseline per group: ``Steps -> sums`` of a batch's steps (see
+        :mod:`.optimal_token_baseline`), merged over the input in a pass before ``compute``,
+        which finds the baselines in ``Steps.groups``; ``None``: no such pass.
     gain
         ``Groups -> float``: the factor its ``r - b`` carries (gpg's alpha), which a group of
         one row keeps under ``singleton`` 'unit-std'; ``None``: 1.
@@ -65,6 +69,7 @@ class Estimator:
     scales: tuple[str, ...] = SCALES
     default_scale: str = "group"
     gain: Callable | None = None
+    sums: Callable | None = None
 
     @property
     def help(self) -> str:

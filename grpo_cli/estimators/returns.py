@@ -10,22 +10,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .registry import estimator
 from ..errors import present
 
+if TYPE_CHECKING:
+    from .optimal_token_baseline import TokenGroups
+
 
 @dataclass(frozen=True)
 class Steps:
     """Rows of steps: ``lengths[i]`` valid tokens of row i; flat per-step ``rewards`` and,
-    for GAE, ``values`` (float64)."""
+    for GAE, ``values`` (float64); for the optimal token baseline, per step ``w`` (1 - 2 pi +
+    sum pi^2) and ``columns`` (its entry in its row's list), and the rows' ``groups``."""
 
     lengths: np.ndarray
     rewards: np.ndarray
     values: np.ndarray | None = None
     runs_end: np.ndarray | None = None  # per step, where its sequence ends, when a row holds several (`masked_steps` 'restart')
+    w: np.ndarray | None = None
+    columns: np.ndarray | None = None
+    groups: TokenGroups | None = None
 
     @cached_property
     def ends(self) -> np.ndarray:

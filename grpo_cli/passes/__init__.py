@@ -264,7 +264,8 @@ def run_advantages(engine: Engine, source: Source, plan: AdvantagesPlan) -> dict
 
 def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, index: GroupIndex, inputs: RowInputs) -> dict:
     """A token-level estimator: one pass for each row's moments of its raw token
-    advantages (the whitening needs the whole input's), one to write the columns. A
+    advantages (the whitening needs the whole input's), one to write the columns; before
+    them, for a baseline per group and position, one for its sums over the input. A
     row-level estimator with the KL after its baseline: each row's advantage is the reward
     of its last token (NaN: unscorable)."""
     from ..engines import token_kernels
@@ -275,7 +276,13 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
     r = inputs.r
     if lookup(config.estimator).level == "row":
         r = np.where(inputs.scored, advantages(engine, source, plan.grouping, index, inputs, config)[0], np.nan)
-    parts = results(engine, source, token_kernels.token_moments, plan, r, columns=columns, prompt=prompt)
+    by_position = None
+    if lookup(config.estimator).sums is not None:  # a baseline per group and position: the input's sums first
+        from ..estimators.optimal_token_baseline import TokenGroups, position_baselines
+
+        sums = results(engine, source, token_kernels.position_sums, plan, r, TokenGroups(index.codes), columns=columns, prompt=prompt)
+        by_position = TokenGroups(index.codes, position_baselines(sums, index.codes))
+    parts = results(engine, source, token_kernels.token_moments, plan, r, by_position, columns=columns, prompt=prompt)
     moments = joined(parts, ("count", "mean", "m2", "unit", "min", "max"))
     w = _token_whitening(moments, config, inputs.batches)
     groups = Groups(inputs.r, index)
@@ -292,6 +299,7 @@ def _token_advantages(engine: Engine, source: Source, plan: AdvantagesPlan, inde
             plan,
             r,
             w,
+            by_position,
             columns=columns,
             prompt=prompt,
         )
