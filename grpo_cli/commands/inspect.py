@@ -36,6 +36,7 @@ OPTIONS = (
     o.OLD_COL,
     o.REF_COL,
     o.ROLLOUT_COL,
+    o.ENTROPY_COL,
     o.column_option("advantage", "Advantage column."),
     o.column_option("truncated", "Truncation flag: booleans or 0/1."),
     *o.REWARD_OPTIONS,
@@ -168,6 +169,7 @@ def plan_inspect(
     old_logprobs_col: str | None = None,
     ref_logprobs_col: str | None = None,
     rollout_logprobs_col: str | None = None,
+    entropy_col: str | None = None,
     advantage_col: str | None = None,
     truncated_col: str | None = None,
     output: None = None,
@@ -189,6 +191,7 @@ def plan_inspect(
         "old": old_logprobs_col,
         "ref": ref_logprobs_col,
         "rollout": rollout_logprobs_col,
+        "entropy": entropy_col,
         "mask": mask_col,
         "advantage": advantage_col,
         "truncated": truncated_col,
@@ -196,6 +199,8 @@ def plan_inspect(
     }
     named = schema.given_columns(given)
     roles = {role: schema.explain_role(s, role, given[role], name, named) for role in given}
+    if roles["entropy"]["column"] is None and entropy_col is None:
+        del roles["entropy"]  # an optional role of `grpo objective --top-entropy-quantile` alone: shown when a column plays it
     schema.positive_int(num_generations, "num_generations")
     grouping = Grouping(roles["prompt"]["column"], num_generations)
     if composite:

@@ -126,6 +126,11 @@ class ObjectiveConfig(Options):
         TRL's off_policy_mask_threshold (OPSM): a row with ``A < 0`` whose mean over its
         tokens of ``sampled - new`` (the rollout log-probs, else the old ones) exceeds it
         weighs 0, its tokens still counted.
+    top_entropy_quantile
+        TRL's ``top_entropy_quantile`` rho: only the tokens whose entropy (the entropy
+        column) is at least the ``1 - rho`` quantile of the input's counted tokens keep their
+        loss term, the others weigh 0 and stay counted (:mod:`grpo_cli.objective.entropy`);
+        1: off.
     bypass
         verl's bypass mode: the rollout log-probs are the old policy, and the weights and
         rejection take ``new - rollout``; ``ppo_clip`` is loss ``ppo`` unweighted,
@@ -241,6 +246,12 @@ class ObjectiveConfig(Options):
         "exceeds DELTA weighs 0, its tokens still counted.",
         panel=ROLLOUT,
         metavar="DELTA",
+    )
+    top_entropy_quantile: float = option(
+        1.0,
+        "TRL's top_entropy_quantile: only the tokens whose entropy (--entropy-col) is at least the (1 - RHO) quantile "
+        "of the input's counted tokens keep their loss term; the others weigh 0 and stay counted (1: off).",
+        metavar="RHO",
     )
     bypass: str = option(
         None,
@@ -397,6 +408,7 @@ class ObjectiveConfig(Options):
             check_range("reject_veto", self.reject_veto, 0, open_low=True)
         if self.off_policy_mask is not None:
             check_range("off_policy_mask", self.off_policy_mask, 0)
+        check_range("top_entropy_quantile", self.top_entropy_quantile, 0, 1)
         if self.reject_counted and self.reject is None and self.reject_veto is None:
             raise UsageError("`reject_counted` applies to rejected tokens; pass `reject` or `reject_veto` too, or drop it")
         self._bypass(given)
@@ -478,6 +490,21 @@ class ObjectiveConfig(Options):
         return config
 
     @property
+    def entropy_threshold(self) -> float:
+        """``top_entropy_quantile``'s threshold, the quantile over the whole input (:meth:`with_entropy_threshold`)."""
+        tau = getattr(self, "_entropy_threshold", None)
+        if tau is None:
+            raise RuntimeError("`top_entropy_quantile` needs the entropy quantile of the input: call `with_entropy_threshold` first")
+        return tau
+
+    def with_entropy_threshold(self, tau: float) -> ObjectiveConfig:
+        """This config with ``top_entropy_quantile``'s threshold, which a pass over the whole
+        input finds (:func:`~grpo_cli.objective.entropy.entropy_threshold`)."""
+        config = copy.copy(self)
+        config._set(_entropy_threshold=tau)
+        return config
+
+    @property
     def figures(self) -> dict:
         """The resolved options as summaries record them (``None``: an option the loss does not take)."""
         taken = LOSSES[self.loss].params
@@ -511,7 +538,16 @@ class ObjectiveConfig(Options):
             "is_normalize": self.is_normalize,
             "bypass": self.bypass,
             **({"off_policy_mask": self.off_policy_mask} if self.off_policy_mask is not None else {}),  # older summaries have no key
+            **self._entropy_figures,
         }
+
+    @property
+    def _entropy_figures(self) -> dict:
+        """``top_entropy_quantile`` and its threshold, when on (older summaries have no key)."""
+        if self.top_entropy_quantile == 1:
+            return {}
+        tau = getattr(self, "_entropy_threshold", None)
+        return {"top_entropy_quantile": self.top_entropy_quantile, "entropy_threshold": None if tau is None or tau == np.inf else tau}
 
 
 def reject_bounds(kl: str, text: str) -> tuple[float, float]:
