@@ -233,6 +233,7 @@ def policy_objective(
         raise UsageError("pass either `rewards` (the advantages computed from them) or `advantage_values`, not both")
     per_token = advantage_values is not None and _per_token(advantage_values)
     if per_token:
+        config.check_per_token_advantages()
         arrays["advantage"] = _list_array(advantage_values)
     batch = pa.RecordBatch.from_pydict(arrays)
     n_rows = batch.num_rows

@@ -390,6 +390,8 @@ def plan_objective(
                 f"drop `{option}`, or pass `estimator` to compute them from the rewards"
             )
     per_token = column is not None and schema.is_list(s.field(column).type)
+    if per_token:
+        config.check_per_token_advantages()
     if column is not None and not per_token:
         schema.check_numeric(s.field(column), name, "advantage")
     estimator = None if column is not None else advantage_config or default_estimator(config.preset)

@@ -82,7 +82,8 @@ class ObjectiveConfig(Options):
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
         How token terms become one number (see :data:`grpo_cli.objective.AGGREGATIONS`;
-        TRL's loss_type names are accepted, :data:`grpo_cli.objective.ALIASES`).
+        TRL's loss_type names are accepted, :data:`grpo_cli.objective.ALIASES`, and a
+        preset's own, :attr:`grpo_cli.presets.Preset.aliases`: trl@1.9's luspo).
     max_length
         The constant of ``seq-mean-token-sum-norm`` and ``token-sum-norm`` (required by them,
         refused by the others).
@@ -180,7 +181,7 @@ class ObjectiveConfig(Options):
         "seq-mean-token-sum",
         "How token terms become one number (or TRL's loss_type: "
         + ", ".join(f"{k} = {v}" for k, v in ALIASES.items())
-        + "): "
+        + "; with --preset trl@1.9, luspo = luspo-padded at token level): "
         + listing({n: a.help for n, a in AGGREGATIONS.items()}),
         choices=(*AGGREGATIONS, *ALIASES),
     )
@@ -315,7 +316,7 @@ class ObjectiveConfig(Options):
             check_range("dual_clip", self.dual_clip, 1, open_low=True)
         check_choice("ratio_level", self.ratio_level, tuple(RATIO_LEVELS))
         check_choice("agg", self.agg, (*AGGREGATIONS, *ALIASES))
-        self._set(agg=ALIASES.get(self.agg, self.agg))
+        self._set(agg=self._aggregation())
         if AGGREGATIONS[self.agg].needs_max_length:
             if self.max_length is None or self.max_length < 1:
                 raise UsageError(f"`agg` {self.agg!r} needs `max_length` >= 1 (found {self.max_length!r})")
@@ -346,6 +347,32 @@ class ObjectiveConfig(Options):
             raise UsageError(
                 "loss 'vespo' folds the weights into its gamma weight in TRL, which is not modelled; drop `is_level`, or pass another `loss`"
             )
+
+    def _aggregation(self) -> str:
+        """``agg`` with TRL's loss_type names resolved, the preset's own first (trl@1.9's
+        luspo: ``luspo-padded`` at token level; at sequence level its per-token loss is one
+        column, whose mean over rows is ``seq-mean-token-sum``), and ``luspo-padded`` checked."""
+        aliases = {**ALIASES, **(lookup(self.preset).aliases if self.preset is not None else {})}
+        agg = aliases.get(self.agg, self.agg)
+        if not AGGREGATIONS[agg].padded:
+            return agg
+        if self.ratio_level != "token":
+            if self.agg in ALIASES:
+                return ALIASES[self.agg]
+            raise UsageError("`agg` 'luspo-padded' is TRL 1.9's luspo at token level; at `ratio_level` sequence it is 'seq-mean-token-sum'")
+        if self.loss != "ppo":
+            raise UsageError(f"`agg` 'luspo-padded' takes loss 'ppo', TRL's luspo term, whose padding is taken at ratio 1 (found {self.loss!r})")
+        if self.beta > 0:
+            raise UsageError("`agg` 'luspo-padded' with `beta` > 0 adds the KL of TRL's padding positions, which a file does not hold; drop `beta`")
+        for name in ("is_level", "reject", "reject_veto", "off_policy_mask"):
+            if getattr(self, name) is not None:
+                raise UsageError(f"`agg` 'luspo-padded' takes no `{name}`: TRL weights its padding positions too, which is not modelled")
+        return agg
+
+    def check_per_token_advantages(self) -> None:
+        """Refuse per-token advantages where ``agg`` needs one per row (``luspo-padded``: a padding position's term is its row's)."""
+        if AGGREGATIONS[self.agg].padded:
+            raise UsageError(f"`agg` {self.agg!r} takes one advantage per row (TRL's): a padding position's term is its row's")
 
     def _loss_options(self, given: frozenset[str]) -> None:
         """Check the options of CISPO, DRO and verl's covariance losses, and the KL penalty's."""

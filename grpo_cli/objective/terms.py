@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import RowError, present
 from ..kl import KL_ESTIMATORS, k3, k3_with_ratio
+from .aggregation import AGGREGATIONS
 from .entropy import entropy_kept
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
@@ -175,7 +176,18 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
         out["objective_sum"] = out["surrogate_sum"] - config.beta * out["penalty_sum"]
     for extreme in ("ratio_max", "ratio_min"):
         out[extreme][out["n_tokens"] == 0] = np.nan
+    if AGGREGATIONS[config.agg].padded:
+        out.update(padding_terms(tokens, advantages, config))
     return out
+
+
+def padding_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[str, np.ndarray]:
+    """What ``luspo-padded`` needs of each row (:mod:`~grpo_cli.objective.aggregation`): its
+    length, and ``n_i A_i`` and ``n_i^2 A_i``, from which its positions without a counted
+    token (each ``A_i`` at ratio 1; 0 under the high-entropy mask) are summed once ``T`` is known."""
+    a = present(advantages, "one advantage per row") * float(config.top_entropy_quantile == 1)
+    n = tokens.n_counted.astype(np.float64)
+    return {"row_length": tokens.lengths.astype(np.int64), "padding_n_a": n * a, "padding_n2_a": n * n * a}
 
 
 def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, tokens: Tokens) -> dict[str, np.ndarray]:
