@@ -281,10 +281,12 @@ TRL_19 = Preset(
         **TRL_SHIPS,
         "loss_type luspo (token level: the rows x padded width mean, the padding at ratio 1)": "--agg luspo",
         "beta (KL loss, k3)": "--beta BETA",
-        "estimator experimental PPOTrainer (GAE)": "--estimator gae",
+        "estimator experimental PPOTrainer (GAE), a row that fills the generation width": "--estimator gae",
     },
     missing={
-        "estimator experimental PPOTrainer, its padding": "its padding mask takes one position past the last token (read, not run)",
+        "estimator experimental PPOTrainer, a row shorter than the width": "its score sits one position past the last token, on a pad "
+        "token, where the value model's V_L is kept: the score counts as gamma (lambda score + (1 - lambda) V_L), and a file of the "
+        "row's tokens holds no V_L (run with TRL's code)",
     },
     aliases={"luspo": "luspo-padded"},  # grpo_trainer.py:3143-3146: the per-token loss times n_i, its mean over rows x padded width
 )
