@@ -1,5 +1,7 @@
-"""TRL's high-entropy token mask (``top_entropy_quantile``; TRL 1.16.0 and 1.9.0,
-trainer/grpo_trainer.py ``get_high_entropy_mask``, 1.16.0:1380-1417, applied at :3143-3144).
+"""TRL's high-entropy token mask (``top_entropy_quantile``; trainer/grpo_trainer.py
+``get_high_entropy_mask``, TRL 1.16.0:1380-1417 applied at :3143-3144, the same in 1.9.0:1396-1433
+applied at :3114-3115). The entropies are the policy's being trained (TRL computes them with
+the new log-probs), read from the entropy column.
 
 With ``rho = top_entropy_quantile < 1`` the threshold ``tau`` is the ``1 - rho`` quantile,
 linear (torch.quantile's default), of the entropies of every counted token of the input (TRL:

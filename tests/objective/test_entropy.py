@@ -132,3 +132,12 @@ def test_cli_refuses_a_missing_or_negative_entropy(trl_file, tmp_path):
 def test_inspect_shows_the_entropy_role(trl_file):
     roles = json.loads(run_grpo("inspect", str(trl_file), "--json").stdout)["columns"]
     assert roles["entropy"]["column"] == "entropies"
+
+
+def test_the_quantile_is_over_the_whole_input_whatever_the_batches(trl_file):
+    from grpo_cli import objective_file
+
+    config = ObjectiveConfig(preset="trl@1.9", top_entropy_quantile=0.5)
+    whole = objective_file(str(trl_file), config=config)
+    assert objective_file(str(trl_file), config=config, batch_rows=1) == whole
+    assert whole["config"]["entropy_threshold"] == pytest.approx(0.65, rel=1e-15)
