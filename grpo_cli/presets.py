@@ -452,7 +452,7 @@ CHANGES = {
     ("trl@1.9", "trl"): (
         ("max_completion_length (dr_grpo's constant)", "256", "512"),
         ("use_bias_correction_kl", "False", "True"),
-        ("luspo's aggregation", "mean over rows x padded width", "mean over rows of the row sums"),
+        ("luspo's aggregation (token level)", "luspo-padded: mean over rows x padded width", "seq-mean-token-sum: mean of the row sums"),
         ("experimental PPOTrainer", "shipped", "removed"),
     ),
     ("twinkle@0.1", "twinkle"): (
