@@ -12,6 +12,7 @@ from .config import AdvantageConfig
 from .errors import InputError, RowError, UsageError, check_keywords
 from .estimators import group_index, lookup, needed_by, needs, row_advantages, row_inputs, whitened_rows
 from .objective import row_terms
+from .objective.entropy import counted_entropies, entropy_threshold
 from .objective.rollout import is_mean, is_mean_part
 from .objective.config import ObjectiveConfig
 from .objective.summary import ObjectiveSummary
@@ -199,13 +200,15 @@ def policy_objective(
     ref_log_probs=None,
     rollout_log_probs=None,
     mask=None,
+    entropies=None,
     details: bool = False,
     **options: Any,
 ) -> float | dict:
     """Seed 002's objective, and every option of `grpo objective` as a keyword
     (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``empty_rows``, ``beta``, ``kl`` ...).
 
-    Per-token inputs (log-probs, ``ref_log_probs``, ``rollout_log_probs``, ``mask``, per-token advantages) are
+    Per-token inputs (log-probs, ``ref_log_probs``, ``rollout_log_probs``, ``mask``, per-token advantages,
+    ``entropies``, read by ``top_entropy_quantile`` < 1 alone) are
     ragged lists, Arrow list arrays, or 2-D arrays or tensors padded to one width with a
     ``mask`` (0/1 or bool; padding may hold anything). Advantages are ``advantage_values`` if given (one per row, or one list per row: one per
     token), else computed from ``rewards`` with ``advantage_config`` (default: the mean
@@ -219,13 +222,18 @@ def policy_objective(
     check_keywords(options, [f for f in ObjectiveConfig.__dataclass_fields__ if f != "epsilon"], "policy_objective()")
     config = ObjectiveConfig(**options) if epsilon is None else ObjectiveConfig(epsilon=epsilon, **options)
     arrays = {"new": _list_array(log_probs_new), "old": _list_array(log_probs_old)}
-    for name, values in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs)):
+    if (entropies is None) != (config.top_entropy_quantile == 1):
+        raise UsageError(
+            "`top_entropy_quantile` < 1 needs `entropies`" if entropies is None else "`entropies` is read only by `top_entropy_quantile` < 1"
+        )
+    for name, values in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs), ("entropy", entropies)):
         if values is not None:
             arrays[name] = _list_array(values)
     if rewards is not None and advantage_values is not None:
         raise UsageError("pass either `rewards` (the advantages computed from them) or `advantage_values`, not both")
     per_token = advantage_values is not None and _per_token(advantage_values)
     if per_token:
+        config.check_per_token_advantages()
         arrays["advantage"] = _list_array(advantage_values)
     batch = pa.RecordBatch.from_pydict(arrays)
     n_rows = batch.num_rows
@@ -246,13 +254,15 @@ def policy_objective(
     correcting = [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(config, option) is not None]
     if rollout_log_probs is None and correcting:
         raise UsageError(f"`{correcting[0]}` needs `rollout_log_probs`")
-    columns = TokenColumns("new", "old", **{name: name for name in ("ref", "mask", "advantage", "rollout") if name in arrays})
+    columns = TokenColumns("new", "old", **{name: name for name in ("ref", "mask", "advantage", "rollout", "entropy") if name in arrays})
     try:  # as the CLI: a null, NaN or infinite advantage, or a row whose sum is beyond float64, is refused naming its row
         if adv is not None:
             check_finite_scalars(adv, "advantage_values")
         tokens = read_tokens(batch, columns)
         if config.is_normalize:  # the mean weight over every row
             config = config.with_is_mean(is_mean(is_mean_part(tokens, config), config.is_level))
+        if entropies is not None:  # the entropy quantile over every row
+            config = config.with_entropy_threshold(entropy_threshold([counted_entropies(tokens)], config.top_entropy_quantile))
         terms = row_terms(tokens, adv, config)
     except RowError as exc:
         raise InputError(f"log-probs: row {exc.row}: {exc.detail}") from None

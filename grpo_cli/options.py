@@ -215,6 +215,7 @@ ROLLOUT_COL = column_option(
     "rollout", "The rollout sampler's log-probs (vLLM, SGLang; a list per row; optional; none: do without).", "rollout_logprobs_col"
 )
 OLD_COL = column_option("old", "Old-policy log-probs (a list per row).", "old_logprobs_col")
+ENTROPY_COL = column_option("entropy", "Token entropies (a list per row), read by --top-entropy-quantile below 1 alone.")
 NEW_COL = column_option("new", "New-policy log-probs (a list per row).", "logprobs_col")
 
 ADVANTAGE = config_options(AdvantageConfig)  # the advantages' options: `grpo advantages`, `objective`, and the reward options of more

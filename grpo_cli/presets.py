@@ -25,7 +25,9 @@ class Preset:
     """``advantage`` and ``objective``: the base option values; ``estimators`` and ``losses``:
     the values for one estimator or loss (by this tool's name), over the base; ``ships``:
     ``"kind name"`` of what the framework ships -> the options (with ``--preset name``) that
-    reproduce it; ``missing``: ``"kind name"`` -> why no option reproduces it yet."""
+    reproduce it; ``missing``: ``"kind name"`` -> why no option reproduces it yet; ``aliases``:
+    the framework's aggregation names that mean another aggregation at this release (over
+    :data:`grpo_cli.objective.ALIASES`)."""
 
     name: str
     framework: str
@@ -40,6 +42,7 @@ class Preset:
     ships: dict[str, str] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     kl_clamped: tuple[str, ...] | None = None  # the KL estimators the objective's `kl_clamp` applies to (None: every one)
+    aliases: dict[str, str] = field(default_factory=dict)
 
     @property
     def source(self) -> str:
@@ -247,10 +250,7 @@ TRL_SHIPS = {
     "vllm_importance_sampling_mode sequence_truncate": "--is sequence_truncate --is-cap 3",
     "vllm_importance_sampling_clip_min (truncate)": "--is-floor C_MIN",
     "off_policy_mask_threshold (OPSM)": "--off-policy-mask DELTA",
-}
-TRL_MISSING = {
-    "top_entropy_quantile": "needs a per-token entropy column (no column role reads one) and its (1 - q) quantile over the "
-    "input's counted tokens (torch.quantile, linear); the tokens below it weigh 0 and stay counted",
+    "top_entropy_quantile (the high-entropy token mask)": "--top-entropy-quantile RHO (the entropies in --entropy-col)",
 }
 
 TRL = Preset(
@@ -264,8 +264,7 @@ TRL = Preset(
     {**TRL_OBJECTIVE, "max_length": 512, "kl_weight": "ratio"},  # max_completion_length, use_bias_correction_kl: changed in 1.16
     TRL_ESTIMATORS,
     TRL_LOSSES,
-    ships={**TRL_SHIPS, "loss_type luspo (token level)": "--agg seq-mean-token-sum", "beta (KL loss, k3, times the ratio)": "--beta BETA"},
-    missing=TRL_MISSING,
+    ships={**TRL_SHIPS, "loss_type luspo (token level)": "--agg luspo", "beta (KL loss, k3, times the ratio)": "--beta BETA"},
 )
 
 TRL_19 = Preset(
@@ -283,12 +282,18 @@ TRL_19 = Preset(
         "gae": {"lam": 0.95, "kl_in_reward": 0.05, "kl": "k1", "whiten_std": "sample", "whiten_eps_at": "var", "whiten_eps": 1e-8},
     },
     TRL_LOSSES,
-    ships={**TRL_SHIPS, "beta (KL loss, k3)": "--beta BETA", "estimator experimental PPOTrainer (GAE)": "--estimator gae"},
-    missing={
-        **TRL_MISSING,
-        "loss_type luspo (token level)": "1.9.0 divides by rows x the padded width (its bug)",
-        "estimator experimental PPOTrainer, its padding": "its padding mask takes one position past the last token (read, not run)",
+    ships={
+        **TRL_SHIPS,
+        "loss_type luspo (token level: the rows x padded width mean, the padding at ratio 1)": "--agg luspo",
+        "beta (KL loss, k3)": "--beta BETA",
+        "estimator experimental PPOTrainer (GAE), a row that fills the generation width": "--estimator gae",
     },
+    missing={
+        "estimator experimental PPOTrainer, a row shorter than the width": "its score sits one position past the last token, on a pad "
+        "token, where the value model's V_L is kept: the score counts as gamma (lambda score + (1 - lambda) V_L), and a file of the "
+        "row's tokens holds no V_L (run with TRL's code)",
+    },
+    aliases={"luspo": "luspo-padded"},  # grpo_trainer.py:3143-3146: the per-token loss times n_i, its mean over rows x padded width
 )
 
 # OpenRLHF --------------------------------------------------------------------------------
@@ -452,7 +457,7 @@ CHANGES = {
     ("trl@1.9", "trl"): (
         ("max_completion_length (dr_grpo's constant)", "256", "512"),
         ("use_bias_correction_kl", "False", "True"),
-        ("luspo's aggregation", "mean over rows x padded width", "mean over rows of the row sums"),
+        ("luspo's aggregation (token level)", "luspo-padded: mean over rows x padded width", "seq-mean-token-sum: mean of the row sums"),
         ("experimental PPOTrainer", "shipped", "removed"),
     ),
     ("twinkle@0.1", "twinkle"): (

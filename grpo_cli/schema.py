@@ -57,6 +57,7 @@ ROLES = {
         "rollout_logprobs_col",
         ("rollout_logprobs", "rollout_log_probs", "rollout_log_prob", "sampling_per_token_logps", "sampling_logprobs"),
     ),
+    "entropy": Role("token entropies", "entropy_col", ("entropies", "entropy")),  # TRL's `entropies`
 }
 NO_COLUMN = "none"  # an optional role's option set to this: no column plays it
 

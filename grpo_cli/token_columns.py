@@ -20,8 +20,8 @@ from .tokens import Tokens, reduce_rows
 
 @dataclass(frozen=True)
 class TokenColumns:
-    """Which input columns hold the per-token lists (ref, mask, per-token advantages and the
-    rollout sampler's log-probs are optional)."""
+    """Which input columns hold the per-token lists (ref, mask, per-token advantages, the
+    rollout sampler's log-probs and the token entropies are optional)."""
 
     new: str
     old: str
@@ -29,11 +29,12 @@ class TokenColumns:
     mask: str | None = None
     advantage: str | None = None
     rollout: str | None = None
+    entropy: str | None = None
 
     @property
     def names(self) -> list[str]:
         """The columns read, each once (one column may play two roles: new and old, old and rollout)."""
-        return list(dict.fromkeys(c for c in (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout) if c is not None))
+        return list(dict.fromkeys(c for c in (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout, self.entropy) if c is not None))
 
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
@@ -132,7 +133,16 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     if columns.advantage:
         advantage = _finite(batch, columns.advantage, lengths, mask, "advantage")
     rollout = logprobs(columns.rollout) if columns.rollout else None
-    return Tokens(lengths, read[columns.new], old, ref, mask, advantage, rollout)
+    entropy = _entropies(batch, columns.entropy, lengths, mask) if columns.entropy else None
+    return Tokens(lengths, read[columns.new], old, ref, mask, advantage, rollout, entropy)
+
+
+def _entropies(batch: pa.RecordBatch, name: str, lengths: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """The token entropies as flat float64: those of counted tokens finite and >= 0."""
+    values = _finite(batch, name, lengths, mask, "entropy")
+    if values.size and values.min() < 0:
+        raise RowError(_first_row_of_token(lengths, values < 0), f"column {name!r} has a negative entropy")
+    return values
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ BLOCK_TOKENS = 1 << 16
 class Tokens:
     """Rows of tokens: ``lengths[i]`` tokens for row i; flat log-probs (new, old, and
     optionally the reference's and the rollout sampler's); an optional bool mask; optional
-    per-token advantages (token-level estimators)."""
+    per-token advantages (token-level estimators) and entropies (TRL's top_entropy_quantile)."""
 
     lengths: np.ndarray
     new: np.ndarray
@@ -29,6 +29,7 @@ class Tokens:
     mask: np.ndarray | None = None
     advantage: np.ndarray | None = None
     rollout: np.ndarray | None = None
+    entropy: np.ndarray | None = None
 
     @property
     def rows(self) -> int:
@@ -65,7 +66,16 @@ class Tokens:
         def cut(x):
             return None if x is None else x[lo:hi]
 
-        return Tokens(self.lengths[a:b], self.new[lo:hi], self.old[lo:hi], cut(self.ref), cut(self.mask), cut(self.advantage), cut(self.rollout))
+        return Tokens(
+            self.lengths[a:b],
+            self.new[lo:hi],
+            self.old[lo:hi],
+            cut(self.ref),
+            cut(self.mask),
+            cut(self.advantage),
+            cut(self.rollout),
+            cut(self.entropy),
+        )
 
     def row_blocks(self, max_tokens: int = BLOCK_TOKENS) -> list[tuple[int, int]]:
         """Consecutive row ranges ``(a, b)`` covering every row, cut before the row in which

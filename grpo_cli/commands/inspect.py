@@ -36,6 +36,7 @@ OPTIONS = (
     o.OLD_COL,
     o.REF_COL,
     o.ROLLOUT_COL,
+    o.ENTROPY_COL,
     o.column_option("advantage", "Advantage column."),
     o.column_option("truncated", "Truncation flag: booleans or 0/1."),
     o.column_option("sum_pi_squared", "Per-token sum of pi^2 of the optimal token baselines; its role is shown when a column plays it."),
@@ -169,6 +170,7 @@ def plan_inspect(
     old_logprobs_col: str | None = None,
     ref_logprobs_col: str | None = None,
     rollout_logprobs_col: str | None = None,
+    entropy_col: str | None = None,
     advantage_col: str | None = None,
     truncated_col: str | None = None,
     sum_pi_squared_col: str | None = None,
@@ -191,6 +193,7 @@ def plan_inspect(
         "old": old_logprobs_col,
         "ref": ref_logprobs_col,
         "rollout": rollout_logprobs_col,
+        "entropy": entropy_col,
         "mask": mask_col,
         "advantage": advantage_col,
         "truncated": truncated_col,
@@ -201,6 +204,8 @@ def plan_inspect(
     roles = {role: schema.explain_role(s, role, given[role], name, named) for role in given}
     if roles["sum_pi_squared"]["column"] is None:
         del roles["sum_pi_squared"]  # shown only where a column plays it (older summaries have no key)
+    if roles["entropy"]["column"] is None and entropy_col is None:
+        del roles["entropy"]  # an optional role of `grpo objective --top-entropy-quantile` alone: shown when a column plays it
     schema.positive_int(num_generations, "num_generations")
     grouping = Grouping(roles["prompt"]["column"], num_generations)
     if composite:

@@ -24,6 +24,7 @@ from ..files import file_function
 from ..io import Source
 from ..objective import LOSSES, row_terms
 from ..objective.config import OWN_OPTIONS, ObjectiveConfig
+from ..objective.entropy import counted_entropies, entropy_threshold
 from ..objective.micro import RULES as MICRO_BATCH_RULES
 from ..objective.rollout import is_mean, is_mean_part
 from ..objective.terms import ScanPartial, scanned
@@ -57,6 +58,7 @@ OPTIONS = (
     o.OLD_COL,
     o.REF_COL,
     o.ROLLOUT_COL,
+    o.ENTROPY_COL,
     o.MASK_COL,
     o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token); none: compute them from the rewards."),
     o.ADVANTAGE["estimator"].told(
@@ -159,6 +161,10 @@ def render(figures: dict, console) -> None:
         **{k: cfg.get(k) for k in OWN_OPTIONS},
     }
     t.add_row("loss options", lines(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in options.items() if v is not None))
+    if "top_entropy_quantile" in cfg:
+        t.add_row(
+            "entropy mask", f"the top {cfg['top_entropy_quantile']:g} of tokens by entropy: >= {fmt(cfg['entropy_threshold'])} (the others weigh 0)"
+        )
     if figures["clip_frac"]:
         t.add_row("clip fraction", lines(f"{name} {share:.4%}" for name, share in figures["clip_frac"].items()))
     stats_row(t, "ratio", figures["ratio"])
@@ -221,6 +227,7 @@ class ObjectivePlan:
             "ref_logprobs": t.ref,
             "rollout_logprobs": t.rollout,
             "mask": t.mask,
+            **({"entropy": t.entropy} if t.entropy else {}),  # read only by top_entropy_quantile
         }
 
     @property
@@ -255,12 +262,15 @@ class ObjectivePlan:
 
     def prepared(self, engine: Engine, source: Source) -> tuple[ObjectivePlan, np.ndarray | None, object, pa.Table | None]:
         """What the streaming pass needs, from the passes before it: the plan (with
-        ``is_normalize``'s mean weight), the advantages computed from the rewards (``None``:
+        ``is_normalize``'s mean weight and ``top_entropy_quantile``'s threshold), the advantages computed from the rewards (``None``:
         read from a column), what the loss's scans found, and the columns pass 1 held."""
         plan, computed, held = self, None, None
         if self.config.is_normalize:  # a pass for the mean weight over the whole input
             parts = passes.results(engine, source, is_mean_batch, self, columns=self.tokens.names, prompt=self.grouping.prompt)
             plan = replace(self, config=self.config.with_is_mean(is_mean(np.sum(parts, axis=0), self.config.is_level)))
+        if self.config.top_entropy_quantile < 1:  # a pass for the entropy quantile over the whole input
+            parts = passes.results(engine, source, entropy_batch, self, columns=self.tokens.names, prompt=self.grouping.prompt)
+            plan = replace(plan, config=plan.config.with_entropy_threshold(entropy_threshold(parts, self.config.top_entropy_quantile)))
         if self.first_pass:
             index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator, hold=bool(self.output.targets))
             if self.estimator is not None and inputs is not None:  # inputs: read with the estimator
@@ -332,6 +342,7 @@ def plan_objective(
     old_logprobs_col: str | None = None,
     ref_logprobs_col: str | None = None,
     rollout_logprobs_col: str | None = None,
+    entropy_col: str | None = None,
     mask_col: str | None = None,
     output: str | None = None,
     output_dir: str | None = None,
@@ -355,6 +366,7 @@ def plan_objective(
             "rollout": rollout_logprobs_col,
             "mask": mask_col,
             "advantage": advantage_col,
+            "entropy": entropy_col,
         }
     )
     ref = schema.resolve_column(s, "ref", ref_logprobs_col, required=False, source=name, given=given)
@@ -382,6 +394,8 @@ def plan_objective(
                 f"drop `{option}`, or pass `estimator` to compute them from the rewards"
             )
     per_token = column is not None and schema.is_list(s.field(column).type)
+    if per_token:
+        config.check_per_token_advantages()
     if column is not None and not per_token:
         schema.check_numeric(s.field(column), name, "advantage")
     estimator = None if column is not None else advantage_config or default_estimator(config.preset)
@@ -392,6 +406,7 @@ def plan_objective(
         mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name, given=given),
         advantage=column if per_token else None,
         rollout=rollout,
+        entropy=_entropy_column(s, name, config, entropy_col, given),
     )
     grouping = resolve_grouping(
         source,
@@ -445,6 +460,15 @@ def _old_policy(
     return old
 
 
+def _entropy_column(s: pa.Schema, name: str, config: ObjectiveConfig, entropy_col: str | None, given: dict) -> str | None:
+    """The token entropies' column, read only with ``top_entropy_quantile`` < 1 (then required)."""
+    if config.top_entropy_quantile == 1:
+        if entropy_col not in (None, schema.NO_COLUMN):
+            raise UsageError("`entropy_col` is read only by `top_entropy_quantile` < 1; pass that too, or drop `entropy_col`")
+        return None
+    return schema.resolve_column(s, "entropy", entropy_col, source=name, given=given)
+
+
 def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
     """The per-row columns `grpo objective` writes, in order."""
     names = [] if plan.per_token else ["advantage"]
@@ -459,6 +483,11 @@ def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
 def is_mean_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan) -> np.ndarray:
     """One batch's part of ``is_normalize``'s mean weight (:func:`~grpo_cli.objective.rollout.is_mean_part`)."""
     return is_mean_part(read_tokens(batch, plan.tokens), plan.config)
+
+
+def entropy_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan) -> np.ndarray:
+    """One batch's counted entropies, for ``top_entropy_quantile``'s threshold (:func:`~grpo_cli.objective.entropy.counted_entropies`)."""
+    return counted_entropies(read_tokens(batch, plan.tokens))
 
 
 def batch_rows(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> tuple[Tokens, np.ndarray | None]:

@@ -11,6 +11,20 @@ every row (``empty_rows`` ``count``, the default: an empty row adds 0 to the mea
 twinkle-kit 0.5.1 count them) or the rows with counted tokens (``skip``: verl 0.7.0's actor
 on one micro-batch, OpenRLHF 0.11.2's seq-mean-token-mean). Split into micro-batches, each
 has totals of its own, which :mod:`grpo_cli.objective.micro` combines as a framework does.
+
+``luspo-padded`` is TRL 1.9.0's token-level luspo (trainer/grpo_trainer.py:3143-3146,
+``(per_token_loss * mask.sum(1, keepdim=True)).mean()``): the mean over the ``B x T`` padded
+block of ``n_i L_it``, ``T`` the longest row of the input (TRL pads the generation batch to its
+longest completion), each position weighted by its row's count ``n_i`` and, the per-token loss
+not being masked, the positions without a counted token included. A file holds no values
+there: they are taken at ratio 1, where TRL's clipped term is ``A_i`` (as it is with TRL's
+defaults, which compute no old log-probs: ``num_iterations`` 1), and 0 under the high-entropy
+mask (TRL ands it with the mask), so
+
+.. math:: \\frac{1}{B T} \\sum_i n_i \\Big(\\sum_t L_{it} + (T - n_i) A_i\\Big)
+
+needs the totals ``sum_i n_i S_i + T sum_i n_i A_i - sum_i n_i^2 A_i`` (``sum_padded``) and ``T``
+(``width``). 1.16.0 aggregates luspo as ``seq-mean-token-sum``.
 """
 
 from __future__ import annotations
@@ -33,6 +47,8 @@ class Totals:
     counted_rows: int
     tokens: int
     max_length: int | None = None
+    sum_padded: float = 0.0
+    width: int = 0
 
     def batch_rows(self, empty_rows: str) -> int:
         """``B``, the rows a mean over rows divides by: every row (``count``) or those with
@@ -43,11 +59,13 @@ class Totals:
 @dataclass(frozen=True)
 class Aggregation:
     """``fn(totals, B)``; ``over_rows``: it averages over the ``B`` rows (so ``empty_rows``
-    applies); ``needs_max_length``: it divides by the constant ``max_length``."""
+    applies); ``needs_max_length``: it divides by the constant ``max_length``; ``padded``: it
+    reads ``sum_padded`` and ``width``."""
 
     fn: Callable[[Totals, int], float]
     over_rows: bool = False
     needs_max_length: bool = False
+    padded: bool = False
 
     @property
     def help(self) -> str:
@@ -84,6 +102,12 @@ def token_sum_norm(t: Totals, b: int) -> float:
     return t.sum_s / present(t.max_length, "max_length")
 
 
+def luspo_padded(t: Totals, b: int) -> float:
+    """sum_i n_i (sum_t L_it + (T - n_i) A_i) / (B * T), T the longest row: the rows x T padded block, each
+    position times its row's n_i, a position without a counted token at ratio 1 (TRL 1.9.0's token-level luspo)"""
+    return t.sum_padded / (b * t.width) if b and t.width else 0.0
+
+
 AGGREGATIONS = {
     "seq-mean-token-sum": Aggregation(seq_mean_token_sum, over_rows=True),
     "seq-mean-token-mean": Aggregation(seq_mean_token_mean, over_rows=True),
@@ -91,11 +115,12 @@ AGGREGATIONS = {
     "token-sum": Aggregation(token_sum),
     "seq-mean-token-sum-norm": Aggregation(seq_mean_token_sum_norm, over_rows=True, needs_max_length=True),
     "token-sum-norm": Aggregation(token_sum_norm, needs_max_length=True),
+    "luspo-padded": Aggregation(luspo_padded, over_rows=True, padded=True),
 }
 
 
 # TRL's loss_type names whose loss is the clipped ratio (a generation batch is the whole input
-# here); luspo as TRL 1.16 aggregates it (1.9 divides by rows x padded width)
+# here); luspo as TRL 1.16 aggregates it (1.9's token level: luspo-padded, presets.Preset.aliases)
 ALIASES = {
     "grpo": "seq-mean-token-mean",
     "bnpo": "token-mean",

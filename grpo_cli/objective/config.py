@@ -83,7 +83,8 @@ class ObjectiveConfig(Options):
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
         How token terms become one number (see :data:`grpo_cli.objective.AGGREGATIONS`;
-        TRL's loss_type names are accepted, :data:`grpo_cli.objective.ALIASES`).
+        TRL's loss_type names are accepted, :data:`grpo_cli.objective.ALIASES`, and a
+        preset's own, :attr:`grpo_cli.presets.Preset.aliases`: trl@1.9's luspo).
     max_length
         The constant of ``seq-mean-token-sum-norm`` and ``token-sum-norm`` (required by them,
         refused by the others).
@@ -137,6 +138,11 @@ class ObjectiveConfig(Options):
         TRL's off_policy_mask_threshold (OPSM): a row with ``A < 0`` whose mean over its
         tokens of ``sampled - new`` (the rollout log-probs, else the old ones) exceeds it
         weighs 0, its tokens still counted.
+    top_entropy_quantile
+        TRL's ``top_entropy_quantile`` rho: only the tokens whose entropy (the entropy
+        column) is at least the ``1 - rho`` quantile of the input's counted tokens keep their
+        loss term, the others weigh 0 and stay counted (:mod:`grpo_cli.objective.entropy`);
+        1: off.
     bypass
         verl's bypass mode: the rollout log-probs are the old policy, and the weights and
         rejection take ``new - rollout``; ``ppo_clip`` is loss ``ppo`` unweighted,
@@ -186,7 +192,7 @@ class ObjectiveConfig(Options):
         "seq-mean-token-sum",
         "How token terms become one number (or TRL's loss_type: "
         + ", ".join(f"{k} = {v}" for k, v in ALIASES.items())
-        + "): "
+        + "; with --preset trl@1.9, luspo = luspo-padded at token level): "
         + listing({n: a.help for n, a in AGGREGATIONS.items()}),
         choices=(*AGGREGATIONS, *ALIASES),
     )
@@ -267,6 +273,12 @@ class ObjectiveConfig(Options):
         panel=ROLLOUT,
         metavar="DELTA",
     )
+    top_entropy_quantile: float = option(
+        1.0,
+        "TRL's top_entropy_quantile: only the tokens whose entropy (--entropy-col) is at least the (1 - RHO) quantile "
+        "of the input's counted tokens keep their loss term; the others weigh 0 and stay counted (1: off).",
+        metavar="RHO",
+    )
     bypass: str = option(
         None,
         "verl's bypass mode: the rollout log-probs are the old policy, weights and rejection take new - rollout: "
@@ -329,7 +341,7 @@ class ObjectiveConfig(Options):
             check_range("dual_clip", self.dual_clip, 1, open_low=True)
         check_choice("ratio_level", self.ratio_level, tuple(RATIO_LEVELS))
         check_choice("agg", self.agg, (*AGGREGATIONS, *ALIASES))
-        self._set(agg=ALIASES.get(self.agg, self.agg))
+        self._set(agg=self._aggregation())
         self._micro_batches(given)
         padded = self.micro_batch_size is not None and self.micro_batch_rule == "global"  # L: each micro-batch's longest row
         if AGGREGATIONS[self.agg].needs_max_length:
@@ -378,6 +390,40 @@ class ObjectiveConfig(Options):
             raise UsageError(
                 f"loss {self.loss!r} takes its statistics and chooses its tokens per micro-batch in verl, which is not modelled; drop `micro_batch_size`"
             )
+
+    def _aggregation(self) -> str:
+        """``agg`` with TRL's loss_type names resolved, the preset's own first (trl@1.9's
+        luspo: ``luspo-padded`` at token level; at sequence level its per-token loss is one
+        column, whose mean over rows is ``seq-mean-token-sum``), and ``luspo-padded`` checked."""
+        aliases = {**ALIASES, **(lookup(self.preset).aliases if self.preset is not None else {})}
+        agg = aliases.get(self.agg, self.agg)
+        if not AGGREGATIONS[agg].padded:
+            return agg
+        if self.ratio_level != "token":
+            if self.agg not in ALIASES:
+                raise UsageError("`agg` 'luspo-padded' is TRL 1.9's luspo at token level; at `ratio_level` sequence it is 'seq-mean-token-sum'")
+            if self.beta > 0:  # TRL 1.9 adds beta * KL per token before its B x T mean, the padding's KL included
+                raise UsageError(
+                    f"`agg` {self.agg!r} of preset {self.preset!r} with `beta` > 0 averages the KL of TRL's padding positions too, which a file does not hold; drop `beta`"
+                )
+            return ALIASES[self.agg]
+        if self.loss != "ppo":
+            raise UsageError(f"`agg` 'luspo-padded' takes loss 'ppo', TRL's luspo term, whose padding is taken at ratio 1 (found {self.loss!r})")
+        if self.beta > 0:
+            raise UsageError("`agg` 'luspo-padded' with `beta` > 0 adds the KL of TRL's padding positions, which a file does not hold; drop `beta`")
+        if self.micro_batch_size is not None:
+            raise UsageError(
+                "`agg` 'luspo-padded' pads TRL's whole generation batch to its longest row, not each micro-batch; drop `micro_batch_size`"
+            )
+        for name in ("is_level", "reject", "reject_veto", "off_policy_mask"):
+            if getattr(self, name) is not None:
+                raise UsageError(f"`agg` 'luspo-padded' takes no `{name}`: TRL weights its padding positions too, which is not modelled")
+        return agg
+
+    def check_per_token_advantages(self) -> None:
+        """Refuse per-token advantages where ``agg`` needs one per row (``luspo-padded``: a padding position's term is its row's)."""
+        if AGGREGATIONS[self.agg].padded:
+            raise UsageError(f"`agg` {self.agg!r} takes one advantage per row (TRL's): a padding position's term is its row's")
 
     def _loss_options(self, given: frozenset[str]) -> None:
         """Check the options of CISPO, DRO and verl's covariance losses, and the KL penalty's."""
@@ -440,6 +486,7 @@ class ObjectiveConfig(Options):
             check_range("reject_veto", self.reject_veto, 0, open_low=True)
         if self.off_policy_mask is not None:
             check_range("off_policy_mask", self.off_policy_mask, 0)
+        check_range("top_entropy_quantile", self.top_entropy_quantile, 0, 1)
         if self.reject_counted and self.reject is None and self.reject_veto is None:
             raise UsageError("`reject_counted` applies to rejected tokens; pass `reject` or `reject_veto` too, or drop it")
         self._bypass(given)
@@ -521,6 +568,21 @@ class ObjectiveConfig(Options):
         return config
 
     @property
+    def entropy_threshold(self) -> float:
+        """``top_entropy_quantile``'s threshold, the quantile over the whole input (:meth:`with_entropy_threshold`)."""
+        tau = getattr(self, "_entropy_threshold", None)
+        if tau is None:
+            raise RuntimeError("`top_entropy_quantile` needs the entropy quantile of the input: call `with_entropy_threshold` first")
+        return tau
+
+    def with_entropy_threshold(self, tau: float) -> ObjectiveConfig:
+        """This config with ``top_entropy_quantile``'s threshold, which a pass over the whole
+        input finds (:func:`~grpo_cli.objective.entropy.entropy_threshold`)."""
+        config = copy.copy(self)
+        config._set(_entropy_threshold=tau)
+        return config
+
+    @property
     def figures(self) -> dict:
         """The resolved options as summaries record them (``None``: an option the loss does not take)."""
         taken = LOSSES[self.loss].params
@@ -555,7 +617,16 @@ class ObjectiveConfig(Options):
             "bypass": self.bypass,
             **({"off_policy_mask": self.off_policy_mask} if self.off_policy_mask is not None else {}),  # older summaries have no key
             **({"micro_batch_size": self.micro_batch_size, "micro_batch_rule": self.micro_batch_rule} if self.micro_batch_size is not None else {}),
+            **self._entropy_figures,
         }
+
+    @property
+    def _entropy_figures(self) -> dict:
+        """``top_entropy_quantile`` and its threshold, when on (older summaries have no key)."""
+        if self.top_entropy_quantile == 1:
+            return {}
+        tau = getattr(self, "_entropy_threshold", None)
+        return {"top_entropy_quantile": self.top_entropy_quantile, "entropy_threshold": None if tau is None or tau == np.inf else tau}
 
 
 def reject_bounds(kl: str, text: str) -> tuple[float, float]:

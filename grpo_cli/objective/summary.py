@@ -12,13 +12,24 @@ from typing import Any
 import numpy as np
 
 from ..summaries import BlockSums, finite_or_null
-from . import LOSSES, Totals, aggregate
+from . import AGGREGATIONS, LOSSES, Totals, aggregate
 from .micro import MicroSums, combine
 
 SUMMED_TERMS = ("objective_sum", "surrogate_sum", "kl_ref_sum", "penalty_sum")
 EMPTY_TERMS = ("objective_sum", "surrogate_sum")  # where a loss's term for a row without tokens goes
 TOKEN_SUMS = ("kl_old_sum", "ratio_sum", "abs_diff_sum", "k1_sum", "k3_sum", "is_weight_sum")  # token totals, when present
 COUNTED = ("clamped", "mismatch_tokens", "rejected_tokens", "is_masked", "is_truncated")
+
+
+def _padded_sums(terms: dict[str, np.ndarray], summed: list[str]) -> dict[str, np.ndarray]:
+    """``n_i S_i`` of each summed term and the padding's terms, with ``luspo-padded`` (none without)."""
+    if "row_length" not in terms:
+        return {}
+    return {
+        **{f"{key}*n": terms[key] * terms["n_tokens"] for key in summed},
+        "padding_n_a": terms["padding_n_a"],
+        "padding_n2_a": terms["padding_n2_a"],
+    }
 
 
 @dataclass
@@ -37,6 +48,7 @@ class ObjectiveSummary:
     has_kl_ref: bool = False
     abs_diff_max: float | None = None  # None: no rollout log-probs
     micro: MicroSums | None = None  # None: the input is one micro-batch
+    width: int = 0  # the longest row, with luspo-padded's terms (0: without)
 
     @classmethod
     def of(cls, terms: dict[str, np.ndarray], start: int = 0, micro_batch_size: int | None = None) -> "ObjectiveSummary":
@@ -50,7 +62,9 @@ class ObjectiveSummary:
         empty = terms.get("empty_row_mean", 0.0)
         # S_i / n_i for seq-mean-token-mean (0 for rows without counted tokens, or the loss's term for them: TRL's GMPO)
         per_token = {f"{key}/n": np.where(counted, terms[key] / safe_n, empty if key in EMPTY_TERMS else 0.0) for key in summed}
-        sums = BlockSums.of({**{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms}, **per_token}, start)
+        sums = BlockSums.of(
+            {**{key: terms[key] for key in (*summed, *TOKEN_SUMS) if key in terms}, **per_token, **_padded_sums(terms, summed)}, start
+        )
         micro = None
         if micro_batch_size is not None:
             rows = {
@@ -69,7 +83,8 @@ class ObjectiveSummary:
         if "abs_diff_max" in terms:
             found = terms["abs_diff_max"][terms["mismatch_tokens"] > 0]
             abs_diff_max = float(found.max()) if len(found) else -np.inf
-        return cls(sums, counts, *extremes, "kl_ref_sum" in terms, abs_diff_max, micro)
+        width = int(terms["row_length"].max(initial=0)) if "row_length" in terms else 0
+        return cls(sums, counts, *extremes, "kl_ref_sum" in terms, abs_diff_max, micro, width)
 
     def merge(self, later: "ObjectiveSummary") -> "ObjectiveSummary":
         """These rows and ``later``'s, which follow them."""
@@ -82,6 +97,7 @@ class ObjectiveSummary:
             self.has_kl_ref or later.has_kl_ref,
             max(maxima) if maxima else None,
             later.micro if self.micro is None else self.micro if later.micro is None else self.micro.merge(later.micro),
+            max(self.width, later.width),
         )
 
     def figures(self, config) -> dict:
@@ -95,7 +111,9 @@ class ObjectiveSummary:
             return finite_or_null(float(total / tokens)) if tokens else 0.0
 
         def agg(key: str, how: str = config.agg) -> float | None:
-            totals = Totals(self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"], tokens, config.max_length)
+            totals = Totals(
+                self.sums.total(key), self.sums.total(f"{key}/n"), c["rows"], c["counted_rows"], tokens, config.max_length, *self._padded(key, how)
+            )
             with np.errstate(invalid="ignore"):
                 if self.micro is not None:  # the micro-batches' values, combined as the rule says
                     return finite_or_null(float(combine(config.micro_batch_rule, how, self.micro, key, totals, config.empty_rows)))
@@ -126,6 +144,14 @@ class ObjectiveSummary:
             **({"micro_batches": self.micro.count} if self.micro is not None else {}),
             "config": config.figures,
         }
+
+    def _padded(self, key: str, how: str) -> tuple[float, int]:
+        """``luspo-padded``'s totals of ``key`` (``sum_padded``, ``width``; the positions
+        without a counted token add their ``A_i`` to the loss's terms alone)."""
+        if not AGGREGATIONS[how].padded:
+            return 0.0, 0
+        padding = self.width * self.sums.total("padding_n_a") - self.sums.total("padding_n2_a") if key in EMPTY_TERMS else 0.0
+        return self.sums.total(f"{key}*n") + padding, self.width
 
     def _rollout_figures(self, config, share) -> dict | None:
         """Train/rollout mismatch over the counted tokens as given (``None``: no rollout

@@ -13,6 +13,8 @@ import numpy as np
 
 from ..errors import RowError, present
 from ..kl import KL_ESTIMATORS, k3, k3_with_ratio
+from .aggregation import AGGREGATIONS
+from .entropy import entropy_kept
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
 from .rollout import corrected, log_ratios, mismatch_terms, off_policy_kept
@@ -128,7 +130,7 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
     """Per-row sums and extremes of every token quantity of a few rows (see :func:`block`).
 
     The per-token objective is ``w_it L_it - beta * KL_it`` (``L_it`` times TRL's
-    off-policy sequence mask, if given); ``objective_sum`` is its row
+    off-policy sequence mask and its high-entropy token mask, if given); ``objective_sum`` is its row
     sum. One ``expm1`` gives both the ratio and, at token level, k3 against the old policy.
     Every KL estimator takes its log-ratio clamped to ``[-c, c]`` (``config.logratio_clamp``)
     as the ratio does, so a token's KL is a float64 number however far the policies are.
@@ -148,6 +150,8 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
         f = replace(f, empty=None)  # rows without tokens are left out of the mean
     if config.off_policy_mask is not None:
         f = f.weighted(off_policy_kept(tokens, b.inputs.advantage, config.off_policy_mask))
+    if config.top_entropy_quantile < 1:
+        f = f.weighted(entropy_kept(tokens, config.entropy_threshold))
     if b.weights is not None:
         f = f.weighted(b.weights)
     out = surrogate(loss, f, advantages, tokens)
@@ -172,7 +176,18 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
         out["objective_sum"] = out["surrogate_sum"] - config.beta * out["penalty_sum"]
     for extreme in ("ratio_max", "ratio_min"):
         out[extreme][out["n_tokens"] == 0] = np.nan
+    if AGGREGATIONS[config.agg].padded:
+        out.update(padding_terms(tokens, advantages, config))
     return out
+
+
+def padding_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[str, np.ndarray]:
+    """What ``luspo-padded`` needs of each row (:mod:`~grpo_cli.objective.aggregation`): its
+    length, and ``n_i A_i`` and ``n_i^2 A_i``, from which its positions without a counted
+    token (each ``A_i`` at ratio 1; 0 under the high-entropy mask) are summed once ``T`` is known."""
+    a = present(advantages, "one advantage per row") * float(config.top_entropy_quantile == 1)
+    n = tokens.n_counted.astype(np.float64)
+    return {"row_length": tokens.lengths.astype(np.int64), "padding_n_a": n * a, "padding_n2_a": n * n * a}
 
 
 def surrogate(loss: Loss, f: SignedFactors, advantages: np.ndarray | None, tokens: Tokens) -> dict[str, np.ndarray]:

@@ -157,7 +157,7 @@ def test_empty_rows_skip_and_the_summary_line(tmp_path):
     refused = run_grpo("objective", str(src), "--agg", "token-mean", "--empty-rows", "skip", check=False)
     assert refused.returncode == 2 and refused.stderr.decode().strip() == (
         "Error: --empty-rows applies only to the means over rows, --agg 'seq-mean-token-sum', 'seq-mean-token-mean', "
-        "'seq-mean-token-sum-norm' (found --agg 'token-mean'); drop it"
+        "'seq-mean-token-sum-norm', 'luspo-padded' (found --agg 'token-mean'); drop it"
     )
 
 

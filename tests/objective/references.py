@@ -68,9 +68,10 @@ def reference_row_objective(new, old, adv, config, mask=None) -> float:
 def reference_aggregate(row_sums, n, agg, empty_rows="count", max_length=None) -> float:
     """``agg`` of the rows' sums ``S_i`` over ``n_i`` counted tokens, row by row as its formula
     reads; the means over rows take every row (``count``: an empty row adds 0) or the rows
-    with tokens (``skip``)."""
+    with tokens (``skip``). ``luspo-padded``: rows of ``n_i`` unmasked tokens at ratio 1, so
+    ``A_i = S_i / n_i`` on each of the ``T = max n_i`` positions of its padded row."""
     rows = [(s, k) for s, k in zip(row_sums, n) if empty_rows == "count" or k > 0]
-    total, tokens = sum(row_sums), sum(n)
+    total, tokens, width = sum(row_sums), sum(n), max(n, default=0)
     formulas = {
         "token-mean": lambda: total / tokens if tokens else 0.0,
         "token-sum": lambda: total,
@@ -78,5 +79,6 @@ def reference_aggregate(row_sums, n, agg, empty_rows="count", max_length=None) -
         "seq-mean-token-sum": lambda: sum(s for s, _ in rows) / len(rows),
         "seq-mean-token-mean": lambda: sum(s / k if k else 0.0 for s, k in rows) / len(rows),
         "seq-mean-token-sum-norm": lambda: sum(s for s, _ in rows) / (len(rows) * max_length),
+        "luspo-padded": lambda: sum(k * (s + (width - k) * s / k) for s, k in rows if k) / (len(rows) * width) if width else 0.0,
     }
     return formulas[agg]() if rows or agg.startswith("token") else 0.0

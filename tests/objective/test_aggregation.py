@@ -1,6 +1,7 @@
 """Aggregations: each hand-derived, with rows without counted tokens under both ``empty_rows``
 rules, against verl's agg_loss, the unit-ratio property, and independence of the batching."""
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -37,6 +38,8 @@ HAND_DERIVED = {
     "token-sum": 3 - 2,
     "seq-mean-token-sum-norm": (3 - 2) / (2 * 4),
     "token-sum-norm": (3 - 2) / 4,
+    # T = 3, the longest row; row 1's 2 padding positions add A = -2 each: (3 * 3 + 1 * (-2 - 2 * 2)) / (2 rows * 3)
+    "luspo-padded": (3 * 3 + 1 * (-2 - 2 * 2)) / (2 * 3),
 }
 
 
@@ -60,6 +63,9 @@ WITH_EMPTY_ROWS = {
     ("token-mean", None): (3 - 2) / 4,
     ("token-sum", None): 3 - 2,
     ("token-sum-norm", None): (3 - 2) / 4,
+    # T = 3; rows 2 and 3 have n = 0: they add nothing, and count in B or not
+    ("luspo-padded", "count"): (3 * 3 + 1 * (-2 - 2 * 2)) / (4 * 3),
+    ("luspo-padded", "skip"): (3 * 3 + 1 * (-2 - 2 * 2)) / (2 * 3),
 }
 
 
@@ -211,6 +217,8 @@ TRL_LOSSES = [
     ({"agg": "luspo"}, -0.6314350510862159),
     ({"agg": "luspo", "ratio_level": "sequence"}, -0.6610451479944427),
     ({"loss": "sapo"}, -0.05772409692997438),
+    # TRL 1.9.0's token-level luspo (ref-trl-1.9.0.json): rows x T = 6 x 4; below
+    ({"agg": "luspo", "preset": "trl@1.9"}, -0.6250491635443458),
 ]
 
 
@@ -220,3 +228,61 @@ def test_trl_loss_types_count_the_empty_row(options, expected):
     assert loss == pytest.approx(expected, rel=1e-12)
     skipped = -policy_objective(TRL_NEW, TRL_OLD, advantage_values=TRL_ADVANTAGES, mask=TRL_MASK, empty_rows="skip", **options)
     assert skipped == pytest.approx(expected * 6 / 5, rel=1e-12)  # 5 rows with tokens
+
+
+def test_trl_19_token_level_luspo_by_hand():
+    """TRL 1.9.0 grpo_trainer.py:3143-3146: ``(per_token_loss * mask.sum(1, keepdim=True)).mean()``,
+    the per-token loss unmasked: each of the B x T positions of the padded block adds
+    n_i L_it, a padding position (ratio 1: TRL's old log-probs are the new ones there) its
+    -A_i. Two rows, new = old (rho = 1): row 0 3 tokens, A = 1; row 1 1 token then 1 masked,
+    A = -2; T = 3. Loss = -(3 * (1 + 1 + 1) + 1 * (-2 + 2 * (-2))) / (2 * 3) = -(9 - 6) / 6."""
+    new = [[-1.0, -1.0, -1.0], [-1.0, -0.5]]
+    mask = [[1, 1, 1], [1, 0]]
+    got = policy_objective(new, new, advantage_values=[1.0, -2.0], mask=mask, preset="trl@1.9", agg="luspo", details=True)
+    assert got["config"]["agg"] == "luspo-padded" and -got["objective"] == pytest.approx(-(9 - 6) / 6, rel=1e-14)
+    # 1.16 (and the aggregation's own name elsewhere): the mean of the row sums, (3 - 2) / 2
+    assert policy_objective(new, new, advantage_values=[1.0, -2.0], mask=mask, preset="trl", agg="luspo") == pytest.approx(0.5, rel=1e-14)
+    # at sequence level 1.9's per-token loss is one column per row: its mean over rows of n_i L_i
+    sequence = policy_objective(new, new, advantage_values=[1.0, -2.0], mask=mask, preset="trl@1.9", agg="luspo", loss="gspo", details=True)
+    assert sequence["config"]["agg"] == "seq-mean-token-sum"
+
+
+def test_trl_19_luspo_with_trls_options():
+    """TRL 1.9.0's own _compute_loss in float64 (a scratch run of ref-trl.py's case): luspo with
+    delta 1.05 (a padding position's ratio 1 is under it: its term stays A_i), and with
+    top_entropy_quantile 0.5 (TRL ands the entropy mask with the mask: padding adds 0)."""
+    from .trl_case import ENTROPY
+
+    case = {"advantage_values": TRL_ADVANTAGES, "mask": TRL_MASK, "agg": "luspo-padded"}
+    assert -policy_objective(TRL_NEW, TRL_OLD, delta=1.05, **case) == pytest.approx(-0.5931290922111568, rel=1e-12)
+    masked = -policy_objective(TRL_NEW, TRL_OLD, top_entropy_quantile=0.5, entropies=ENTROPY, **case)
+    assert masked == pytest.approx(-0.2653415205181777, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"ratio_level": "sequence"}, "at `ratio_level` sequence it is 'seq-mean-token-sum'"),
+        ({"loss": "sapo"}, "takes loss 'ppo'"),
+        ({"beta": 0.04}, "adds the KL of TRL's padding positions"),
+        ({"is_level": "token"}, "takes no `is_level`"),
+        ({"off_policy_mask": 0.1}, "takes no `off_policy_mask`"),
+        ({"micro_batch_size": 2, "micro_batch_rule": "mean"}, "not each micro-batch; drop `micro_batch_size`"),
+    ],
+)
+def test_luspo_padded_refuses_what_its_padding_would_need(options, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        ObjectiveConfig(agg="luspo-padded", **options)
+
+
+def test_trl19_sequence_luspo_refuses_a_kl_penalty():
+    """TRL 1.9's sequence-level luspo is seq-mean-token-sum only without a KL: with beta, TRL's
+    mean over B x T includes the KL of its padding positions."""
+    assert ObjectiveConfig(preset="trl@1.9", loss="gspo", agg="luspo").agg == "seq-mean-token-sum"
+    with pytest.raises(UsageError, match=re.escape("averages the KL of TRL's padding positions too")):
+        ObjectiveConfig(preset="trl@1.9", loss="gspo", agg="luspo", beta=0.04)
+
+
+def test_luspo_padded_refuses_per_token_advantages():
+    with pytest.raises(UsageError, match="takes one advantage per row"):
+        policy_objective([[-1.0]], [[-1.0]], advantage_values=[[1.0]], agg="luspo-padded")

@@ -46,3 +46,13 @@ def trl_loss(loss: str, **options) -> float:
     """Our objective on the case, negated as TRL's loss (token-mean, no log-ratio clamp, as TRL)."""
     options = {"agg": "token-mean", "logratio_clamp": LOGRATIO_CLAMP_MAX} | options
     return -policy_objective(NEW, OLD, advantage_values=ADV, mask=MASK, loss=loss, **options)
+
+
+ENTROPY = [  # the token entropies (TRL's `entropies`), for top_entropy_quantile
+    [0.5, 1.2, 2.0, 0.1],
+    [0.8, 0.3, 0.0, 0.0],
+    [1.5, 0.05, 0.9, 0.0],
+    [0.7, 0.0, 0.0, 0.0],
+    [0.0, 0.0, 0.0, 0.0],
+    [0.2, 1.1, 0.6, 0.4],
+]
