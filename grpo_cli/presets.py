@@ -116,7 +116,6 @@ VERL_SHIPS = {
     "kl loss low_var_kl (clamped to [-10, 10]), kl, abs, mse (not clamped)": "--beta B --kl k3|k1|abs|k2",
 }
 VERL_MISSING = {
-    "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
     "micro-batches": "verl's means are over its (mini-)batch; here the input is one batch",
 }
 
@@ -150,6 +149,7 @@ VERL = Preset(
         "loss dppo_tv": "--loss dppo_tv",
         "loss dppo_kl": "--loss dppo_kl",
         "loss dro": "--loss dro --dro-beta B (verl has no default)",
+        "estimator grpo_vectorized (float32 group mean and std, two-pass variance)": "--estimator grpo --group-stats float32",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
     missing={
@@ -182,6 +182,9 @@ VERL_07 = Preset(
         "rollout_token_veto_threshold": "--reject-veto V",
         "aggregation seq-mean-token-sum-norm": "--agg token-sum-norm --max-length LOSS_SCALE_FACTOR",
         "estimator reinforce_plus_plus, masks with gaps (the return restarts after a masked token)": "--estimator reinforce (the preset sets --masked-steps restart)",
+        # utils/groupwise.py:54-74: with no device given, .to(device=<the torch.cuda module>) raises
+        "estimator grpo_vectorized (float32, one-pass variance floored at 1e-6; a trainer run fails with a TypeError, "
+        "its numbers are those of VERL_FORCE_DEVICE set or pytest)": "--estimator grpo --group-stats float32-one-pass",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
     missing=VERL_MISSING,
@@ -420,11 +423,17 @@ TWINKLE_01 = Preset(
     "tag v0.1, 4e3a6dba",
     "advantage/grpo.py, advantage/rloo.py, loss/grpo.py",
     TWINKLE_ADVANTAGE,
-    TWINKLE_OBJECTIVE,
+    # a row without tokens and a per-row advantage: loss/grpo.py:146-149 raises (RuntimeError)
+    {**TWINKLE_OBJECTIVE, "empty_rows": "refuse"},
     TWINKLE_ESTIMATORS,
     TWINKLE_LOSSES,
-    ships=TWINKLE_SHIPS,
-    missing={**TWINKLE_MISSING, "a row without tokens, advantages per row": "Twinkle 0.1 fails (RuntimeError); per-token advantages count it as 0"},
+    ships={
+        **TWINKLE_SHIPS,
+        "a row without tokens, advantages per row (refused, as Twinkle 0.1 fails: RuntimeError); per-token advantages count it as 0": (
+            "--empty-rows refuse (the preset sets it)"
+        ),
+    },
+    missing=TWINKLE_MISSING,
 )
 
 PRESETS = {p.name: p for p in (VERL, VERL_07, TRL, TRL_19, OPENRLHF, TWINKLE, TWINKLE_01)}
@@ -443,6 +452,7 @@ CHANGES = {
         ("losses dppo_tv, dppo_kl, dro", "absent", "new"),
         ("rollout rejection", "token, sequence, geometric on pi_old / pi_rollout, veto", "token/seq_sum/seq_mean/seq_max k1-k3"),
         ("IcePop thresholds 'L_U'", "absent", "new"),
+        ("grpo_vectorized's float32 variance", "one-pass, floored at 1e-6 (fails in a trainer run)", "two-pass, no floor"),
     ),
     ("trl@1.9", "trl"): (
         ("max_completion_length (dr_grpo's constant)", "256", "512"),

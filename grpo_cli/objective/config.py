@@ -23,6 +23,7 @@ from .rollout import BYPASS_MODES, GATES, IS_ALIASES, REJECT_ALIASES, REJECT_LEV
 
 CISPO_CLIPS = ("two-sided", "upper", "epsilon-high")
 GMPO_EMPTY = ("zero", "advantage")
+EMPTY_ROW_RULES = (*EMPTY_ROWS, "refuse")  # refuse: a row without tokens and with a per-row advantage (Twinkle 0.1 raises)
 KL_WEIGHTS = ("none", "ratio")
 UNRECORDED = (("cispo_clip", "two-sided"), ("gmpo_empty", "zero"))
 KL_AGGREGATIONS = tuple(name for name, a in AGGREGATIONS.items() if not a.needs_max_length)
@@ -89,8 +90,11 @@ class ObjectiveConfig(Options):
     empty_rows
         Rows with no counted tokens (fully masked, or emptied by sequence-level rejection) in
         an aggregation's mean over rows: ``count`` (as 0; verl 0.9.1, TRL, twinkle-kit 0.5.1)
-        or ``skip`` (left out; verl 0.7.0's actor, OpenRLHF). Refused by the aggregations
-        that take no mean over rows.
+        or ``skip`` (left out; verl 0.7.0's actor, OpenRLHF); refused by the aggregations
+        that take no mean over rows. ``refuse``, with any aggregation: such a row with a
+        per-row advantage is refused, one with per-token advantages counts as 0 (twinkle-kit
+        0.1: its ``repeat_interleave`` of the row advantages over the rows' token counts
+        raises, loss/grpo.py:146-149).
     beta, kl, kl_weight, kl_clamp
         KL penalty against reference log-probs: ``L - beta * KL`` with estimator ``kl``,
         each token's KL clamped to ``[-kl_clamp, kl_clamp]`` and, with ``kl_weight`` ratio,
@@ -182,8 +186,9 @@ class ObjectiveConfig(Options):
     max_length: int = option(None, "The constant of seq-mean-token-sum-norm and token-sum-norm (required by them).")
     empty_rows: str = option(
         "count",
-        "Rows with no counted tokens in a mean over rows: count (as 0; verl 0.9.1, TRL, Twinkle) or skip (left out; verl 0.7.0, OpenRLHF).",
-        choices=EMPTY_ROWS,
+        "Rows with no counted tokens in a mean over rows: count (as 0; verl 0.9.1, TRL, Twinkle) or skip (left out; verl 0.7.0, OpenRLHF); "
+        "refuse: a row with a per-row advantage is refused, with any --agg (Twinkle 0.1 raises), one with per-token advantages counts as 0.",
+        choices=EMPTY_ROW_RULES,
     )
     logratio_clamp: float = option(20.0, "Clamp new - old (and old - rollout) to [-c, c] before exp (counted in the summary).")
     is_level: str = option(
@@ -313,7 +318,7 @@ class ObjectiveConfig(Options):
             raise UsageError(f"`max_length` applies only to `agg` {normed} (found `agg` {self.agg!r}); drop it")
         else:
             self._set(max_length=None)  # a preset's, for another aggregation
-        check_choice("empty_rows", self.empty_rows, EMPTY_ROWS)
+        check_choice("empty_rows", self.empty_rows, EMPTY_ROW_RULES)
         if self.gmpo_empty == "advantage" and (self.agg, self.empty_rows) != ("seq-mean-token-mean", "count"):
             raise UsageError(
                 "`gmpo_empty` 'advantage' is a row's term in the mean of the row means: pass `agg` 'seq-mean-token-mean' "
@@ -321,7 +326,7 @@ class ObjectiveConfig(Options):
             )
         if self.kl_agg == self.agg or self.beta == 0:
             self._set(kl_agg=None)  # the penalty, if any, is aggregated with the loss
-        if "empty_rows" in given and not any(AGGREGATIONS[a].over_rows for a in (self.agg, self.kl_agg or self.agg)):
+        if "empty_rows" in given and self.empty_rows != "refuse" and not any(AGGREGATIONS[a].over_rows for a in (self.agg, self.kl_agg or self.agg)):
             means = ", ".join(repr(name) for name, a in AGGREGATIONS.items() if a.over_rows)
             raise UsageError(f"`empty_rows` applies only to the means over rows, `agg` {means} (found `agg` {self.agg!r}); drop it")
         check_range("beta", self.beta, 0)
@@ -495,7 +500,7 @@ class ObjectiveConfig(Options):
             "beta": self.beta,
             "kl": self.kl,
             "max_length": self.max_length,
-            "empty_rows": self.empty_rows if AGGREGATIONS[self.agg].over_rows else None,
+            "empty_rows": self.empty_rows if AGGREGATIONS[self.agg].over_rows or self.empty_rows == "refuse" else None,
             "logratio_clamp": self.logratio_clamp,
             **({"kl_weight": self.kl_weight} if self.beta > 0 and self.kl_weight != "none" else {}),  # only where they apply
             **({"kl_clamp": self.kl_clamp} if self.beta > 0 and self.kl_clamp is not None else {}),
