@@ -11,7 +11,7 @@ import pyarrow as pa
 from .config import AdvantageConfig
 from .errors import InputError, RowError, UsageError, check_keywords
 from .estimators import group_index, lookup, needed_by, needs, row_advantages, row_inputs, whitened_rows
-from .objective import row_terms
+from .objective import LOSSES, row_terms
 from .objective.rollout import is_mean, is_mean_part
 from .objective.config import ObjectiveConfig
 from .objective.summary import ObjectiveSummary
@@ -199,11 +199,16 @@ def policy_objective(
     ref_log_probs=None,
     rollout_log_probs=None,
     mask=None,
+    values=None,
+    old_values=None,
+    returns=None,
     details: bool = False,
     **options: Any,
 ) -> float | dict:
     """Seed 002's objective, and every option of `grpo objective` as a keyword
     (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``empty_rows``, ``beta``, ``kl`` ...).
+    A value loss (``loss="ppo_value"``) takes the critic's per-token ``values``, ``old_values``
+    and ``returns`` in place of advantages.
 
     Per-token inputs (log-probs, ``ref_log_probs``, ``rollout_log_probs``, ``mask``, per-token advantages) are
     ragged lists, Arrow list arrays, or 2-D arrays or tensors padded to one width with a
@@ -219,17 +224,26 @@ def policy_objective(
     check_keywords(options, [f for f in ObjectiveConfig.__dataclass_fields__ if f != "epsilon"], "policy_objective()")
     config = ObjectiveConfig(**options) if epsilon is None else ObjectiveConfig(epsilon=epsilon, **options)
     arrays = {"new": _list_array(log_probs_new), "old": _list_array(log_probs_old)}
-    for name, values in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs)):
-        if values is not None:
-            arrays[name] = _list_array(values)
+    critic = {"values": values, "old_values": old_values, "returns": returns}
+    for name, given in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs), *critic.items()):
+        if given is not None:
+            arrays[name] = _list_array(given)
     if rewards is not None and advantage_values is not None:
         raise UsageError("pass either `rewards` (the advantages computed from them) or `advantage_values`, not both")
+    value_loss = LOSSES[config.loss].critic
+    for name, given in critic.items():
+        if (given is None) == value_loss:
+            raise UsageError(f"loss {config.loss!r} {'needs' if value_loss else 'takes no'} `{name}`")
+    if value_loss and (rewards is not None or advantage_values is not None):
+        raise UsageError(f"loss {config.loss!r} reads no advantages; drop `{'rewards' if rewards is not None else 'advantage_values'}`")
     per_token = advantage_values is not None and _per_token(advantage_values)
     if per_token:
         arrays["advantage"] = _list_array(advantage_values)
     batch = pa.RecordBatch.from_pydict(arrays)
     n_rows = batch.num_rows
-    if per_token:
+    if value_loss:
+        adv = np.zeros(n_rows)
+    elif per_token:
         adv = None
     elif advantage_values is not None:
         adv = numbers(advantage_values, "advantage_values")
@@ -246,7 +260,7 @@ def policy_objective(
     correcting = [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(config, option) is not None]
     if rollout_log_probs is None and correcting:
         raise UsageError(f"`{correcting[0]}` needs `rollout_log_probs`")
-    columns = TokenColumns("new", "old", **{name: name for name in ("ref", "mask", "advantage", "rollout") if name in arrays})
+    columns = TokenColumns("new", "old", **{name: name for name in ("ref", "mask", "advantage", "rollout", *critic) if name in arrays})
     try:  # as the CLI: a null, NaN or infinite advantage, or a row whose sum is beyond float64, is refused naming its row
         if adv is not None:
             check_finite_scalars(adv, "advantage_values")
@@ -259,4 +273,4 @@ def policy_objective(
     figures = ObjectiveSummary.of(terms).figures(config)
     if not details:
         return figures["objective"]
-    return {**figures, "rows": terms if adv is None else {"advantage": adv, **terms}}
+    return {**figures, "rows": terms if adv is None or value_loss else {"advantage": adv, **terms}}

@@ -411,8 +411,10 @@ TWINKLE = Preset(
         "estimator GAEAdvantage": "--estimator gae",
         "estimator GAEAdvantage kl_coef": "--estimator gae --kl-in-reward BETA --kl k1",
         "loss ppo": "--agg token-mean",
+        "loss ppo_value (values, old_values, returns; value_clip)": "--loss ppo_value --value-clip C "
+        "(returns: GAEAdvantage's, `grpo advantages --estimator gae`'s token_return)",
     },
-    missing={**TWINKLE_MISSING, "loss ppo_value": "a value loss, not a policy objective"},
+    missing=TWINKLE_MISSING,
 )
 
 TWINKLE_01 = Preset(
@@ -463,6 +465,7 @@ CHANGES = {
     ("twinkle@0.1", "twinkle"): (
         ("GAEAdvantage", "absent", "lambda 0.95, whitened (population std + 1e-8)"),
         ("loss ppo (token mean)", "absent", "new"),
+        ("loss ppo_value (clipped value loss)", "absent", "new"),
         ("a row without tokens, advantages per row", "RuntimeError", "counted as 0"),
     ),
 }

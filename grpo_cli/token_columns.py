@@ -20,8 +20,8 @@ from .tokens import Tokens, reduce_rows
 
 @dataclass(frozen=True)
 class TokenColumns:
-    """Which input columns hold the per-token lists (ref, mask, per-token advantages and the
-    rollout sampler's log-probs are optional)."""
+    """Which input columns hold the per-token lists (ref, mask, per-token advantages, the
+    rollout sampler's log-probs and a value loss's values, old values and returns are optional)."""
 
     new: str
     old: str
@@ -29,11 +29,20 @@ class TokenColumns:
     mask: str | None = None
     advantage: str | None = None
     rollout: str | None = None
+    values: str | None = None
+    old_values: str | None = None
+    returns: str | None = None
+
+    @property
+    def critic(self) -> tuple[str | None, str | None, str | None]:
+        """The value loss's columns: values, old values, returns."""
+        return self.values, self.old_values, self.returns
 
     @property
     def names(self) -> list[str]:
         """The columns read, each once (one column may play two roles: new and old, old and rollout)."""
-        return list(dict.fromkeys(c for c in (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout) if c is not None))
+        roles = (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout, *self.critic)
+        return list(dict.fromkeys(c for c in roles if c is not None))
 
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
@@ -132,7 +141,11 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     if columns.advantage:
         advantage = _finite(batch, columns.advantage, lengths, mask, "advantage")
     rollout = logprobs(columns.rollout) if columns.rollout else None
-    return Tokens(lengths, read[columns.new], old, ref, mask, advantage, rollout)
+    critic = [None if name is None else _finite(batch, name, lengths, mask, what) for name, what in zip(columns.critic, CRITIC)]
+    return Tokens(lengths, read[columns.new], old, ref, mask, advantage, rollout, *critic)
+
+
+CRITIC = ("value", "old value", "return")  # what a value loss's columns hold, as errors name it
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,9 @@ OPTIONS = (
     o.REF_COL,
     o.ROLLOUT_COL,
     o.MASK_COL,
+    o.column_option("values", "Loss ppo_value: the critic's per-token values V (a list per row)."),
+    o.column_option("old_values", "Loss ppo_value: the values the returns were made with, V_old (a list per row)."),
+    o.column_option("returns", "Loss ppo_value: the per-token returns R (a list per row; grpo advantages --estimator gae writes token_return)."),
     o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token); none: compute them from the rewards."),
     o.ADVANTAGE["estimator"].told(
         o.config_help(
@@ -127,6 +130,8 @@ def _advantages_from(source: dict) -> str:
     from ..report import estimator_options, lines
 
     if "column" in source:
+        if source["column"] is None:
+            return "none (the loss reads none)"
         return f"column {source['column']}" + (" (per token)" if source["per_token"] else "")
     return lines([f"estimator {source['estimator']}", *estimator_options(source)])
 
@@ -217,13 +222,14 @@ class ObjectivePlan:
             "ref_logprobs": t.ref,
             "rollout_logprobs": t.rollout,
             "mask": t.mask,
+            **({"values": t.values, "old_values": t.old_values, "returns": t.returns} if t.values else {}),  # a value loss's
         }
 
     @property
     def advantages_from(self) -> dict:
         """Where the advantages come from: a column (per row or per token), or an estimator
         and its options."""
-        if self.estimator is None:
+        if self.estimator is None:  # a column, or none (a value loss reads no advantages)
             return {"column": self.advantage or self.tokens.advantage, "per_token": self.per_token}
         figures = {k: v for k, v in self.estimator.figures.items() if k != "preset"}  # the objective's config has it
         if self.estimator.scale == "none":
@@ -307,6 +313,11 @@ class ObjectivePlan:
         return self.tokens.advantage is not None
 
     @property
+    def reads_advantages(self) -> bool:
+        """Whether the loss reads advantages (a value loss does not)."""
+        return not LOSSES[self.config.loss].critic
+
+    @property
     def columns(self) -> list[str]:
         """The columns a summary-only run streams."""
         return self.tokens.names + ([self.advantage] if self.advantage else [])
@@ -329,6 +340,9 @@ def plan_objective(
     ref_logprobs_col: str | None = None,
     rollout_logprobs_col: str | None = None,
     mask_col: str | None = None,
+    values_col: str | None = None,
+    old_values_col: str | None = None,
+    returns_col: str | None = None,
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
@@ -338,7 +352,9 @@ def plan_objective(
 
     Advantages: computed from the rewards with ``advantage_config`` if given; else read from
     ``advantage_col``, or an ``advantage`` column if the input has one; else computed with
-    estimator :data:`OBJECTIVE_ESTIMATOR` (or ``config.preset``'s).
+    estimator :data:`OBJECTIVE_ESTIMATOR` (or ``config.preset``'s). A value loss
+    (``ppo_value``) reads none, and the critic's ``values_col``, ``old_values_col`` and
+    ``returns_col`` instead.
     """
     config = config or ObjectiveConfig()
     out = resolve_output(source, output, output_dir, output_format, compression)
@@ -351,8 +367,19 @@ def plan_objective(
             "rollout": rollout_logprobs_col,
             "mask": mask_col,
             "advantage": advantage_col,
+            "values": values_col,
+            "old_values": old_values_col,
+            "returns": returns_col,
         }
     )
+    critic = _critic_columns(source, config, given, values_col=values_col, old_values_col=old_values_col, returns_col=returns_col)
+    if critic[0] is not None:
+        for option, value in (("advantage_col", advantage_col), ("reward_col", reward_col), ("baseline_col", baseline_col)):
+            if value not in (None, schema.NO_COLUMN):
+                raise UsageError(f"loss {config.loss!r} reads no advantages; drop `{option}`")
+        if advantage_config is not None:
+            raise UsageError(f"loss {config.loss!r} reads no advantages; drop `estimator` and its options")
+        advantage_col = schema.NO_COLUMN
     ref = schema.resolve_column(s, "ref", ref_logprobs_col, required=False, source=name, given=given)
     if ref is None and (config.beta > 0 or "kl" in config.given):
         looked = ", ".join(schema.ROLES["ref"].candidates)
@@ -380,7 +407,7 @@ def plan_objective(
     per_token = column is not None and schema.is_list(s.field(column).type)
     if column is not None and not per_token:
         schema.check_numeric(s.field(column), name, "advantage")
-    estimator = None if column is not None else advantage_config or default_estimator(config.preset)
+    estimator = None if column is not None or critic[0] is not None else advantage_config or default_estimator(config.preset)
     tokens = TokenColumns(
         new=schema.resolve_column(s, "new", logprobs_col, source=name, given=given),
         old=_old_policy(s, name, config, old_logprobs_col, rollout, given, logprobs_col),
@@ -388,6 +415,9 @@ def plan_objective(
         mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name, given=given),
         advantage=column if per_token else None,
         rollout=rollout,
+        values=critic[0],
+        old_values=critic[1],
+        returns=critic[2],
     )
     grouping = resolve_grouping(
         source,
@@ -417,6 +447,21 @@ def plan_objective(
     return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
 
 
+def _critic_columns(source: Source, config: ObjectiveConfig, given: dict, **columns: str | None) -> tuple[str | None, ...]:
+    """A value loss's columns (values, old values, returns), all required; ``None`` each for
+    the other losses, which refuse them given."""
+    if not LOSSES[config.loss].critic:
+        for option, value in columns.items():
+            if value is not None:
+                critics = ", ".join(repr(name) for name, loss in LOSSES.items() if loss.critic)
+                raise UsageError(f"`{option}` is read only by a value loss ({critics}), and `loss` is {config.loss!r}; drop `{option}`")
+        return None, None, None
+    return tuple(
+        schema.resolve_column(source.schema, role, columns[schema.ROLES[role].param], source=source.name, given=given)
+        for role in ("values", "old_values", "returns")
+    )
+
+
 def _old_policy(
     s: pa.Schema, name: str, config: ObjectiveConfig, old_logprobs_col: str | None, rollout: str | None, given: dict, new: str | None
 ) -> str:
@@ -443,7 +488,7 @@ def _old_policy(
 
 def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
     """The per-row columns `grpo objective` writes, in order."""
-    names = [] if plan.per_token else ["advantage"]
+    names = [] if plan.per_token or not plan.reads_advantages else ["advantage"]
     names += ["objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old"]
     names += ["kl_ref"] if plan.tokens.ref else []
     names += list(MISMATCH_COLUMNS) if plan.tokens.rollout else []
@@ -462,6 +507,8 @@ def batch_rows(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, compu
     pass), else from the plan's advantage column in the batch, else ``None`` (per token, in
     ``plan.tokens.advantage``)."""
     tokens = read_tokens(batch, plan.tokens)
+    if not plan.reads_advantages:  # a value loss: its terms are not the advantage's
+        return tokens, np.zeros(batch.num_rows)
     if computed is not None:
         return tokens, computed[first_row : first_row + batch.num_rows]
     if plan.advantage is not None:
@@ -481,7 +528,7 @@ def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, 
     (``context``: what the loss's scans found over the whole input, if it has any)."""
     terms, adv = batch_terms(batch, first_row, plan, computed, context)
     summary = ObjectiveSummary.of(terms, first_row)
-    return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
+    return Written(_per_row_columns(terms, adv if plan.reads_advantages else None, plan) if plan.output.targets else {}, partial=summary)
 
 
 def batch_terms(

@@ -41,6 +41,7 @@ OWN_OPTIONS = (
     "vespo_lambda_pos",
     "vespo_k_neg",
     "vespo_lambda_neg",
+    "value_clip",
 )
 
 
@@ -79,6 +80,9 @@ class ObjectiveConfig(Options):
         clip_cov's covariance bounds and the ``seed`` of its draw, kl_cov's penalty weight.
     vespo_k_pos, vespo_lambda_pos, vespo_k_neg, vespo_lambda_neg
         VESPO's gamma weight ``exp(lambda + k log w - lambda w)`` where ``A >= 0`` and ``A < 0``.
+    value_clip
+        ``ppo_value``'s clip of the new values around the old ones, ``V_old + clip(V - V_old,
+        -c, c)`` (Twinkle's ``value_clip``, 0.2).
     ratio_level
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
@@ -174,6 +178,7 @@ class ObjectiveConfig(Options):
     vespo_lambda_pos: float = option(3.0, "VESPO's decay lambda where A >= 0 (fades rows of w > 1).")
     vespo_k_neg: float = option(3.0, "VESPO's power k where A < 0.")
     vespo_lambda_neg: float = option(2.0, "VESPO's decay lambda where A < 0.")
+    value_clip: float = option(0.2, "ppo_value: the new values are clipped to V_old +- C (Twinkle's value_clip).", metavar="C")
     ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).", choices=RATIO_LEVELS)
     agg: str = option(
         "seq-mean-token-sum",
@@ -360,7 +365,7 @@ class ObjectiveConfig(Options):
             raise UsageError(f"`seed` must be an integer >= 0 (found {self.seed!r})")
         for name in ("vespo_k_pos", "vespo_k_neg"):
             check_range(name, getattr(self, name), -np.inf)
-        for name in ("vespo_lambda_pos", "vespo_lambda_neg"):
+        for name in ("vespo_lambda_pos", "vespo_lambda_neg", "value_clip"):
             check_range(name, getattr(self, name), 0)
         check_choice("kl_weight", self.kl_weight, KL_WEIGHTS)
         if self.kl_agg is not None:

@@ -41,7 +41,7 @@ def row_terms(
         ]
     terms = parts[0] if len(parts) == 1 else {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     check_row_sums(terms)
-    if config.empty_rows == "refuse" and advantages is not None:
+    if config.empty_rows == "refuse" and advantages is not None and not LOSSES[config.loss].critic:
         check_no_empty_rows(terms["n_tokens"])
     return terms
 
