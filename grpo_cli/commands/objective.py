@@ -18,7 +18,7 @@ from ..config import AdvantageConfig
 from ..engines import Engine
 from ..engines.kernels import Written, scalars
 from ..engines.token_kernels import MISMATCH_COLUMNS, mismatch_columns
-from ..errors import ColumnNotFoundError, UsageError
+from ..errors import ColumnNotFoundError, UsageError, present
 from ..estimators import lookup
 from ..files import file_function
 from ..io import Source
@@ -150,7 +150,9 @@ def render(figures: dict, console) -> None:
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
     t.add_row("loss", f"{fmt(figures['loss'], '.8g')}  ({cfg['loss']})")
-    if figures["columns"]["logprobs"] == figures["columns"]["old_logprobs"]:
+    if figures["columns"]["logprobs"] is None:
+        t.add_row("on-policy", "no log-probs (the loss reads none): every ratio is 1")
+    elif figures["columns"]["logprobs"] == figures["columns"]["old_logprobs"]:
         t.add_row("on-policy", f"the new log-probs are the old ones ({figures['columns']['logprobs']}): every ratio is 1")
     options = {
         "eps_low": cfg["epsilon_low"],
@@ -409,8 +411,14 @@ def plan_objective(
         schema.check_numeric(s.field(column), name, "advantage")
     estimator = None if column is not None or critic[0] is not None else advantage_config or default_estimator(config.preset)
     tokens = TokenColumns(
-        new=schema.resolve_column(s, "new", logprobs_col, source=name, given=given),
-        old=_old_policy(s, name, config, old_logprobs_col, rollout, given, logprobs_col),
+        *(
+            _value_loss_logprobs(s, name, logprobs_col, old_logprobs_col, given)
+            if critic[0] is not None
+            else (
+                schema.resolve_column(s, "new", logprobs_col, source=name, given=given),
+                _old_policy(s, name, config, old_logprobs_col, rollout, given, logprobs_col),
+            )
+        ),
         ref=ref,
         mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name, given=given),
         advantage=column if per_token else None,
@@ -440,7 +448,8 @@ def plan_objective(
             raise UsageError(
                 f"`kl_in_reward` needs reference log-probs: pass `ref_logprobs_col` (looked for {', '.join(schema.ROLES['ref'].candidates)})"
             )
-        steps = StepColumns(tokens.mask or tokens.new, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
+        count = present(tokens.mask or tokens.new, "the log-probs")  # a value loss, the one without them, has no estimator
+        steps = StepColumns(count, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
         inputs = resolve_inputs(source, estimator, reward_col, baseline_col, steps, mask_col=tokens.mask)
     plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, inputs, estimator, out)
     used = tuple(c for value in plan.roles.values() for c in (value if isinstance(value, list) else [value]))
@@ -460,6 +469,13 @@ def _critic_columns(source: Source, config: ObjectiveConfig, given: dict, **colu
         schema.resolve_column(source.schema, role, columns[schema.ROLES[role].param], source=source.name, given=given)
         for role in ("values", "old_values", "returns")
     )
+
+
+def _value_loss_logprobs(s: pa.Schema, name: str, new: str | None, old: str | None, given: dict) -> tuple[str | None, str | None]:
+    """A value loss reads no log-probs: the ratio figures take those found (one column: both
+    roles, ratio 1; none: every ratio 1)."""
+    found = [schema.resolve_column(s, role, column, required=False, source=name, given=given) for role, column in (("new", new), ("old", old))]
+    return found[0] or found[1], found[1] or found[0]
 
 
 def _old_policy(

@@ -337,6 +337,12 @@ class ObjectiveConfig(Options):
         check_range("beta", self.beta, 0)
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)
+        if loss.critic:
+            for name in ("is_level", "reject", "reject_veto", "off_policy_mask"):
+                if getattr(self, name) is not None:
+                    raise UsageError(f"loss {self.loss!r} is the critic's, which the rollout correction does not weight; drop `{name}`")
+            if self.beta > 0:
+                raise UsageError(f"loss {self.loss!r} is the critic's, which takes no KL penalty; drop `beta`")
         if self.is_level is not None and self.loss == "gmpo":
             raise UsageError(
                 "loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, or pass another `loss`"

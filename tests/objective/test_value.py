@@ -110,3 +110,17 @@ def test_returns_from_gae_then_the_value_loss(tmp_path):
     # token 0: V - V_old = 0.2, inside the clip: (0.3 - R_0)^2; token 1: -0.1, inside: (0.1 - 1)^2
     want = 0.5 * ((0.3 - r[0]) ** 2 + (0.1 - 1.0) ** 2) / 2
     assert -json.loads(summary.stdout)["objective"] == pytest.approx(want, rel=1e-14)
+
+
+def test_a_file_without_log_probs_and_what_the_value_loss_refuses(tmp_path):
+    rows = [{"values": v, "old_values": o, "returns": r, "mask": m} for v, o, r, m in zip(VALUES, OLD_VALUES, RETURNS, MASK)]
+    src = write_jsonl_rows(tmp_path / "v.jsonl", rows)
+    summary = objective_file(str(src), config=VALUE_LOSS)
+    assert -summary["objective"] == pytest.approx(0.11291562500000002, rel=1e-14)  # Twinkle's, as with log-probs
+    assert summary["columns"]["logprobs"] is None and summary["ratio"]["mean"] == 1.0
+    ran = run_grpo("objective", str(src), "--loss", "ppo_value", "-q", "-o", str(tmp_path / "o.parquet"), "--summary-json", "-")
+    assert -json.loads(ran.stdout)["objective"] == pytest.approx(0.11291562500000002, rel=1e-14)
+    with pytest.raises(UsageError, match="loss 'ppo_value' is the critic's, which takes no KL penalty; drop `beta`"):
+        ObjectiveConfig(loss="ppo_value", beta=0.04)
+    with pytest.raises(UsageError, match="loss 'ppo_value' is the critic's, which the rollout correction does not weight; drop `is_level`"):
+        ObjectiveConfig(loss="ppo_value", is_level="token")
