@@ -90,3 +90,43 @@ def test_a_reward_beyond_float32_is_refused():
 
     with pytest.raises(InputError, match="beyond float32"):
         advantages(np.array([1e39, 0.0]), ["a", "a"], verl())
+
+
+def slow_verl_vectorized(r: list[float], groups: list[str], one_pass: bool, eps: float = 1e-6) -> list[float]:
+    """verl's grpo_vectorized group by group, a float32 step at a time (rows added in order)."""
+    out = []
+    for i, g in enumerate(groups):
+        rows = [float(F32(r[j])) for j, h in enumerate(groups) if h == g]
+        n = F32(len(rows))
+        if len(rows) == 1:
+            mean, std = F32(0), F32(1)
+        else:
+            s1 = F32(0)
+            for x in rows:
+                s1 = F32(s1 + F32(x))
+            mean = F32(s1 / n)
+            if one_pass:
+                s2 = F32(0)
+                for x in rows:
+                    s2 = F32(s2 + F32(F32(x) * F32(x)))
+                var = F32(F32(s2 - F32(F32(s1 * s1) / n)) / F32(n - 1))
+                std = F32(np.sqrt(max(var, F32(eps))))
+            else:
+                m2 = F32(0)
+                for x in rows:
+                    c = F32(F32(x) - mean)
+                    m2 = F32(m2 + F32(c * c))
+                std = F32(np.sqrt(F32(m2 / F32(n - 1))))
+        out.append((r[i] - float(mean)) / float(F32(std + F32(eps))))
+    return out
+
+
+@pytest.mark.parametrize("group_stats", ["float32", "float32-one-pass"])
+def test_matches_the_slow_reference(group_stats):
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n = int(rng.integers(1, 30))
+        r = np.round(rng.normal(size=n) * 10.0 ** rng.integers(-3, 3), int(rng.integers(1, 6)))
+        groups = [str(g) for g in rng.integers(0, 5, n)]
+        want = slow_verl_vectorized(list(r), groups, group_stats == "float32-one-pass")
+        np.testing.assert_array_equal(advantages(r, groups, verl(group_stats)), want)
