@@ -11,7 +11,7 @@ import pyarrow as pa
 from .config import AdvantageConfig
 from .errors import InputError, RowError, UsageError, check_keywords
 from .estimators import group_index, lookup, needed_by, needs, row_advantages, row_inputs, whitened_rows
-from .objective import row_terms
+from .objective import LOSSES, row_terms
 from .objective.entropy import counted_entropies, entropy_threshold
 from .objective.rollout import is_mean, is_mean_part
 from .objective.config import ObjectiveConfig
@@ -201,11 +201,16 @@ def policy_objective(
     rollout_log_probs=None,
     mask=None,
     entropies=None,
+    values=None,
+    old_values=None,
+    returns=None,
     details: bool = False,
     **options: Any,
 ) -> float | dict:
     """Seed 002's objective, and every option of `grpo objective` as a keyword
     (``epsilon_low``, ``dual_clip``, ``ratio_level``, ``agg``, ``empty_rows``, ``beta``, ``kl`` ...).
+    A value loss (``loss="ppo_value"``) takes the critic's per-token ``values``, ``old_values``
+    and ``returns`` in place of advantages.
 
     Per-token inputs (log-probs, ``ref_log_probs``, ``rollout_log_probs``, ``mask``, per-token advantages,
     ``entropies``, read by ``top_entropy_quantile`` < 1 alone) are
@@ -226,18 +231,27 @@ def policy_objective(
         raise UsageError(
             "`top_entropy_quantile` < 1 needs `entropies`" if entropies is None else "`entropies` is read only by `top_entropy_quantile` < 1"
         )
-    for name, values in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs), ("entropy", entropies)):
-        if values is not None:
-            arrays[name] = _list_array(values)
+    critic = {"values": values, "old_values": old_values, "returns": returns}
+    for name, given in (("ref", ref_log_probs), ("mask", mask), ("rollout", rollout_log_probs), ("entropy", entropies), *critic.items()):
+        if given is not None:
+            arrays[name] = _list_array(given)
     if rewards is not None and advantage_values is not None:
         raise UsageError("pass either `rewards` (the advantages computed from them) or `advantage_values`, not both")
+    value_loss = LOSSES[config.loss].critic
+    for name, given in critic.items():
+        if (given is None) == value_loss:
+            raise UsageError(f"loss {config.loss!r} {'needs' if value_loss else 'takes no'} `{name}`")
+    if value_loss and (rewards is not None or advantage_values is not None):
+        raise UsageError(f"loss {config.loss!r} reads no advantages; drop `{'rewards' if rewards is not None else 'advantage_values'}`")
     per_token = advantage_values is not None and _per_token(advantage_values)
     if per_token:
         config.check_per_token_advantages()
         arrays["advantage"] = _list_array(advantage_values)
     batch = pa.RecordBatch.from_pydict(arrays)
     n_rows = batch.num_rows
-    if per_token:
+    if value_loss:
+        adv = np.zeros(n_rows)
+    elif per_token:
         adv = None
     elif advantage_values is not None:
         adv = numbers(advantage_values, "advantage_values")
@@ -254,7 +268,7 @@ def policy_objective(
     correcting = [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(config, option) is not None]
     if rollout_log_probs is None and correcting:
         raise UsageError(f"`{correcting[0]}` needs `rollout_log_probs`")
-    columns = TokenColumns("new", "old", **{name: name for name in ("ref", "mask", "advantage", "rollout", "entropy") if name in arrays})
+    columns = TokenColumns("new", "old", **{name: name for name in ("ref", "mask", "advantage", "rollout", "entropy", *critic) if name in arrays})
     try:  # as the CLI: a null, NaN or infinite advantage, or a row whose sum is beyond float64, is refused naming its row
         if adv is not None:
             check_finite_scalars(adv, "advantage_values")
@@ -269,4 +283,4 @@ def policy_objective(
     figures = ObjectiveSummary.of({**terms, "length": tokens.lengths}, 0, config.micro_batch_size).figures(config)
     if not details:
         return figures["objective"]
-    return {**figures, "rows": terms if adv is None else {"advantage": adv, **terms}}
+    return {**figures, "rows": terms if adv is None or value_loss else {"advantage": adv, **terms}}

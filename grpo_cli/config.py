@@ -24,7 +24,7 @@ from .presets import NAMES, lookup, preset_values
 
 STD_KINDS = {"population": 0, "sample": 1}
 WHITEN_EPS_AT_KINDS = ("std", "var", "var-floor")
-ESTIMATOR_PARAMS = {"scale", "std", "eps", "gamma", "lam"}  # the options some estimators take and others refuse
+ESTIMATOR_PARAMS = {"scale", "std", "eps", "gamma", "lam", "group_stats"}  # the options some estimators take and others refuse
 KL_AT = ("before-baseline", "after-baseline")
 MULTI_REWARD = ("sum-then-normalize", "normalize-then-sum", "normalize-then-sum-tokens")
 MASKED_STEPS = ("skip", "restart", "count")  # a masked token inside a row, for the token-level returns
@@ -250,6 +250,13 @@ class AdvantageConfig(Options):
         Discount and GAE lambda of the token-level estimators.
     singleton
         The advantage of a group of one row (see :data:`grpo_cli.estimators.SINGLETONS`).
+    group_stats
+        GRPO's group mean and std: ``float64`` (exact 0 for a group of equal rewards), or in
+        float32 as verl's grpo_vectorized, whose std is always the sample std plus ``eps``
+        and whose group of one row is ``r / fl32(1 + eps)``: ``float32`` (verl 0.9.1,
+        two-pass variance) or ``float32-one-pass`` (verl 0.7.0: one-pass variance floored at
+        ``eps``; 0.7.0's grpo_vectorized fails in a trainer run, see
+        :mod:`grpo_cli.estimators.float32`).
     """
 
     PANEL: ClassVar[str] = ESTIMATOR
@@ -282,6 +289,14 @@ class AdvantageConfig(Options):
         "The advantage of a group of one row: " + listing({name: (fn.__doc__ or "").strip() for name, fn in estimators.SINGLETONS.items()}),
         group="estimator",
         choices=estimators.SINGLETONS,
+    )
+    group_stats: str = option(
+        "float64",
+        "GRPO's group mean and std: float64; float32 = verl 0.9.1's grpo_vectorized (float32 sums, two-pass variance, "
+        "std + eps in float32: equal rewards that float32 does not hold give (r - fl32(mean)) / eps, not 0); "
+        "float32-one-pass = verl 0.7.0's (one-pass variance, floored at eps).",
+        group="estimator",
+        choices=estimators.GROUP_STATS,
     )
     gamma: float = option(1.0, "Discount of the token-level returns.", group="returns")
     lam: float = option(1.0, "GAE lambda.", group="returns")
@@ -453,6 +468,7 @@ class AdvantageConfig(Options):
                 "pass `singleton` 'zero' or 'reward', or `scale` 'group' or 'none'"
             )
         check_range("eps", self.eps, 0)
+        self._group_stats(given, scale)
         if scale == "none":
             for name in sorted(given & {"std", "eps"}):
                 raise UsageError(
@@ -460,6 +476,25 @@ class AdvantageConfig(Options):
                 )
             self._set(std=base["std"], eps=base["eps"])  # a preset's, for scaled advantages
         self._set(estimator=spec.name, scale=scale, _given=given)
+
+    def _group_stats(self, given: frozenset[str], scale: str) -> None:
+        """``group_stats`` float32 is verl's grpo_vectorized: the group's sample std, its own group of one row."""
+        check_choice("group_stats", self.group_stats, estimators.GROUP_STATS)
+        if self.group_stats == "float64":
+            return
+        if (scale, self.std) != ("group", "sample"):
+            raise UsageError(
+                f"`group_stats` {self.group_stats!r} is verl's grpo_vectorized, which divides by the group's sample std; "
+                f"pass `scale` 'group' and `std` 'sample' (found {scale!r}, {self.std!r})"
+            )
+        if not self.eps > 0:
+            raise UsageError(f"`group_stats` {self.group_stats!r} divides by the float32 std + eps, 0 for equal rewards; pass `eps` > 0 (verl: 1e-6)")
+        if "singleton" in given and self.singleton != "unit-std":
+            raise UsageError(
+                f"`group_stats` {self.group_stats!r} gives a group of one row mean 0 and std 1 (verl's grpo_vectorized); "
+                f"drop `singleton` {self.singleton!r}"
+            )
+        self._set(singleton="unit-std")
 
     @property
     def ddof(self) -> int:
@@ -494,6 +529,7 @@ class AdvantageConfig(Options):
             **({"kl_reward_clamp": self.kl_reward_clamp} if self.kl_in_reward is not None and self.kl_reward_clamp is not None else {}),
             **{k: getattr(self, k) if k in spec.params else None for k in ("gamma", "lam")},
             **({"masked_steps": self.masked_steps} if self.masked_steps != "skip" else {}),  # older summaries have no key
+            **({"group_stats": self.group_stats} if self.group_stats != "float64" else {}),  # older summaries have no key
             **whiten,
         }
 

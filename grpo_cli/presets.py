@@ -119,9 +119,6 @@ VERL_SHIPS = {
     "bypass_mode (ppo_clip, reinforce)": "--bypass ppo_clip|reinforce",
     "kl loss low_var_kl (clamped to [-10, 10]), kl, abs, mse (not clamped)": "--beta B --kl k3|k1|abs|k2",
 }
-VERL_MISSING = {
-    "estimator grpo_vectorized": "its group mean and std are float32 (this tool: float64); --estimator grpo is within 1e-7 relative on rewards float32 holds exactly",
-}
 
 VERL = Preset(
     "verl",
@@ -157,10 +154,10 @@ VERL = Preset(
         "loss dro": "--loss dro --dro-beta B (verl has no default)",
         "estimator optimal_token_baseline": "--estimator optimal-token-baseline (reads old_log_probs and sum_pi_squared)",
         "estimator tir_optimal_token_baseline": "--estimator tir-optimal-token-baseline (reads old_log_probs and sum_pi_squared)",
+        "estimator grpo_vectorized (float32 group mean and std, two-pass variance)": "--estimator grpo --group-stats float32",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
     missing={
-        **VERL_MISSING,
         "estimator (tir_)optimal_token_baseline with rollout correction": "W weighted by the rollout IS weights squared: "
         "`grpo advantages` computes no IS weights (the objective's --is does)",
     },
@@ -190,9 +187,11 @@ VERL_07 = Preset(
         "aggregation seq-mean-token-sum-norm": "--agg token-sum-norm --max-length LOSS_SCALE_FACTOR",
         "micro-batches (ppo_micro_batch_size_per_gpu; agg_loss on each, times its rows / the mini-batch's)": "--micro-batch-size N (the preset sets --micro-batch-rule row-weighted)",
         "estimator reinforce_plus_plus, masks with gaps (the return restarts after a masked token)": "--estimator reinforce (the preset sets --masked-steps restart)",
+        # utils/groupwise.py:54-74: with no device given, .to(device=<the torch.cuda module>) raises
+        "estimator grpo_vectorized (float32, one-pass variance floored at 1e-6; a trainer run fails with a TypeError, "
+        "its numbers are those of VERL_FORCE_DEVICE set or pytest)": "--estimator grpo --group-stats float32-one-pass",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
-    missing=VERL_MISSING,
 )
 
 # TRL -------------------------------------------------------------------------------------
@@ -417,8 +416,9 @@ TWINKLE = Preset(
         "estimator GAEAdvantage": "--estimator gae",
         "estimator GAEAdvantage kl_coef": "--estimator gae --kl-in-reward BETA --kl k1",
         "loss ppo": "--agg token-mean",
+        "loss ppo_value (values, old_values, returns; value_clip)": "--loss ppo_value --value-clip C "
+        "(returns: GAEAdvantage's, `grpo advantages --estimator gae`'s token_return)",
     },
-    missing={"loss ppo_value": "a value loss, not a policy objective"},
 )
 
 TWINKLE_01 = Preset(
@@ -429,11 +429,16 @@ TWINKLE_01 = Preset(
     "tag v0.1, 4e3a6dba",
     "advantage/grpo.py, advantage/rloo.py, loss/grpo.py",
     TWINKLE_ADVANTAGE,
-    TWINKLE_OBJECTIVE,
+    # a row without tokens and a per-row advantage: loss/grpo.py:146-149 raises (RuntimeError)
+    {**TWINKLE_OBJECTIVE, "empty_rows": "refuse"},
     TWINKLE_ESTIMATORS,
     TWINKLE_LOSSES,
-    ships=TWINKLE_SHIPS,
-    missing={"a row without tokens, advantages per row": "Twinkle 0.1 fails (RuntimeError); per-token advantages count it as 0"},
+    ships={
+        **TWINKLE_SHIPS,
+        "a row without tokens, advantages per row (refused, as Twinkle 0.1 fails: RuntimeError); per-token advantages count it as 0": (
+            "--empty-rows refuse (the preset sets it)"
+        ),
+    },
 )
 
 PRESETS = {p.name: p for p in (VERL, VERL_07, TRL, TRL_19, OPENRLHF, TWINKLE, TWINKLE_01)}
@@ -453,6 +458,7 @@ CHANGES = {
         ("losses dppo_tv, dppo_kl, dro", "absent", "new"),
         ("rollout rejection", "token, sequence, geometric on pi_old / pi_rollout, veto", "token/seq_sum/seq_mean/seq_max k1-k3"),
         ("IcePop thresholds 'L_U'", "absent", "new"),
+        ("grpo_vectorized's float32 variance", "one-pass, floored at 1e-6 (fails in a trainer run)", "two-pass, no floor"),
     ),
     ("trl@1.9", "trl"): (
         ("max_completion_length (dr_grpo's constant)", "256", "512"),
@@ -463,6 +469,7 @@ CHANGES = {
     ("twinkle@0.1", "twinkle"): (
         ("GAEAdvantage", "absent", "lambda 0.95, whitened (population std + 1e-8)"),
         ("loss ppo (token mean)", "absent", "new"),
+        ("loss ppo_value (clipped value loss)", "absent", "new"),
         ("a row without tokens, advantages per row", "RuntimeError", "counted as 0"),
     ),
 }

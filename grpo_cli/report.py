@@ -85,6 +85,7 @@ def estimator_options(cfg: dict) -> list[str]:
         "gamma": cfg["gamma"],
         "lambda": cfg["lam"],
         "singleton": cfg["singleton"] if cfg["singleton"] != "zero" else None,
+        "group stats": cfg.get("group_stats"),  # only when not float64
         "reward weights": cfg["reward_weights"] and ",".join(f"{w:g}" for w in cfg["reward_weights"]),
         "multi-reward": cfg["multi_reward"] if cfg["reward_weights"] or cfg["multi_reward"] != "sum-then-normalize" else None,
         "nulls": "error" if cfg["on_null"] == "error" else None,

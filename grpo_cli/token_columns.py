@@ -21,20 +21,30 @@ from .tokens import Tokens, reduce_rows
 @dataclass(frozen=True)
 class TokenColumns:
     """Which input columns hold the per-token lists (ref, mask, per-token advantages, the
-    rollout sampler's log-probs and the token entropies are optional)."""
+    rollout sampler's log-probs, the token entropies and a value loss's values, old values and
+    returns are optional)."""
 
-    new: str
-    old: str
+    new: str | None  # None: a value loss without log-probs (every ratio 1)
+    old: str | None
     ref: str | None = None
     mask: str | None = None
     advantage: str | None = None
     rollout: str | None = None
     entropy: str | None = None
+    values: str | None = None
+    old_values: str | None = None
+    returns: str | None = None
+
+    @property
+    def critic(self) -> tuple[str | None, str | None, str | None]:
+        """The value loss's columns: values, old values, returns."""
+        return self.values, self.old_values, self.returns
 
     @property
     def names(self) -> list[str]:
         """The columns read, each once (one column may play two roles: new and old, old and rollout)."""
-        return list(dict.fromkeys(c for c in (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout, self.entropy) if c is not None))
+        roles = (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout, self.entropy, *self.critic)
+        return list(dict.fromkeys(c for c in roles if c is not None))
 
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
@@ -118,23 +128,30 @@ def _finite(batch: pa.RecordBatch, name: str, lengths: np.ndarray, mask: np.ndar
 def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     """Validated :class:`Tokens` of one record batch (errors name rows of the batch). With a
     mask, only counted tokens are checked; masked ones (padding) read as 0."""
-    lengths = _list_column(batch, columns.new)[0]
+    lengths = _list_column(batch, columns.new or present(columns.values, "the values"))[0]
     mask = token_mask(batch, columns.mask, lengths) if columns.mask else None
-    read = {columns.new: _logprobs(batch, columns.new, None, mask)[1]}
+    read: dict[str, np.ndarray] = {}
 
     def logprobs(name: str) -> np.ndarray:
         if name not in read:  # one column in two roles: read once
             read[name] = _logprobs(batch, name, lengths, mask)[1]
         return read[name]
 
-    old = logprobs(columns.old)
+    if columns.new is None:  # a value loss on a file without log-probs: every ratio is 1
+        new = old = np.zeros(int(lengths.sum()))
+    else:
+        new, old = logprobs(columns.new), logprobs(present(columns.old, "the old log-probs"))
     ref = logprobs(columns.ref) if columns.ref else None
     advantage = None
     if columns.advantage:
         advantage = _finite(batch, columns.advantage, lengths, mask, "advantage")
     rollout = logprobs(columns.rollout) if columns.rollout else None
     entropy = _entropies(batch, columns.entropy, lengths, mask) if columns.entropy else None
-    return Tokens(lengths, read[columns.new], old, ref, mask, advantage, rollout, entropy)
+    critic = [None if name is None else _finite(batch, name, lengths, mask, what) for name, what in zip(columns.critic, CRITIC)]
+    return Tokens(lengths, new, old, ref, mask, advantage, rollout, entropy, *critic)
+
+
+CRITIC = ("value", "old value", "return")  # what a value loss's columns hold, as errors name it
 
 
 def _entropies(batch: pa.RecordBatch, name: str, lengths: np.ndarray, mask: np.ndarray | None) -> np.ndarray:

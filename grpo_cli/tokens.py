@@ -20,7 +20,8 @@ BLOCK_TOKENS = 1 << 16
 class Tokens:
     """Rows of tokens: ``lengths[i]`` tokens for row i; flat log-probs (new, old, and
     optionally the reference's and the rollout sampler's); an optional bool mask; optional
-    per-token advantages (token-level estimators) and entropies (TRL's top_entropy_quantile)."""
+    per-token advantages (token-level estimators); entropies (TRL's top_entropy_quantile); the
+    critic's ``values``, ``old_values`` and ``returns``, for a value loss."""
 
     lengths: np.ndarray
     new: np.ndarray
@@ -30,6 +31,9 @@ class Tokens:
     advantage: np.ndarray | None = None
     rollout: np.ndarray | None = None
     entropy: np.ndarray | None = None
+    values: np.ndarray | None = None
+    old_values: np.ndarray | None = None
+    returns: np.ndarray | None = None
 
     @property
     def rows(self) -> int:
@@ -70,11 +74,7 @@ class Tokens:
             self.lengths[a:b],
             self.new[lo:hi],
             self.old[lo:hi],
-            cut(self.ref),
-            cut(self.mask),
-            cut(self.advantage),
-            cut(self.rollout),
-            cut(self.entropy),
+            *(cut(x) for x in (self.ref, self.mask, self.advantage, self.rollout, self.entropy, self.values, self.old_values, self.returns)),
         )
 
     def row_blocks(self, max_tokens: int = BLOCK_TOKENS) -> list[tuple[int, int]]:

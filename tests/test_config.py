@@ -95,7 +95,7 @@ def test_norm_aggregation_needs_max_length():
         ),
         (
             {"loss": "nope"},
-            r"unknown `loss` 'nope' \(valid: cispo, clip_cov, dppo_kl, dppo_tv, dro, gmpo, gpg, gspo, gspo-token, kl_cov, ppo, rloo, sapo, vespo\)",
+            r"unknown `loss` 'nope' \(valid: cispo, clip_cov, dppo_kl, dppo_tv, dro, gmpo, gpg, gspo, gspo-token, kl_cov, ppo, ppo_value, rloo, sapo, vespo\)",
         ),
     ],
 )

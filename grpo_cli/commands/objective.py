@@ -18,7 +18,7 @@ from ..config import AdvantageConfig
 from ..engines import Engine
 from ..engines.kernels import Written, scalars
 from ..engines.token_kernels import MISMATCH_COLUMNS, mismatch_columns
-from ..errors import ColumnNotFoundError, UsageError
+from ..errors import ColumnNotFoundError, UsageError, present
 from ..estimators import lookup
 from ..files import file_function
 from ..io import Source
@@ -60,6 +60,9 @@ OPTIONS = (
     o.ROLLOUT_COL,
     o.ENTROPY_COL,
     o.MASK_COL,
+    o.column_option("values", "Loss ppo_value: the critic's per-token values V (a list per row)."),
+    o.column_option("old_values", "Loss ppo_value: the values the returns were made with, V_old (a list per row)."),
+    o.column_option("returns", "Loss ppo_value: the per-token returns R (a list per row; grpo advantages --estimator gae writes token_return)."),
     o.column_option("advantage", "Advantages: a number per row, or a list per row (one per token); none: compute them from the rewards."),
     o.ADVANTAGE["estimator"].told(
         o.config_help(
@@ -130,6 +133,8 @@ def _advantages_from(source: dict) -> str:
     from ..report import estimator_options, lines
 
     if "column" in source:
+        if source["column"] is None:
+            return "none (the loss reads none)"
         return f"column {source['column']}" + (" (per token)" if source["per_token"] else "")
     return lines([f"estimator {source['estimator']}", *estimator_options(source)])
 
@@ -148,7 +153,9 @@ def render(figures: dict, console) -> None:
     if cfg["preset"]:
         t.add_row("preset", cfg["preset"])
     t.add_row("loss", f"{fmt(figures['loss'], '.8g')}  ({cfg['loss']})")
-    if figures["columns"]["logprobs"] == figures["columns"]["old_logprobs"]:
+    if figures["columns"]["logprobs"] is None:
+        t.add_row("on-policy", "no log-probs (the loss reads none): every ratio is 1")
+    elif figures["columns"]["logprobs"] == figures["columns"]["old_logprobs"]:
         t.add_row("on-policy", f"the new log-probs are the old ones ({figures['columns']['logprobs']}): every ratio is 1")
     options = {
         "eps_low": cfg["epsilon_low"],
@@ -228,13 +235,14 @@ class ObjectivePlan:
             "rollout_logprobs": t.rollout,
             "mask": t.mask,
             **({"entropy": t.entropy} if t.entropy else {}),  # read only by top_entropy_quantile
+            **({"values": t.values, "old_values": t.old_values, "returns": t.returns} if t.values else {}),  # a value loss's
         }
 
     @property
     def advantages_from(self) -> dict:
         """Where the advantages come from: a column (per row or per token), or an estimator
         and its options."""
-        if self.estimator is None:
+        if self.estimator is None:  # a column, or none (a value loss reads no advantages)
             return {"column": self.advantage or self.tokens.advantage, "per_token": self.per_token}
         figures = {k: v for k, v in self.estimator.figures.items() if k != "preset"}  # the objective's config has it
         if self.estimator.scale == "none":
@@ -321,6 +329,11 @@ class ObjectivePlan:
         return self.tokens.advantage is not None
 
     @property
+    def reads_advantages(self) -> bool:
+        """Whether the loss reads advantages (a value loss does not)."""
+        return not LOSSES[self.config.loss].critic
+
+    @property
     def columns(self) -> list[str]:
         """The columns a summary-only run streams."""
         return self.tokens.names + ([self.advantage] if self.advantage else [])
@@ -344,6 +357,9 @@ def plan_objective(
     rollout_logprobs_col: str | None = None,
     entropy_col: str | None = None,
     mask_col: str | None = None,
+    values_col: str | None = None,
+    old_values_col: str | None = None,
+    returns_col: str | None = None,
     output: str | None = None,
     output_dir: str | None = None,
     output_format: str | None = None,
@@ -353,7 +369,9 @@ def plan_objective(
 
     Advantages: computed from the rewards with ``advantage_config`` if given; else read from
     ``advantage_col``, or an ``advantage`` column if the input has one; else computed with
-    estimator :data:`OBJECTIVE_ESTIMATOR` (or ``config.preset``'s).
+    estimator :data:`OBJECTIVE_ESTIMATOR` (or ``config.preset``'s). A value loss
+    (``ppo_value``) reads none, and the critic's ``values_col``, ``old_values_col`` and
+    ``returns_col`` instead.
     """
     config = config or ObjectiveConfig()
     out = resolve_output(source, output, output_dir, output_format, compression)
@@ -367,8 +385,19 @@ def plan_objective(
             "mask": mask_col,
             "advantage": advantage_col,
             "entropy": entropy_col,
+            "values": values_col,
+            "old_values": old_values_col,
+            "returns": returns_col,
         }
     )
+    critic = _critic_columns(source, config, given, values_col=values_col, old_values_col=old_values_col, returns_col=returns_col)
+    if critic[0] is not None:
+        for option, value in (("advantage_col", advantage_col), ("reward_col", reward_col), ("baseline_col", baseline_col)):
+            if value not in (None, schema.NO_COLUMN):
+                raise UsageError(f"loss {config.loss!r} reads no advantages; drop `{option}`")
+        if advantage_config is not None:
+            raise UsageError(f"loss {config.loss!r} reads no advantages; drop `estimator` and its options")
+        advantage_col = schema.NO_COLUMN
     ref = schema.resolve_column(s, "ref", ref_logprobs_col, required=False, source=name, given=given)
     if ref is None and (config.beta > 0 or "kl" in config.given):
         looked = ", ".join(schema.ROLES["ref"].candidates)
@@ -398,15 +427,24 @@ def plan_objective(
         config.check_per_token_advantages()
     if column is not None and not per_token:
         schema.check_numeric(s.field(column), name, "advantage")
-    estimator = None if column is not None else advantage_config or default_estimator(config.preset)
+    estimator = None if column is not None or critic[0] is not None else advantage_config or default_estimator(config.preset)
     tokens = TokenColumns(
-        new=schema.resolve_column(s, "new", logprobs_col, source=name, given=given),
-        old=_old_policy(s, name, config, old_logprobs_col, rollout, given, logprobs_col),
+        *(
+            _value_loss_logprobs(s, name, logprobs_col, old_logprobs_col, given)
+            if critic[0] is not None
+            else (
+                schema.resolve_column(s, "new", logprobs_col, source=name, given=given),
+                _old_policy(s, name, config, old_logprobs_col, rollout, given, logprobs_col),
+            )
+        ),
         ref=ref,
         mask=schema.resolve_column(s, "mask", mask_col, required=False, source=name, given=given),
         advantage=column if per_token else None,
         rollout=rollout,
         entropy=_entropy_column(s, name, config, entropy_col, given),
+        values=critic[0],
+        old_values=critic[1],
+        returns=critic[2],
     )
     grouping = resolve_grouping(
         source,
@@ -429,11 +467,34 @@ def plan_objective(
             raise UsageError(
                 f"`kl_in_reward` needs reference log-probs: pass `ref_logprobs_col` (looked for {', '.join(schema.ROLES['ref'].candidates)})"
             )
-        steps = StepColumns(tokens.mask or tokens.new, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
+        count = present(tokens.mask or tokens.new, "the log-probs")  # a value loss, the one without them, has no estimator
+        steps = StepColumns(count, tokens.mask, tokens.old, tokens.ref) if reads_tokens(estimator) else None
         inputs = resolve_inputs(source, estimator, reward_col, baseline_col, steps, mask_col=tokens.mask)
     plan = ObjectivePlan(config, tokens, grouping, None if per_token else column, inputs, estimator, out)
     used = tuple(c for value in plan.roles.values() for c in (value if isinstance(value, list) else [value]))
     return replace(plan, unused=tuple(schema.lookalikes(s, "ref", used) + schema.lookalikes(s, "mask", used)))
+
+
+def _critic_columns(source: Source, config: ObjectiveConfig, given: dict, **columns: str | None) -> tuple[str | None, ...]:
+    """A value loss's columns (values, old values, returns), all required; ``None`` each for
+    the other losses, which refuse them given."""
+    if not LOSSES[config.loss].critic:
+        for option, value in columns.items():
+            if value is not None:
+                critics = ", ".join(repr(name) for name, loss in LOSSES.items() if loss.critic)
+                raise UsageError(f"`{option}` is read only by a value loss ({critics}), and `loss` is {config.loss!r}; drop `{option}`")
+        return None, None, None
+    return tuple(
+        schema.resolve_column(source.schema, role, columns[schema.ROLES[role].param], source=source.name, given=given)
+        for role in ("values", "old_values", "returns")
+    )
+
+
+def _value_loss_logprobs(s: pa.Schema, name: str, new: str | None, old: str | None, given: dict) -> tuple[str | None, str | None]:
+    """A value loss reads no log-probs: the ratio figures take those found (one column: both
+    roles, ratio 1; none: every ratio 1)."""
+    found = [schema.resolve_column(s, role, column, required=False, source=name, given=given) for role, column in (("new", new), ("old", old))]
+    return found[0] or found[1], found[1] or found[0]
 
 
 def _old_policy(
@@ -471,7 +532,7 @@ def _entropy_column(s: pa.Schema, name: str, config: ObjectiveConfig, entropy_co
 
 def objective_fields(plan: ObjectivePlan) -> list[pa.Field]:
     """The per-row columns `grpo objective` writes, in order."""
-    names = [] if plan.per_token else ["advantage"]
+    names = [] if plan.per_token or not plan.reads_advantages else ["advantage"]
     names += ["objective_sum", "objective_mean", "n_tokens", "clip_frac", "ratio_mean", "ratio_max", "kl_old"]
     names += ["kl_ref"] if plan.tokens.ref else []
     names += list(MISMATCH_COLUMNS) if plan.tokens.rollout else []
@@ -495,6 +556,8 @@ def batch_rows(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, compu
     pass), else from the plan's advantage column in the batch, else ``None`` (per token, in
     ``plan.tokens.advantage``)."""
     tokens = read_tokens(batch, plan.tokens)
+    if not plan.reads_advantages:  # a value loss: its terms are not the advantage's
+        return tokens, np.zeros(batch.num_rows)
     if computed is not None:
         return tokens, computed[first_row : first_row + batch.num_rows]
     if plan.advantage is not None:
@@ -514,7 +577,7 @@ def objective_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, 
     (``context``: what the loss's scans found over the whole input, if it has any)."""
     terms, adv = batch_terms(batch, first_row, plan, computed, context)
     summary = ObjectiveSummary.of(terms, first_row, plan.config.micro_batch_size)
-    return Written(_per_row_columns(terms, adv, plan) if plan.output.targets else {}, partial=summary)
+    return Written(_per_row_columns(terms, adv if plan.reads_advantages else None, plan) if plan.output.targets else {}, partial=summary)
 
 
 def batch_terms(

@@ -15,6 +15,7 @@ from ..plugins import import_registering
 from .groups import Batches, GroupIndex, Groups, Runs, group_index
 from .registry import ESTIMATORS, SCALES, Estimator, lookup, names
 from .returns import Steps
+from .float32 import GROUP_STATS, float32_advantage
 from .rewards import RowInputs, row_inputs, weights
 from .scale import SCALE_DIVISORS
 from .singleton import SINGLETONS
@@ -26,6 +27,7 @@ __all__ = [
     "Batches",
     "BatchWhitening",
     "ESTIMATORS",
+    "GROUP_STATS",
     "SCALES",
     "SINGLETONS",
     "Estimator",
@@ -138,7 +140,8 @@ def advantage(groups: Groups, config) -> np.ndarray:
     and exactly 0 in groups without signal (:attr:`Groups.informative`): never NaN, and never
     the noise that ``r - mean`` leaves when the mean of equal floats is not exact. A group of
     one row gets what ``config.singleton`` says (:data:`.singleton.SINGLETONS`; default 0;
-    'error' raises :class:`RowError` at its row).
+    'error' raises :class:`RowError` at its row). With ``config.group_stats`` float32, verl's
+    grpo_vectorized instead (:func:`.float32.float32_advantage`).
     ``config`` is a resolved :class:`~grpo_cli.config.AdvantageConfig`.
 
     Rewards beyond 2^500 (or within 2^-500) of 0 are computed on ``r / U``, ``U`` a power of
@@ -150,6 +153,8 @@ def advantage(groups: Groups, config) -> np.ndarray:
     >>> advantage(Groups(np.array([0.0, 1.0, 0.0, 1.0]), GroupIndex.whole(4)), AdvantageConfig()).tolist()
     [-1.0, 1.0, -1.0, 1.0]
     """
+    if config.group_stats != "float64":  # verl's grpo_vectorized: no exact 0, its own singletons
+        return float32_advantage(groups, config)
     spec = lookup(config.estimator)
     scaled, u = in_units(groups, file_wide=spec.scope == "file" or config.scale == "batch" or not spec.grouped)
     with np.errstate(all="ignore"):

@@ -6,10 +6,12 @@ from .groups import Groups
 from .registry import estimator
 
 
-@estimator("grpo")
+@estimator("grpo", params=("scale", "std", "eps", "group_stats"))
 def grpo(groups: Groups) -> np.ndarray:
     """r - group mean, then scaled (GRPO).
 
     .. math:: A_i = (r_i - \\mathrm{mean}_g(r)) / s
+
+    With ``group_stats`` float32 the mean and std are verl's grpo_vectorized's (:mod:`.float32`).
     """
     return groups.centered

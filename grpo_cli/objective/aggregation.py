@@ -9,7 +9,9 @@ A row with no counted tokens (fully masked, or emptied by sequence-level rejecti
 every row (``empty_rows`` ``count``, the default: an empty row adds 0 to the mean, as verl
 0.9.1's trainer divides by the whole mini-batch in every mode, TRL's grpo/sapo/dr_grpo and
 twinkle-kit 0.5.1 count them) or the rows with counted tokens (``skip``: verl 0.7.0's actor
-on one micro-batch, OpenRLHF 0.11.2's seq-mean-token-mean). Split into micro-batches, each
+on one micro-batch, OpenRLHF 0.11.2's seq-mean-token-mean). ``refuse``: such a row with a
+per-row advantage is refused, whatever the aggregation (twinkle-kit 0.1 raises there); with
+per-token advantages it counts as 0, as ``count``. Split into micro-batches, each
 has totals of its own, which :mod:`grpo_cli.objective.micro` combines as a framework does.
 
 ``luspo-padded`` is TRL 1.9.0's token-level luspo (trainer/grpo_trainer.py:3143-3146,
@@ -34,7 +36,7 @@ from typing import Callable
 
 from ..errors import present
 
-EMPTY_ROWS = ("count", "skip")
+EMPTY_ROWS = ("count", "skip")  # the means over rows; `empty_rows` also takes "refuse" (objective/config.py)
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,9 @@ class Totals:
     width: int = 0
 
     def batch_rows(self, empty_rows: str) -> int:
-        """``B``, the rows a mean over rows divides by: every row (``count``) or those with
-        counted tokens (``skip``)."""
-        return self.rows if empty_rows == "count" else self.counted_rows
+        """``B``, the rows a mean over rows divides by: every row (``count``, ``refuse``) or
+        those with counted tokens (``skip``)."""
+        return self.counted_rows if empty_rows == "skip" else self.rows
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from .rollout import BYPASS_MODES, GATES, IS_ALIASES, REJECT_ALIASES, REJECT_LEV
 
 CISPO_CLIPS = ("two-sided", "upper", "epsilon-high")
 GMPO_EMPTY = ("zero", "advantage")
+EMPTY_ROW_RULES = (*EMPTY_ROWS, "refuse")  # refuse: a row without tokens and with a per-row advantage (Twinkle 0.1 raises)
 KL_WEIGHTS = ("none", "ratio")
 UNRECORDED = (("cispo_clip", "two-sided"), ("gmpo_empty", "zero"))
 KL_AGGREGATIONS = tuple(name for name, a in AGGREGATIONS.items() if not a.needs_max_length)
@@ -41,6 +42,7 @@ OWN_OPTIONS = (
     "vespo_lambda_pos",
     "vespo_k_neg",
     "vespo_lambda_neg",
+    "value_clip",
 )
 
 
@@ -79,6 +81,9 @@ class ObjectiveConfig(Options):
         clip_cov's covariance bounds and the ``seed`` of its draw, kl_cov's penalty weight.
     vespo_k_pos, vespo_lambda_pos, vespo_k_neg, vespo_lambda_neg
         VESPO's gamma weight ``exp(lambda + k log w - lambda w)`` where ``A >= 0`` and ``A < 0``.
+    value_clip
+        ``ppo_value``'s clip of the new values around the old ones, ``V_old + clip(V - V_old,
+        -c, c)`` (Twinkle's ``value_clip``, 0.2).
     ratio_level
         ``token`` (PPO) or ``sequence`` (GSPO: ``exp`` of the mean token log-ratio of the row).
     agg
@@ -91,8 +96,11 @@ class ObjectiveConfig(Options):
     empty_rows
         Rows with no counted tokens (fully masked, or emptied by sequence-level rejection) in
         an aggregation's mean over rows: ``count`` (as 0; verl 0.9.1, TRL, twinkle-kit 0.5.1)
-        or ``skip`` (left out; verl 0.7.0's actor, OpenRLHF). Refused by the aggregations
-        that take no mean over rows.
+        or ``skip`` (left out; verl 0.7.0's actor, OpenRLHF); refused by the aggregations
+        that take no mean over rows. ``refuse``, with any aggregation: such a row with a
+        per-row advantage is refused, one with per-token advantages counts as 0 (twinkle-kit
+        0.1: its ``repeat_interleave`` of the row advantages over the rows' token counts
+        raises, loss/grpo.py:146-149).
     micro_batch_size, micro_batch_rule
         The input is one mini-batch; split it into micro-batches of ``micro_batch_size``
         consecutive rows (the last one shorter if the rows do not divide), each aggregated as
@@ -187,6 +195,7 @@ class ObjectiveConfig(Options):
     vespo_lambda_pos: float = option(3.0, "VESPO's decay lambda where A >= 0 (fades rows of w > 1).")
     vespo_k_neg: float = option(3.0, "VESPO's power k where A < 0.")
     vespo_lambda_neg: float = option(2.0, "VESPO's decay lambda where A < 0.")
+    value_clip: float = option(0.2, "ppo_value: the new values are clipped to V_old +- C (Twinkle's value_clip).", metavar="C")
     ratio_level: str = option("token", "token (PPO) or sequence (GSPO: exp of the row's mean log-ratio).", choices=RATIO_LEVELS)
     agg: str = option(
         "seq-mean-token-sum",
@@ -199,8 +208,9 @@ class ObjectiveConfig(Options):
     max_length: int = option(None, "The constant of seq-mean-token-sum-norm and token-sum-norm (required by them).")
     empty_rows: str = option(
         "count",
-        "Rows with no counted tokens in a mean over rows: count (as 0; verl 0.9.1, TRL, Twinkle) or skip (left out; verl 0.7.0, OpenRLHF).",
-        choices=EMPTY_ROWS,
+        "Rows with no counted tokens in a mean over rows: count (as 0; verl 0.9.1, TRL, Twinkle) or skip (left out; verl 0.7.0, OpenRLHF); "
+        "refuse: a row with a per-row advantage is refused, with any --agg (Twinkle 0.1 raises), one with per-token advantages counts as 0.",
+        choices=EMPTY_ROW_RULES,
     )
     micro_batch_size: int = option(
         None,
@@ -352,7 +362,7 @@ class ObjectiveConfig(Options):
             raise UsageError(f"`max_length` applies only to `agg` {normed} (found `agg` {self.agg!r}); drop it")
         else:
             self._set(max_length=None)  # a preset's, for another aggregation
-        check_choice("empty_rows", self.empty_rows, EMPTY_ROWS)
+        check_choice("empty_rows", self.empty_rows, EMPTY_ROW_RULES)
         if self.gmpo_empty == "advantage" and (self.agg, self.empty_rows) != ("seq-mean-token-mean", "count"):
             raise UsageError(
                 "`gmpo_empty` 'advantage' is a row's term in the mean of the row means: pass `agg` 'seq-mean-token-mean' "
@@ -360,12 +370,18 @@ class ObjectiveConfig(Options):
             )
         if self.kl_agg == self.agg or self.beta == 0:
             self._set(kl_agg=None)  # the penalty, if any, is aggregated with the loss
-        if "empty_rows" in given and not any(AGGREGATIONS[a].over_rows for a in (self.agg, self.kl_agg or self.agg)):
+        if "empty_rows" in given and self.empty_rows != "refuse" and not any(AGGREGATIONS[a].over_rows for a in (self.agg, self.kl_agg or self.agg)):
             means = ", ".join(repr(name) for name, a in AGGREGATIONS.items() if a.over_rows)
             raise UsageError(f"`empty_rows` applies only to the means over rows, `agg` {means} (found `agg` {self.agg!r}); drop it")
         check_range("beta", self.beta, 0)
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)
+        if loss.critic:
+            for name in ("is_level", "reject", "reject_veto", "off_policy_mask"):
+                if getattr(self, name) is not None:
+                    raise UsageError(f"loss {self.loss!r} is the critic's, which the rollout correction does not weight; drop `{name}`")
+            if self.beta > 0:
+                raise UsageError(f"loss {self.loss!r} is the critic's, which takes no KL penalty; drop `beta`")
         if self.is_level is not None and self.loss == "gmpo":
             raise UsageError(
                 "loss 'gmpo' takes the geometric mean of its weights in verl, which is not modelled; drop `is_level`, or pass another `loss`"
@@ -444,7 +460,7 @@ class ObjectiveConfig(Options):
             raise UsageError(f"`seed` must be an integer >= 0 (found {self.seed!r})")
         for name in ("vespo_k_pos", "vespo_k_neg"):
             check_range(name, getattr(self, name), -np.inf)
-        for name in ("vespo_lambda_pos", "vespo_lambda_neg"):
+        for name in ("vespo_lambda_pos", "vespo_lambda_neg", "value_clip"):
             check_range(name, getattr(self, name), 0)
         check_choice("kl_weight", self.kl_weight, KL_WEIGHTS)
         if self.kl_agg is not None:
@@ -600,7 +616,7 @@ class ObjectiveConfig(Options):
             "beta": self.beta,
             "kl": self.kl,
             "max_length": self.max_length,
-            "empty_rows": self.empty_rows if AGGREGATIONS[self.agg].over_rows else None,
+            "empty_rows": self.empty_rows if AGGREGATIONS[self.agg].over_rows or self.empty_rows == "refuse" else None,
             "logratio_clamp": self.logratio_clamp,
             **({"kl_weight": self.kl_weight} if self.beta > 0 and self.kl_weight != "none" else {}),  # only where they apply
             **({"kl_clamp": self.kl_clamp} if self.beta > 0 and self.kl_clamp is not None else {}),

@@ -111,7 +111,8 @@ class Loss:
     it reports, ``defaults``: option values it is defined with (e.g. GSPO's sequence
     ratio and per-sequence mean), which apply unless the option is given or a preset sets it
     for this loss (they come before its base values), and its ``scans`` of the whole input,
-    if its terms need any (:class:`Scan`)."""
+    if its terms need any (:class:`Scan`). ``critic``: a value loss, which reads the critic's
+    per-token values, old values and returns (``tokens.values``, ...) and no advantages."""
 
     name: str
     factors: Callable[[LossInputs, object], SignedFactors]
@@ -119,6 +120,7 @@ class Loss:
     flags: tuple[Flag, ...]
     defaults: tuple[tuple[str, object], ...] = ()
     scans: tuple[Scan, ...] = ()
+    critic: bool = False
 
     @property
     def help(self) -> str:
@@ -129,11 +131,13 @@ class Loss:
 LOSSES: dict[str, Loss] = {}
 
 
-def loss(name: str, *, params: tuple[str, ...] = (), flags: tuple[Flag, ...] = (), scans: tuple[Scan, ...] = (), **defaults) -> Callable:
+def loss(
+    name: str, *, params: tuple[str, ...] = (), flags: tuple[Flag, ...] = (), scans: tuple[Scan, ...] = (), critic: bool = False, **defaults
+) -> Callable:
     """Register the decorated ``factors(inputs, config)`` function as loss ``name``."""
 
     def register(fn: Callable[[LossInputs, object], SignedFactors]) -> Callable:
-        LOSSES[name] = Loss(name, fn, params, flags, tuple(defaults.items()), scans)
+        LOSSES[name] = Loss(name, fn, params, flags, tuple(defaults.items()), scans, critic)
         return fn
 
     return register

@@ -43,7 +43,22 @@ def row_terms(
         ]
     terms = parts[0] if len(parts) == 1 else {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     check_row_sums(terms)
+    if config.empty_rows == "refuse" and advantages is not None and not LOSSES[config.loss].critic:
+        check_no_empty_rows(terms["n_tokens"])
     return terms
+
+
+def check_no_empty_rows(n_tokens: np.ndarray) -> None:
+    """``empty_rows`` 'refuse' with per-row advantages: the first row without counted tokens is
+    refused, as twinkle-kit 0.1 raises there (loss/grpo.py:146-149, ``repeat_interleave`` of B
+    advantages over the token counts of the rows that have tokens: a RuntimeError)."""
+    empty = np.flatnonzero(n_tokens == 0)
+    if empty.size:
+        raise RowError(
+            int(empty[0]),
+            "it has no counted tokens and a per-row advantage, where Twinkle 0.1 raises (`empty_rows` 'refuse'); "
+            "pass per-token advantages, or `empty_rows` 'count'",
+        )
 
 
 def scanned(scan_rows: Callable[[Callable, object], list], config) -> object:

@@ -22,7 +22,7 @@ def test_every_spec_is_complete(name):
     assert spec.help and "math::" in spec.compute.__doc__  # a help line and the formula
     assert spec.default_scale in spec.scales and set(spec.scales) <= set(SCALES)
     assert spec.scope in ("group", "file") and spec.level in ("row", "token")
-    assert set(spec.params) <= {"scale", "std", "eps", "gamma", "lam"} and set(spec.needs) <= {
+    assert set(spec.params) <= {"scale", "std", "eps", "gamma", "lam", "group_stats"} and set(spec.needs) <= {
         "length",
         "baseline",
         "values",

@@ -143,7 +143,7 @@ def test_empty_rows_applies_only_to_a_mean_over_rows():
     assert ObjectiveConfig(agg="token-mean").figures["empty_rows"] is None
     with pytest.raises(UsageError, match=r"`empty_rows` applies only to the means over rows, .* \(found `agg` 'token-mean'\); drop it"):
         ObjectiveConfig(agg="dapo", empty_rows="skip")
-    with pytest.raises(UsageError, match=r"unknown `empty_rows` 'drop' \(valid: count, skip\)"):
+    with pytest.raises(UsageError, match=r"unknown `empty_rows` 'drop' \(valid: count, skip, refuse\)"):
         ObjectiveConfig(empty_rows="drop")
 
 
