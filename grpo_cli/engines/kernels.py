@@ -69,6 +69,17 @@ def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     return values
 
 
+def one_list_array(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
+    """A list column as one array; refused (row 0) if it holds no lists. Lists of nulls only
+    (JSON's ``[null]``, typed ``list<null>``) read as lists of float64 nulls: pyarrow cannot
+    join chunks of ``list<null>``."""
+    if not schema.is_list(column.type):
+        raise RowError(0, f"column {name!r} must hold a list per row (found {column.type})")
+    if pa.types.is_null(column.type.value_type):
+        column = column.cast(pa.large_list(pa.float64()) if pa.types.is_large_list(column.type) else pa.list_(pa.float64()))
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
 def row_sums(column: pa.Array | pa.ChunkedArray, name: str, mask: pa.Array | pa.ChunkedArray | None = None, mask_name: str = "") -> np.ndarray:
     """A list column's sum per row, float64, in list order, over the row's valid tokens where
     there is a ``mask`` column (an empty list: 0; a null list or a valid entry null: NaN).
@@ -79,12 +90,12 @@ def row_sums(column: pa.Array | pa.ChunkedArray, name: str, mask: pa.Array | pa.
     from ..token_columns import token_mask  # a run without list rewards does not import the token math
     from ..tokens import reduce_rows
 
-    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    lists = one_list_array(column, name)
     null = lists.is_null().to_numpy(zero_copy_only=False)
     lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy().astype(np.int64)
     values = float64(pc.list_flatten(lists), name)
     if mask is not None:
-        masks = pa.RecordBatch.from_arrays([mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask], [mask_name])
+        masks = pa.RecordBatch.from_arrays([one_list_array(mask, mask_name)], [mask_name])
         whole = np.where(null, pc.fill_null(pc.list_value_length(masks.column(0)), 0).to_numpy(), lengths)  # a null row: the mask's own
         values = np.where(token_mask(masks, mask_name, whole)[np.repeat(~null, whole)], values, 0.0)
     return np.where(null, np.nan, reduce_rows(values, lengths))
@@ -99,7 +110,7 @@ def row_values(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
 
     from ..tokens import reduce_rows
 
-    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    lists = one_list_array(column, name)
     if lists.null_count:
         raise RowError(int(np.flatnonzero(lists.is_null().to_numpy(zero_copy_only=False))[0]), f"column {name!r} is null")
     lengths = pc.list_value_length(lists).to_numpy().astype(np.int64)

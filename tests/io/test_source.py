@@ -4,6 +4,7 @@ only raise our errors."""
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -432,6 +433,33 @@ def test_parquet_reader_fed_damaged_parquet_only_raises_our_errors(tmp_path, noi
 @given(st.lists(st.dictionaries(keys, json_values, max_size=5), min_size=1, max_size=6))
 def test_jsonl_reader_fed_random_json_only_raises_our_errors(tmp_path, rows):
     must_fail_cleanly_or_work(write_jsonl_rows(tmp_path / "in.jsonl", rows))
+
+
+def test_jsonl_lists_of_nulls_read_as_valid_arrays(tmp_path):
+    """pyarrow's JSON reader gives ``[null, null]`` (type ``list<null>``) offsets past its entries;
+    the reader rebuilds such lists at any depth, so every kernel can read them."""
+    from grpo_cli.io.formats.jsonl import parse_chunk
+
+    rows = [{"a": {"b": [None, None]}, "c": [[None], [None, None]], "d": None}, {"a": None, "c": None, "d": [None]}]
+    table = parse_chunk("".join(json.dumps(r) + "\n" for r in rows).encode(), 1, "x.jsonl")
+    table.validate(full=True)
+    assert table.to_pylist() == rows
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([{"prompt_id": 1, "reward": [None, None]}], "every row is unscorable (its rewards are all null)"),
+        ([{"prompt_id": 1, "reward": [], "mask": None}], "row 0 (prompt id 1): column 'mask' must hold a list per row (found null)"),
+        ([{"prompt_id": 1, "reward": [1.0], "mask": [None]}], "row 0 (prompt id 1): column 'mask' has a null entry"),
+    ],
+)
+def test_list_rewards_of_nulls_or_a_null_mask_are_refused_in_one_line(tmp_path, rows, message):
+    """Found by the JSON fuzz test: these were internal Arrow errors."""
+    path = write_jsonl_rows(tmp_path / "in.jsonl", rows)
+    with pytest.raises(GrpoError, match=re.escape(message)):
+        advantages_file(str(path), str(tmp_path / "out.jsonl"))
+    assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"]
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])

@@ -64,9 +64,38 @@ def parse_chunk(chunk: bytes, first_line: int, name: str, schema: pa.Schema | No
     read = pajson.ReadOptions(use_threads=False, block_size=len(chunk) + 1)
     parse = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore") if schema is not None else None
     try:
-        return pajson.read_json(pa.BufferReader(chunk), read_options=read, parse_options=parse)
+        table = pajson.read_json(pa.BufferReader(chunk), read_options=read, parse_options=parse)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InputError(f"{name}: {locate_error(chunk, first_line, schema, exc)}") from None
+    for k, f in enumerate(table.schema):
+        if _has_null_lists(f.type):
+            table = table.set_column(k, f, pa.chunked_array([_null_lists_rebuilt(c) for c in table.column(k).chunks], f.type))
+    return table
+
+
+def _has_null_lists(t: pa.DataType) -> bool:
+    """Whether ``t`` holds lists whose entries are all null (``list<null>``), at any depth."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.types.is_null(t.value_type) or _has_null_lists(t.value_type)
+    return pa.types.is_struct(t) and any(_has_null_lists(f.type) for f in t)
+
+
+def _null_lists_rebuilt(values: pa.Array) -> pa.Array:
+    """``values`` with its lists of nulls rebuilt: pyarrow's JSON reader gives ``[null, null]``
+    offsets that run past its one null entry, an array that no kernel can read or join."""
+    t = values.type
+    if not _has_null_lists(t):
+        return values
+    mask = values.is_null() if values.null_count else None
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_null_lists_rebuilt(c) for c in values.flatten()], fields=list(t), mask=mask)
+    lists = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+    offsets = values.offsets
+    if pa.types.is_null(t.value_type):
+        entries = pa.nulls(offsets[-1].as_py())
+    else:
+        entries = _null_lists_rebuilt(values.values)
+    return lists.from_arrays(offsets, entries, mask=mask)
 
 
 def scan(open_file: Callable[[], BinaryIO], name: str) -> tuple[pa.Schema, int]:
