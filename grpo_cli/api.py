@@ -12,7 +12,7 @@ from .config import AdvantageConfig
 from .errors import InputError, RowError, UsageError, check_keywords
 from .estimators import group_index, lookup, needed_by, needs, row_advantages, row_inputs, whitened_rows
 from .objective import LOSSES, row_terms
-from .objective.entropy import counted_entropies, entropy_threshold
+from .objective.entropy import counted_entropies, entropy_threshold, scanned
 from .objective.rollout import is_mean, is_mean_part
 from .objective.config import ObjectiveConfig
 from .objective.summary import ObjectiveSummary
@@ -276,7 +276,7 @@ def policy_objective(
         if config.is_normalize:  # the mean weight over every row
             config = config.with_is_mean(is_mean(is_mean_part(tokens, config), config.is_level))
         if entropies is not None:  # the entropy quantile over every row
-            config = config.with_entropy_threshold(entropy_threshold([counted_entropies(tokens)], config.top_entropy_quantile))
+            config = config.with_entropy_threshold(entropy_threshold(scanned([counted_entropies(tokens)]), config.top_entropy_quantile))
         terms = row_terms(tokens, adv, config)
     except RowError as exc:
         raise InputError(f"log-probs: row {exc.row}: {exc.detail}") from None

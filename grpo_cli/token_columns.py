@@ -154,6 +154,16 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
 CRITIC = ("value", "old value", "return")  # what a value loss's columns hold, as errors name it
 
 
+def read_entropies(batch: pa.RecordBatch, columns: TokenColumns) -> np.ndarray:
+    """The counted tokens' entropies of one record batch, float64, read with the mask alone
+    (a pass that needs nothing else)."""
+    name = present(columns.entropy, "the entropy column")
+    lengths = _list_column(batch, name)[0]
+    mask = token_mask(batch, columns.mask, lengths) if columns.mask else None
+    values = _entropies(batch, name, lengths, mask)
+    return values if mask is None else values[mask]
+
+
 def _entropies(batch: pa.RecordBatch, name: str, lengths: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """The token entropies as flat float64: those of counted tokens finite and >= 0."""
     values = _finite(batch, name, lengths, mask, "entropy")

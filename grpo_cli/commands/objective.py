@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, fields, replace
 from functools import reduce
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +25,7 @@ from ..files import file_function
 from ..io import Source
 from ..objective import LOSSES, row_terms
 from ..objective.config import OWN_OPTIONS, ObjectiveConfig
-from ..objective.entropy import counted_entropies, entropy_threshold
+from ..objective.entropy import entropy_threshold
 from ..objective.micro import RULES as MICRO_BATCH_RULES
 from ..objective.rollout import is_mean, is_mean_part
 from ..objective.terms import ScanPartial, scanned
@@ -42,7 +43,8 @@ from ..plan import (
     resolve_output,
 )
 from ..schema import arrow_array
-from ..token_columns import StepColumns, TokenColumns, read_tokens
+from ..selection import Digits, part
+from ..token_columns import StepColumns, TokenColumns, read_entropies, read_tokens
 from ..tokens import Tokens
 
 __all__ = ["EXAMPLES", "OPTIONS", "objective_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
@@ -276,9 +278,13 @@ class ObjectivePlan:
         if self.config.is_normalize:  # a pass for the mean weight over the whole input
             parts = passes.results(engine, source, is_mean_batch, self, columns=self.tokens.names, prompt=self.grouping.prompt)
             plan = replace(self, config=self.config.with_is_mean(is_mean(np.sum(parts, axis=0), self.config.is_level)))
-        if self.config.top_entropy_quantile < 1:  # a pass for the entropy quantile over the whole input
-            parts = passes.results(engine, source, entropy_batch, self, columns=self.tokens.names, prompt=self.grouping.prompt)
-            plan = replace(plan, config=plan.config.with_entropy_threshold(entropy_threshold(parts, self.config.top_entropy_quantile)))
+        if self.config.top_entropy_quantile < 1:  # passes for the entropy quantile over the whole input (its entropy and mask columns)
+            read = [c for c in (self.tokens.entropy, self.tokens.mask) if c is not None]
+
+            def scan(wanted: tuple[Digits, ...]) -> Iterator[list[np.ndarray]]:
+                return passes.streamed(engine, source, entropy_parts, self, wanted, columns=read, prompt=self.grouping.prompt)
+
+            plan = replace(plan, config=plan.config.with_entropy_threshold(entropy_threshold(scan, self.config.top_entropy_quantile)))
         if self.first_pass:
             index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator, hold=bool(self.output.targets))
             if self.estimator is not None and inputs is not None:  # inputs: read with the estimator
@@ -546,9 +552,10 @@ def is_mean_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan) ->
     return is_mean_part(read_tokens(batch, plan.tokens), plan.config)
 
 
-def entropy_batch(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan) -> np.ndarray:
-    """One batch's counted entropies, for ``top_entropy_quantile``'s threshold (:func:`~grpo_cli.objective.entropy.counted_entropies`)."""
-    return counted_entropies(read_tokens(batch, plan.tokens))
+def entropy_parts(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, wanted: tuple[Digits, ...]) -> list[np.ndarray]:
+    """One batch's part of a pass for ``top_entropy_quantile``'s threshold (:func:`~grpo_cli.selection.part`)."""
+    entropies = read_entropies(batch, plan.tokens)
+    return [part(entropies, d) for d in wanted]
 
 
 def batch_rows(batch: pa.RecordBatch, first_row: int, plan: ObjectivePlan, computed: np.ndarray | None) -> tuple[Tokens, np.ndarray | None]:

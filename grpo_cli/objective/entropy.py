@@ -14,10 +14,10 @@ A counted token keeps its loss term where ``H_it >= tau`` and weighs 0 elsewhere
 counted in every denominator; the KL penalty is not masked (TRL: the per-token loss times the
 mask, then times the importance weight, then ``+ beta * KL``).
 
-The quantile is exact: a pass before the objective's gathers the counted tokens' entropies as
-float64 (8 bytes a token, 16 while they are joined), and ``np.quantile`` selects the two order
-statistics (a partition, not a sort). TRL casts them to float32 first: a token within float32
-rounding of ``tau`` may be kept on one side and not the other.
+The quantile is exact and its memory bounded: passes before the objective's read the entropy
+and mask columns and select the two order statistics by radix (:mod:`grpo_cli.selection`: two
+passes on most inputs, at most five), equal to ``np.quantile``'s. TRL casts the entropies to
+float32 first: a token within float32 rounding of ``tau`` may be kept on one side and not the other.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import present
+from ..selection import Scan, part, quantile
 from ..tokens import Tokens
 
 
@@ -34,15 +35,20 @@ def counted_entropies(tokens: Tokens) -> np.ndarray:
     return entropy if tokens.mask is None else entropy[tokens.mask]
 
 
-def entropy_threshold(parts: list[np.ndarray], rho: float) -> float:
-    """``tau``, the ``1 - rho`` quantile of the entropies of every batch (``parts``, from
-    :func:`counted_entropies`); ``inf`` without counted tokens (TRL keeps no token then).
+def entropy_threshold(scan: Scan, rho: float) -> float:
+    """``tau``, the ``1 - rho`` quantile of the counted entropies that ``scan`` reads
+    (:mod:`grpo_cli.selection`); ``inf`` without counted tokens (TRL keeps no token then).
 
-    >>> entropy_threshold([np.array([0.5, 0.1]), np.array([0.9, 0.3])], 0.5)  # p = 1.5: (0.3 + 0.5) / 2
+    >>> entropy_threshold(scanned([np.array([0.5, 0.1]), np.array([0.9, 0.3])]), 0.5)  # p = 1.5: (0.3 + 0.5) / 2
     0.4
     """
-    values = np.concatenate(parts) if parts else np.zeros(0)
-    return float(np.quantile(values, 1.0 - rho, overwrite_input=True)) if values.size else np.inf
+    tau = quantile(scan, 1.0 - rho)
+    return np.inf if tau is None else tau
+
+
+def scanned(parts: list[np.ndarray]) -> Scan:
+    """The scan of entropies held in memory (``parts``, from :func:`counted_entropies`)."""
+    return lambda wanted: ([part(x, d) for d in wanted] for x in parts)
 
 
 def entropy_kept(tokens: Tokens, tau: float) -> np.ndarray:

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import replace
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Callable, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterator, overload
 
 import numpy as np
 import pyarrow as pa
@@ -49,7 +49,12 @@ Ahead = tuple[np.ndarray, GroupSummary]  # advantages (before any whitening) and
 
 def results(engine: Engine, source: Source, kernel: Callable, *args: Any, columns: list[str], prompt: str | None = None) -> list:
     """The kernel's result on every batch (:meth:`~grpo_cli.engines.Engine.map_batches`), in row order."""
-    return [mapped.result for mapped in engine.map_batches(source, kernel, *args, columns=columns, prompt=prompt)]
+    return list(streamed(engine, source, kernel, *args, columns=columns, prompt=prompt))
+
+
+def streamed(engine: Engine, source: Source, kernel: Callable, *args: Any, columns: list[str], prompt: str | None = None) -> Iterator:
+    """:func:`results` as they come, for a caller that merges them without holding them all."""
+    return (mapped.result for mapped in engine.map_batches(source, kernel, *args, columns=columns, prompt=prompt))
 
 
 def partials(

@@ -10,7 +10,7 @@ import pytest
 
 from grpo_cli import ObjectiveConfig, policy_objective
 from grpo_cli.errors import UsageError
-from grpo_cli.objective.entropy import entropy_threshold
+from grpo_cli.objective.entropy import entropy_threshold, scanned
 
 from ..conftest import run_grpo
 from .trl_case import ADV, ENTROPY, MASK, NEW, OLD, REF, trl_loss
@@ -24,10 +24,10 @@ ROWS_ENTROPY = [[0.4, 0.1, 0.3], [0.2, 0.5, 9.0]]  # 9.0 is masked: not in the q
 def test_threshold_is_torch_quantiles_linear_interpolation():
     # counted entropies sorted: 0.1 0.2 0.3 0.4 0.5 (N = 5); rho = 0.3: q = 0.7, p = 0.7 * 4 = 2.8
     # tau = x_(2) + 0.8 (x_(3) - x_(2)) = 0.3 + 0.8 * 0.1 = 0.38
-    assert entropy_threshold([np.array([0.4, 0.1, 0.3]), np.array([0.2, 0.5])], 0.3) == pytest.approx(0.38, rel=1e-15)
-    assert entropy_threshold([np.array([0.4, 0.1])], 0.0) == 0.4  # q = 1: the largest
-    assert entropy_threshold([np.array([0.4, 0.1])], 1.0) == 0.1  # q = 0: the smallest, every token kept
-    assert entropy_threshold([np.zeros(0)], 0.5) == np.inf  # no counted token: none kept (TRL: all False)
+    assert entropy_threshold(scanned([np.array([0.4, 0.1, 0.3]), np.array([0.2, 0.5])]), 0.3) == pytest.approx(0.38, rel=1e-15)
+    assert entropy_threshold(scanned([np.array([0.4, 0.1])]), 0.0) == 0.4  # q = 1: the largest
+    assert entropy_threshold(scanned([np.array([0.4, 0.1])]), 1.0) == 0.1  # q = 0: the smallest, every token kept
+    assert entropy_threshold(scanned([np.zeros(0)]), 0.5) == np.inf  # no counted token: none kept (TRL: all False)
 
 
 def test_low_entropy_tokens_weigh_zero_and_stay_counted():
