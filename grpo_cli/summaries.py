@@ -65,8 +65,12 @@ class BlockSums:
     def _finished(self, values: np.ndarray) -> float | np.ndarray | _Rows:
         """A whole block's sum, or a copy of the rows of a block not yet whole (a copy: a
         partial never holds on to, or sees changes of, the array it was taken from)."""
+        return self._summed(values) if len(values) == self.block else _Rows(values.copy())
+
+    @staticmethod
+    def _summed(values: np.ndarray) -> float | np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):  # a sum beyond float64: its figure is null
-            return np.add.reduceat(values, [0])[0] if len(values) == self.block else _Rows(values.copy())
+            return np.add.reduceat(values, [0])[0]
 
     def merge(self, later: "BlockSums") -> "BlockSums":
         """These rows and ``later``'s, which start where these stop."""
@@ -77,10 +81,11 @@ class BlockSums:
         for key in self._blocks.keys() | later._blocks.keys():
             mine, theirs = self._blocks.get(key, {}), later._blocks.get(key, {})
             blocks = merged._blocks[key] = {**mine, **theirs}
-            for k in mine.keys() & theirs.keys():  # the block cut between the two
+            for k in mine.keys() & theirs.keys():  # the block cut between the two: its rows joined once it is whole
                 cut_mine, cut_theirs = mine[k], theirs[k]
                 assert isinstance(cut_mine, _Rows) and isinstance(cut_theirs, _Rows)
-                blocks[k] = self._finished(np.concatenate([cut_mine.values, cut_theirs.values]))
+                rows = cut_mine.then(cut_theirs)
+                blocks[k] = self._summed(rows.values) if rows.n == self.block else rows
         return merged
 
     def add(self, arrays: dict[str, np.ndarray]) -> None:
@@ -106,12 +111,34 @@ class BlockSums:
 
 
 class _Rows:
-    """The rows of a block not yet seen whole (:class:`BlockSums`)."""
+    """The rows of a block not yet seen whole (:class:`BlockSums`): a chain of the parts they
+    came in (each link holds its part and the rows before it), joined when the block is whole
+    or totalled, so merging partials one by one copies each row once, not once per merge."""
 
-    __slots__ = ("values",)
+    __slots__ = ("part", "before", "n")
 
-    def __init__(self, values: np.ndarray):
-        self.values = values
+    def __init__(self, part: np.ndarray, before: _Rows | None = None):
+        self.part, self.before = part, before
+        self.n: int = len(part) + (before.n if before is not None else 0)
+
+    def then(self, later: _Rows) -> _Rows:
+        """These rows and ``later``'s, which follow them."""
+        rows = self
+        for part in later.parts():
+            rows = _Rows(part, rows)
+        return rows
+
+    def parts(self) -> list[np.ndarray]:
+        parts: list[np.ndarray] = []
+        link: _Rows | None = self
+        while link is not None:
+            parts.append(link.part)
+            link = link.before
+        return parts[::-1]
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.part if self.before is None else np.concatenate(self.parts())
 
 
 @dataclass
