@@ -274,9 +274,9 @@ def policy_objective(
             check_finite_scalars(adv, "advantage_values")
         tokens = read_tokens(batch, columns)
         if config.is_normalize:  # the mean weight over every row
-            config = config.with_is_mean(is_mean(is_mean_part(tokens, config), config.is_level))
+            config = config.with_passed(is_mean=is_mean(is_mean_part(tokens, config), config.is_level))
         if entropies is not None:  # the entropy quantile over every row
-            config = config.with_entropy_threshold(entropy_threshold(scanned([counted_entropies(tokens)]), config.top_entropy_quantile))
+            config = config.with_passed(entropy_threshold=entropy_threshold(scanned([counted_entropies(tokens)]), config.top_entropy_quantile))
         terms = row_terms(tokens, adv, config)
     except RowError as exc:
         raise InputError(f"log-probs: row {exc.row}: {exc.detail}") from None

@@ -277,14 +277,14 @@ class ObjectivePlan:
         plan, computed, held = self, None, None
         if self.config.is_normalize:  # a pass for the mean weight over the whole input
             parts = passes.results(engine, source, is_mean_batch, self, columns=self.tokens.names, prompt=self.grouping.prompt)
-            plan = replace(self, config=self.config.with_is_mean(is_mean(np.sum(parts, axis=0), self.config.is_level)))
+            plan = replace(self, config=self.config.with_passed(is_mean=is_mean(np.sum(parts, axis=0), self.config.is_level)))
         if self.config.top_entropy_quantile < 1:  # passes for the entropy quantile over the whole input (its entropy and mask columns)
             read = [c for c in (self.tokens.entropy, self.tokens.mask) if c is not None]
 
             def scan(wanted: tuple[Digits, ...]) -> Iterator[list[np.ndarray]]:
                 return passes.streamed(engine, source, entropy_parts, self, wanted, columns=read, prompt=self.grouping.prompt)
 
-            plan = replace(plan, config=plan.config.with_entropy_threshold(entropy_threshold(scan, self.config.top_entropy_quantile)))
+            plan = replace(plan, config=plan.config.with_passed(entropy_threshold=entropy_threshold(scan, self.config.top_entropy_quantile)))
         if self.first_pass:
             index, inputs, held, ahead = passes.first_pass(engine, source, self.grouping, self.inputs, self.estimator, hold=bool(self.output.targets))
             if self.estimator is not None and inputs is not None:  # inputs: read with the estimator

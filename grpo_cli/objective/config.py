@@ -570,32 +570,25 @@ class ObjectiveConfig(Options):
 
     @property
     def is_mean(self) -> float:
-        """``is_normalize``'s divisor, the mean weight over the whole input (:meth:`with_is_mean`)."""
-        mean = getattr(self, "_is_mean", None)
-        if mean is None:
-            raise RuntimeError("`is_normalize` needs the mean weight of the input: call `with_is_mean` first")
-        return mean
-
-    def with_is_mean(self, mean: float) -> ObjectiveConfig:
-        """This config with ``is_normalize``'s divisor, which a pass over the whole input finds
-        (:func:`~grpo_cli.objective.rollout.is_mean`)."""
-        config = copy.copy(self)
-        config._set(_is_mean=mean)
-        return config
+        """``is_normalize``'s divisor, the mean weight over the whole input (:func:`~grpo_cli.objective.rollout.is_mean`)."""
+        return self._passed("is_mean", "is_normalize")
 
     @property
     def entropy_threshold(self) -> float:
-        """``top_entropy_quantile``'s threshold, the quantile over the whole input (:meth:`with_entropy_threshold`)."""
-        tau = getattr(self, "_entropy_threshold", None)
-        if tau is None:
-            raise RuntimeError("`top_entropy_quantile` needs the entropy quantile of the input: call `with_entropy_threshold` first")
-        return tau
+        """``top_entropy_quantile``'s threshold, the quantile over the whole input (:func:`~grpo_cli.objective.entropy.entropy_threshold`)."""
+        return self._passed("entropy_threshold", "top_entropy_quantile")
 
-    def with_entropy_threshold(self, tau: float) -> ObjectiveConfig:
-        """This config with ``top_entropy_quantile``'s threshold, which a pass over the whole
-        input finds (:func:`~grpo_cli.objective.entropy.entropy_threshold`)."""
+    def _passed(self, name: str, option: str) -> float:
+        value = getattr(self, f"_{name}", None)
+        if value is None:
+            raise RuntimeError(f"`{option}` needs `{name}`, a figure of the whole input: call `with_passed` first")
+        return value
+
+    def with_passed(self, **figures: float) -> ObjectiveConfig:
+        """This config with figures of the whole input that passes before the objective's find
+        (``is_mean``, ``entropy_threshold``)."""
         config = copy.copy(self)
-        config._set(_entropy_threshold=tau)
+        config._set(**{f"_{name}": value for name, value in figures.items()})
         return config
 
     @property
