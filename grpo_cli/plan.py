@@ -125,6 +125,7 @@ class Inputs:
             "ref_logprobs": s and s.ref,
             "values": s and s.values,
             **({"old_logprobs": s.old, "sum_pi_squared": s.sum_pi_squared} if s and s.sum_pi_squared else {}),  # older summaries have no key
+            **({"is_weights": s.is_weights} if s and s.is_weights else {}),
         }
 
 
@@ -350,7 +351,9 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
     from .token_columns import StepColumns  # imported only by a plan that reads token columns
 
     s, name = source.schema, source.name
-    given = schema.given_columns({role: columns.get(schema.ROLES[role].param) for role in ("mask", "old", "new", "ref", "values", "sum_pi_squared")})
+    given = schema.given_columns(
+        {role: columns.get(schema.ROLES[role].param) for role in ("mask", "old", "new", "ref", "values", "sum_pi_squared", "is_weights")}
+    )
     mask = schema.resolve_column(s, "mask", columns["mask_col"], required=False, source=name, given=given)
     old = schema.resolve_column(s, "old", columns["old_logprobs_col"], required=False, source=name, given=given)
     new = schema.resolve_column(s, "new", columns["logprobs_col"], required=False, source=name, given=given)
@@ -385,18 +388,21 @@ def resolve_steps(source: Source, config: AdvantageConfig, **columns: str | None
         values = schema.resolve_column(s, "values", columns["values_col"], source=name, given=given)
     elif columns["values_col"] is not None:
         raise UsageError(f"`values_col` is read only by estimator 'gae' (found {config.estimator!r}); drop it, or pass `estimator` 'gae'")
-    sum_pi_squared = None
+    sum_pi_squared = is_weights = None
     if "sum_pi_squared" in lookup(config.estimator).needs:
         sum_pi_squared = schema.resolve_column(s, "sum_pi_squared", columns.get("sum_pi_squared_col"), source=name, given=given)
+        is_weights = schema.resolve_column(s, "is_weights", columns.get("is_weights_col"), required=False, source=name, given=given)
         if old is None:
             raise ColumnNotFoundError(
                 f"{name}: estimator {config.estimator!r} needs the old log-probs (looked for {', '.join(schema.ROLES['old'].candidates)}); "
                 "pass `old_logprobs_col`"
             )
-    elif columns.get("sum_pi_squared_col") is not None:
+    else:
         otb = ", ".join(repr(e.name) for e in ESTIMATORS.values() if "sum_pi_squared" in e.needs)
-        raise UsageError(f"`sum_pi_squared_col` is read only by estimators {otb} (found {config.estimator!r}); drop it")
-    return StepColumns(count, mask, policy, ref, values, old if sum_pi_squared else None, sum_pi_squared)
+        for option in ("sum_pi_squared_col", "is_weights_col"):
+            if columns.get(option) not in (None, schema.NO_COLUMN):
+                raise UsageError(f"`{option}` is read only by estimators {otb} (found {config.estimator!r}); drop it")
+    return StepColumns(count, mask, policy, ref, values, old if sum_pi_squared else None, sum_pi_squared, is_weights)
 
 
 def resolve_output(source: Source, output: str | None, output_dir: str | None, output_format: str | None, compression: str | None) -> Output:
@@ -428,6 +434,7 @@ def plan_advantages(
     ref_logprobs_col: str | None = None,
     values_col: str | None = None,
     sum_pi_squared_col: str | None = None,
+    is_weights_col: str | None = None,
     round_digits: int | None = None,
     advantage_name: str | None = None,
     output: str | None = None,
@@ -458,6 +465,7 @@ def plan_advantages(
         ref_logprobs_col=ref_logprobs_col,
         values_col=values_col,
         sum_pi_squared_col=sum_pi_squared_col,
+        is_weights_col=is_weights_col,
     )
     if advantage_name is not None and output is None and output_dir is None:
         raise UsageError("`advantage_name` names the written column; pass `output` or `output_dir` too, or drop it")

@@ -154,13 +154,12 @@ VERL = Preset(
         "loss dro": "--loss dro --dro-beta B (verl has no default)",
         "estimator optimal_token_baseline": "--estimator optimal-token-baseline (reads old_log_probs and sum_pi_squared)",
         "estimator tir_optimal_token_baseline": "--estimator tir-optimal-token-baseline (reads old_log_probs and sum_pi_squared)",
+        "estimator (tir_)optimal_token_baseline with rollout correction (W weighted by the IS weights squared)": (
+            "the same, reading the batch's rollout_is_weights (--is-weights-col)"
+        ),
         "estimator grpo_vectorized (float32 group mean and std, two-pass variance)": "--estimator grpo --group-stats float32",
     },
     kl_clamped=("k3",),  # kl_penalty clamps low_var_kl alone to [-10, 10]
-    missing={
-        "estimator (tir_)optimal_token_baseline with rollout correction": "W weighted by the rollout IS weights squared: "
-        "`grpo advantages` computes no IS weights (the objective's --is does)",
-    },
 )
 
 VERL_07 = Preset(

@@ -50,6 +50,7 @@ ROLES = {
     "baseline": Role("baseline reward", "baseline_col", ("reward_baseline", "reward_baselines", "baseline_reward", "greedy_reward")),
     "values": Role("values", "values_col", ("values", "value", "critic_values")),
     "sum_pi_squared": Role("sum of pi^2", "sum_pi_squared_col", ("sum_pi_squared",)),
+    "is_weights": Role("rollout IS weights", "is_weights_col", ("rollout_is_weights",)),  # verl's batch, with rollout correction on
     "old_values": Role("old values", "old_values_col", ("old_values",)),  # Twinkle's PPOValueLoss: values, old_values, returns
     "returns": Role("returns", "returns_col", ("returns", "token_return")),  # token_return: what `grpo advantages --estimator gae` writes
     "truncated": Role("truncation flag", "truncated_col", ("truncated", "is_truncated")),

@@ -146,7 +146,7 @@ def read_tokens(batch: pa.RecordBatch, columns: TokenColumns) -> Tokens:
     if columns.advantage:
         advantage = _finite(batch, columns.advantage, lengths, mask, "advantage")
     rollout = logprobs(columns.rollout) if columns.rollout else None
-    entropy = _entropies(batch, columns.entropy, lengths, mask) if columns.entropy else None
+    entropy = _nonnegative(batch, columns.entropy, lengths, mask, "entropy") if columns.entropy else None
     critic = [None if name is None else _finite(batch, name, lengths, mask, what) for name, what in zip(columns.critic, CRITIC)]
     return Tokens(lengths, new, old, ref, mask, advantage, rollout, entropy, *critic)
 
@@ -160,24 +160,16 @@ def read_entropies(batch: pa.RecordBatch, columns: TokenColumns) -> np.ndarray:
     name = present(columns.entropy, "the entropy column")
     lengths = _list_column(batch, name)[0]
     mask = token_mask(batch, columns.mask, lengths) if columns.mask else None
-    values = _entropies(batch, name, lengths, mask)
+    values = _nonnegative(batch, name, lengths, mask, "entropy")
     return values if mask is None else values[mask]
-
-
-def _entropies(batch: pa.RecordBatch, name: str, lengths: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-    """The token entropies as flat float64: those of counted tokens finite and >= 0."""
-    values = _finite(batch, name, lengths, mask, "entropy")
-    if values.size and values.min() < 0:
-        raise RowError(_first_row_of_token(lengths, values < 0), f"column {name!r} has a negative entropy")
-    return values
 
 
 @dataclass(frozen=True)
 class StepColumns:
     """The token columns an estimator reads: ``count`` (a list column with one entry per
     token), the ``mask``, the ``policy`` and ``ref`` log-probs of a KL in the reward,
-    per-token ``values``, and the ``old`` log-probs and ``sum_pi_squared`` of the optimal
-    token baseline."""
+    per-token ``values``, and the ``old`` log-probs, ``sum_pi_squared`` and rollout
+    ``is_weights`` (optional) of the optimal token baseline."""
 
     count: str
     mask: str | None = None
@@ -186,10 +178,11 @@ class StepColumns:
     values: str | None = None
     old: str | None = None
     sum_pi_squared: str | None = None
+    is_weights: str | None = None
 
     @property
     def names(self) -> list[str]:
-        columns = (self.count, self.mask, self.policy, self.ref, self.values, self.old, self.sum_pi_squared)
+        columns = (self.count, self.mask, self.policy, self.ref, self.values, self.old, self.sum_pi_squared, self.is_weights)
         return list(dict.fromkeys(c for c in columns if c is not None))
 
 
@@ -197,7 +190,7 @@ class StepColumns:
 class StepData:
     """One batch's token data for an estimator: ``lengths`` (entries per row), ``valid`` (a
     bool per entry), and on valid tokens only: ``kl_d`` (policy - ref), ``values``, ``old``
-    (log-probs) and ``sum_pi_squared``."""
+    (log-probs), ``sum_pi_squared`` and ``is_weights``."""
 
     lengths: np.ndarray
     valid: np.ndarray
@@ -205,6 +198,7 @@ class StepData:
     values: np.ndarray | None
     old: np.ndarray | None = None
     sum_pi_squared: np.ndarray | None = None
+    is_weights: np.ndarray | None = None
 
     @property
     def valid_lengths(self) -> np.ndarray:
@@ -222,11 +216,18 @@ def read_steps(batch: pa.RecordBatch, columns: StepColumns) -> StepData:
         kl_d = policy.astype(np.float64) - _logprobs(batch, columns.ref, lengths, mask)[1][mask]
     if columns.values is not None:
         values = _finite(batch, columns.values, lengths, mask, "value")[mask]
-    old = sum_pi_squared = None
+    old = sum_pi_squared = is_weights = None
     if columns.sum_pi_squared is not None:
         old = _logprobs(batch, present(columns.old, "the old log-probs"), lengths, mask)[1][mask].astype(np.float64)
-        sum_pi_squared = _finite(batch, columns.sum_pi_squared, lengths, mask, "sum of pi^2")
-        if (sum_pi_squared < 0).any():
-            raise RowError(_first_row_of_token(lengths, sum_pi_squared < 0), f"column {columns.sum_pi_squared!r} has a negative sum of pi^2")
-        sum_pi_squared = sum_pi_squared[mask]
-    return StepData(lengths, mask, kl_d, values, old, sum_pi_squared)
+        sum_pi_squared = _nonnegative(batch, columns.sum_pi_squared, lengths, mask, "sum of pi^2")[mask]
+    if columns.is_weights is not None:
+        is_weights = _nonnegative(batch, columns.is_weights, lengths, mask, "importance weight")[mask]
+    return StepData(lengths, mask, kl_d, values, old, sum_pi_squared, is_weights)
+
+
+def _nonnegative(batch: pa.RecordBatch, name: str, lengths: np.ndarray, mask: np.ndarray | None, what: str) -> np.ndarray:
+    """A numeric list column as flat float64, its counted tokens' values finite and >= 0."""
+    values = _finite(batch, name, lengths, mask, what)
+    if values.size and values.min() < 0:
+        raise RowError(_first_row_of_token(lengths, values < 0), f"column {name!r} has a negative {what}")
+    return values

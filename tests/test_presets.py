@@ -111,7 +111,8 @@ def test_presets_command_shows_one_preset_per_estimator_and_loss():
     assert "gspo │ --agg token-mean" in shown  # 0.9.1: GSPO takes the configured aggregation
     assert "estimator optimal_token_baseline │ --estimator optimal-token-baseline (reads old_log_probs and sum_pi_squared)" in shown
     assert "optimal-token-baseline │ - │" in shown  # no preset value applies (a lone row keeps its returns, as verl)
-    assert "with rollout correction │ not reproduced: W weighted by the rollout IS weights squared" in shown
+    assert "with rollout correction (W weighted by the IS weights squared) │ the same, reading the batch's rollout_is_weights" in shown
+    assert "not reproduced" not in shown  # verl 0.9.1: every estimator, loss and correction has its form
     older = " ".join(run_grpo("presets", "--preset", "verl@0.7", env={"COLUMNS": "250"}).stdout.decode().split())
     assert "verl 0.7.0" in older and "f9c855f7" in older and "gspo │ --agg seq-mean-token-mean" in older
     assert run_grpo("presets", "--preset", "verl@0.8", check=False).returncode == 2

@@ -29,6 +29,11 @@ OPTIONS = (
         "Per-token sum of the policy's squared probabilities over the vocabulary (a list per row, verl's), "
         "read by --estimator optimal-token-baseline and tir-optimal-token-baseline.",
     ),
+    o.column_option(
+        "is_weights",
+        "Per-token rollout importance weights (a list per row: verl's rollout_is_weights, with its rollout correction on; "
+        "none: do without), read by the optimal token baselines: W sums w times the weight squared.",
+    ),
     *o.grouped(o.ADVANTAGE, "estimator", "returns", "rewards", "kl_in_reward", "whitening"),
     o.OUTPUT_OPTION,
     o.OUTPUT_DIR,

@@ -40,6 +40,7 @@ OPTIONS = (
     o.column_option("advantage", "Advantage column."),
     o.column_option("truncated", "Truncation flag: booleans or 0/1."),
     o.column_option("sum_pi_squared", "Per-token sum of pi^2 of the optimal token baselines; its role is shown when a column plays it."),
+    o.column_option("is_weights", "Per-token rollout IS weights of the optimal token baselines; its role is shown when a column plays it."),
     *o.REWARD_OPTIONS,
     *o.RUN_AND_JSON,
 )
@@ -174,6 +175,7 @@ def plan_inspect(
     advantage_col: str | None = None,
     truncated_col: str | None = None,
     sum_pi_squared_col: str | None = None,
+    is_weights_col: str | None = None,
     output: None = None,
 ) -> InspectPlan:
     """The plan of `grpo inspect` on ``source`` (see :func:`grpo_cli.inspect_file`): it never
@@ -198,12 +200,17 @@ def plan_inspect(
         "advantage": advantage_col,
         "truncated": truncated_col,
         "sum_pi_squared": sum_pi_squared_col,
+        "is_weights": is_weights_col,
         "batch": None if by_file else by,
     }
     named = schema.given_columns(given)
     roles = {role: schema.explain_role(s, role, given[role], name, named) for role in given}
-    if roles["sum_pi_squared"]["column"] is None:
-        del roles["sum_pi_squared"]  # shown only where a column plays it (older summaries have no key)
+    for optional in (
+        "sum_pi_squared",
+        "is_weights",
+    ):  # the optimal token baselines' alone: shown where a column plays it (older summaries have no key)
+        if roles[optional]["column"] is None:
+            del roles[optional]
     if roles["entropy"]["column"] is None and entropy_col is None:
         del roles["entropy"]  # an optional role of `grpo objective --top-entropy-quantile` alone: shown when a column plays it
     schema.positive_int(num_generations, "num_generations")

@@ -57,6 +57,8 @@ def steps(data: StepData, r: np.ndarray, config) -> tuple[Steps, np.ndarray]:
     if data.sum_pi_squared is None:
         return Steps(lengths, rewards, values), valid
     w = path_variance(present(data.old, "the old log-probs")[kept], data.sum_pi_squared[kept])
+    if data.is_weights is not None:  # verl: W of the truncated-IS weighted gradient, w times rho^2
+        w = w * data.is_weights[kept] ** 2
     columns = (np.arange(len(valid)) - np.repeat(np.cumsum(data.lengths) - data.lengths, data.lengths))[valid]
     return Steps(lengths, rewards, values, w=w, columns=columns), valid
 

@@ -249,3 +249,77 @@ def test_missing_columns_name_their_option(tmp_path):
     pq.write_table(pa.table({"uid": ["a", "a"], "reward": [1.0, 0.0], "response_mask": [[1], [1]], "sum_pi_squared": [[0.5], [0.5]]}), path)
     with pytest.raises(ColumnNotFoundError, match=r"estimator 'tir-optimal-token-baseline' needs the old log-probs .*; pass `old_logprobs_col`"):
         advantages_file(path, config=AdvantageConfig(estimator=TIR))
+
+
+# verl 0.9.1's own functions again, with rollout correction on: rollout_is_weights (0 on padding,
+# as verl's) scale each token's w by the weight squared, W_t = sum_{k <= t} w_k rho_k^2
+IS_WEIGHTS = [
+    [0.5, 1.2, 0.8, 0.0, 0.0, 0.0],
+    [0.8, 0.0, 1.1, 0.7, 1.4, 0.0],
+    [1.1, 0.7, 1.4, 1.0, 0.6, 1.3],
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    [0.6, 1.3, 0.9, 0.0, 0.0, 0.0],
+    [0.9, 0.5, 0.0, 0.8, 0.0, 0.0],
+    [1.2, 0.8, 1.5, 1.1, 0.0, 0.0],
+    [1.5, 0.0, 0.0, 0.0, 0.0, 0.0],
+]
+VERL_IS = {
+    OTB: [
+        [0.3173963396208356, 4.096677885812028e-09, 0.2304311981314877, 0.0, 0.0, 0.0],
+        [-0.6826036603791644, 0.0, -0.7695688018685123, -0.7138370960372781, -0.48242551133339023, 0.0],
+        [0.3173963396208356, 4.096677885812028e-09, 0.2304311981314877, 0.2861629039627219, 1.0, 1.0],
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [-0.535624612249992, -0.30650142373030814, 0.0, 0.0, 0.0, 0.0],
+        [0.464375387750008, 0.6934985762696919, 0.0, 5.361397437120274e-09, 0.0, 0.0],
+        [1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
+        [-0.03562461224999203, 0.0, 0.0, 0.0, 0.0, 0.0],
+    ],
+    TIR: [
+        [0.3173963396208356, 0.3529204833481081, 0.27888216434907165, 0.0, 0.0, 0.0],
+        [-0.6826036603791644, 0.0, -0.6470795166518919, -0.7211178356509284, -0.4904664790194975, 0.0],
+        [0.3173963396208356, 0.3529204833481081, 0.27888216434907165, 0.5095335209805025, 1.0, 1.0],
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [-0.535624612249992, -0.30650142373030814, -0.4164163104716339, 0.0, 0.0, 0.0],
+        [0.464375387750008, 0.6934985762696919, 0.0, 0.5835836895283661, 0.0, 0.0],
+        [1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
+        [-0.03562461224999203, 0.0, 0.0, 0.0, 0.0, 0.0],
+    ],
+}
+
+
+@pytest.mark.parametrize("estimator", [OTB, TIR])
+def test_matches_verl_with_rollout_is_weights(tmp_path, estimator):
+    table = pq.read_table(_write(tmp_path / "verl.parquet", PROMPTS, MASKS, REWARDS, OLD, SUM_PI_SQUARED))
+    pq.write_table(table.append_column("rollout_is_weights", pa.array(IS_WEIGHTS)), tmp_path / "is.parquet")
+    got = _advantages(tmp_path, str(tmp_path / "is.parquet"), estimator)
+    np.testing.assert_allclose(got, VERL_IS[estimator], rtol=1e-13, atol=1e-15)
+    assert got != _advantages(tmp_path, str(tmp_path / "verl.parquet"), estimator, "plain.parquet")  # the weights change W
+
+
+def test_is_weights_by_hand(hand, tmp_path):
+    """The hand case with a weight of 2 on a2's tokens (w 1 -> 4, W 4 8 12) and 1 elsewhere:
+    column 0: B = (1*1 + 0*1/2 + 1*4) / (1 + 1/2 + 4 + eps) = 5 / (5.5 + eps);
+    column 1: B = (1*2 + 1*8) / (2 + 8 + eps) = 10 / (10 + eps); column 2: a2's tail, A = 1;
+    a1 there: B = (0*1 + 1*12) / (1 + 12 + eps)."""
+    table = pq.read_table(hand)
+    weights = [[1.0] * 3, [1.0] * 3, [2.0] * 3, [1.0] * 3, [1.0] * 3]
+    pq.write_table(table.append_column("rollout_is_weights", pa.array(weights)), tmp_path / "w.parquet")
+    b0, b1, b2 = 5 / (5.5 + EPSILON), 10 / (10 + EPSILON), 12 / (13 + EPSILON)
+    expected = [[1 - b0, 1 - b1, 0.0], [-b0, 0.0, -b2], [1 - b0, 1 - b1, 1.0], [0.0] * 3, [0.5, 0.5, 0.0]]
+    np.testing.assert_allclose(_advantages(tmp_path, str(tmp_path / "w.parquet"), OTB), expected, rtol=1e-15, atol=0)
+
+
+def test_is_weights_are_read_by_the_optimal_token_baselines_alone(tmp_path, hand):
+    table = pq.read_table(hand).append_column("rollout_is_weights", pa.array([[1.0] * 3] * 5))
+    pq.write_table(table, tmp_path / "w.parquet")
+    with pytest.raises(UsageError, match="`is_weights_col` is read only by estimators 'optimal-token-baseline'"):
+        advantages_file(
+            str(tmp_path / "w.parquet"), config=AdvantageConfig(estimator="reinforce"), prompt_col="uid", is_weights_col="rollout_is_weights"
+        )
+    with pytest.raises(UsageError, match="`is_weights_col` is not read: estimator 'grpo' reads no token column"):
+        advantages_file(str(tmp_path / "w.parquet"), config=AdvantageConfig(estimator="grpo"), prompt_col="uid", is_weights_col="rollout_is_weights")
+    neg = table.set_column(5, "rollout_is_weights", pa.array([[1.0] * 3, [1.0, 1.0, -1.0]] + [[1.0] * 3] * 3))
+    pq.write_table(neg, tmp_path / "neg.parquet")
+    with pytest.raises(InputError, match="row 1 .*column 'rollout_is_weights' has a negative importance weight"):
+        advantages_file(str(tmp_path / "neg.parquet"), config=AdvantageConfig(preset="verl", estimator=OTB), prompt_col="uid")
+    assert inspect_file(str(tmp_path / "w.parquet"))["columns"]["is_weights"]["column"] == "rollout_is_weights"
