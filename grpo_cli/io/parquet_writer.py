@@ -140,7 +140,7 @@ class RowGroupWriter:
         self._at_once = min(self.threads, ENCODING_BYTES // group.nbytes) if group.num_rows and group.nbytes else 1
         if self._at_once <= 1 and self.threads > 1 and group.num_rows:
             sizes = [column.nbytes for column in group.columns]
-            self._columns = balanced(sizes, self.threads)
+            self._columns = balanced(sizes, self.threads + 1)
         if len(self._columns) > 1:
             self._buffers = [pa.allocate_buffer(2 * sum(sizes[k] for k in run) + (1 << 20)) for run in self._columns]
             meta, _ = footer(self._encoded(group.slice(0, 0)))
