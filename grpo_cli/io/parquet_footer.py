@@ -4,10 +4,7 @@ pyarrow's writer encodes a file's row groups one after another on one thread. To
 core, each row group is encoded on its own, as a complete parquet file in memory (``PAR1``,
 its column chunks, its footer), and :class:`JoinedFile` appends the column chunks in order
 and writes one footer listing every row group, its offsets moved to where its bytes landed.
-The file is byte for byte the one a single writer makes. A row group too large to encode several
-at once is encoded a few columns at a time instead, each part a file in memory of one row
-group of some of the columns, and :meth:`JoinedFile.append_columns` joins them into one row
-group.
+The file is byte for byte the one a single writer makes.
 
 A footer is parquet's ``FileMetaData`` in thrift's compact protocol. It is decoded into plain
 values, every field kept in its order and type so that it encodes back to the same bytes:
@@ -20,13 +17,13 @@ import struct
 from typing import BinaryIO
 
 MAGIC = b"PAR1"
-WRITE_BYTES = 1 << 20  # a part's bytes go to the file in writes of this size (see JoinedFile._write)
+WRITE_BYTES = 1 << 20  # a part's bytes go to the file in writes of this size (see JoinedFile.append)
 # thrift compact protocol types
 TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, STRUCT = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12
 INTEGERS = (I16, I32, I64)
 # parquet.thrift field ids
 FILE_NUM_ROWS, FILE_ROW_GROUPS = 3, 4
-GROUP_COLUMNS, GROUP_TOTAL_BYTE_SIZE, GROUP_NUM_ROWS, GROUP_FILE_OFFSET, GROUP_TOTAL_COMPRESSED_SIZE, GROUP_ORDINAL = 1, 2, 3, 5, 6, 7
+GROUP_COLUMNS, GROUP_NUM_ROWS, GROUP_FILE_OFFSET, GROUP_ORDINAL = 1, 3, 5, 7
 CHUNK_FILE_OFFSET, CHUNK_META, CHUNK_OFFSET_INDEX = 2, 3, 4
 META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER = 9, 10, 11, 14
 
@@ -175,9 +172,7 @@ def _moved(group: list, by: int, ordinal: int) -> list:
 
 class JoinedFile:
     """One parquet file written to ``out`` from parts, each a complete parquet file in memory
-    with the same schema and options: :meth:`append` them (or :meth:`append_columns`, the parts
-    of a row group) in order, then :meth:`close`. ``meta``: the footer's schema and key-value
-    metadata, as :func:`footer` decodes a file's (default: the first part's).
+    with the same schema and options: :meth:`append` them in order, then :meth:`close`.
 
     >>> import io, pyarrow as pa, pyarrow.parquet as pq
     >>> def part(values):
@@ -187,53 +182,25 @@ class JoinedFile:
     [1, 2, 3]
     """
 
-    def __init__(self, out: BinaryIO, meta: list | None = None):
+    def __init__(self, out: BinaryIO):
         self.out = out
         self.position = len(MAGIC)
-        self.meta = meta
+        self.meta: list | None = None
         self.groups: list = []
         out.write(MAGIC)
 
     def append(self, part: bytes | memoryview) -> None:
-        """Append the column chunks of ``part`` and keep its row groups' metadata, moved."""
+        """Append the column chunks of ``part`` and keep its row groups' metadata, moved. The
+        bytes are written :data:`WRITE_BYTES` at a time: the kernel copied one write of a row
+        group of token lists (tens of MiB) into the page cache at a fraction of the speed."""
         view = memoryview(part)
         meta, start = footer(view)
         by = self.position - len(MAGIC)  # the part's byte 4 lands at self.position
         self.groups += [_moved(g, by, len(self.groups) + k) for k, g in enumerate(_required(meta, FILE_ROW_GROUPS)[2][1])]
         self.meta = self.meta or meta
-        self._write(view, start)
-
-    def append_columns(self, parts: list) -> None:
-        """Append one row group made of ``parts``: parquet files in memory of the same rows,
-        each one row group of the next columns in the schema's order. Its metadata is the
-        first part's row group with every part's column chunks, moved, and the sums of the
-        parts' ``total_byte_size`` and ``total_compressed_size``, as one writer makes it. The
-        footer's schema cannot be a part's (each has some of the columns): ``meta`` is needed."""
-        if self.meta is None:
-            raise ValueError("row groups joined from columns need the file's metadata")
-        group: list | None = None
-        for part in parts:
-            view = memoryview(part)
-            meta, start = footer(view)
-            (one,) = _required(meta, FILE_ROW_GROUPS)[2][1]
-            moved = _moved(one, self.position - len(MAGIC), len(self.groups))
-            if group is None:
-                group = moved
-            else:
-                _required(group, GROUP_COLUMNS)[2][1].extend(_required(moved, GROUP_COLUMNS)[2][1])
-                for field_id in (GROUP_TOTAL_BYTE_SIZE, GROUP_TOTAL_COMPRESSED_SIZE):
-                    if (total := _field(group, field_id)) is not None:
-                        total[2] += _required(moved, field_id)[2]
-            self._write(view, start)
-        self.groups.append(group)
-
-    def _write(self, part: memoryview, end: int) -> None:
-        """Write a part's bytes from after its magic to ``end`` (its footer), :data:`WRITE_BYTES`
-        at a time: the kernel copied one write of a row group of token lists (tens of MiB)
-        into the page cache at a fraction of the speed."""
-        for at in range(len(MAGIC), end, WRITE_BYTES):
-            self.out.write(part[at : min(at + WRITE_BYTES, end)])
-        self.position += end - len(MAGIC)
+        for at in range(len(MAGIC), start, WRITE_BYTES):
+            self.out.write(view[at : min(at + WRITE_BYTES, start)])
+        self.position += start - len(MAGIC)
 
     def close(self) -> None:
         """Write the footer: the first part's metadata, with every part's row groups and rows."""

@@ -15,9 +15,7 @@ values, the input's compression.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
 - Small row groups are encoded on several threads at once, each into a parquet file in
   memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column
-  after another on one thread, the slowest step of a run. A large row group (token lists) is
-  encoded a few columns on each thread, into buffers allocated once, and its parts joined
-  into one row group. The file is the same byte for byte.
+  after another on one thread, the slowest step of a run. The file is the same byte for byte.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
-from .parquet_footer import JoinedFile, footer
+from .parquet_footer import JoinedFile
 
 CODECS = ("none", "snappy", "zstd", "lz4", "gzip", "brotli")
 DEFAULT_CODEC = "snappy"
@@ -66,12 +64,9 @@ class RowGroupWriter:
     As many row groups are encoded at once as ``threads`` allows and :data:`ENCODING_BYTES`
     holds (uncompressed), judged on the first row group. Several: each is encoded on a thread
     of its own as a parquet file in memory, and the files are joined in order
-    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`); thin rows (ids, rewards) get every thread. One,
-    on several threads (row groups of long token lists, as large as a batch already): each
-    thread encodes some of the columns, runs of them balanced by bytes (:func:`balanced`), as a
-    parquet file in a buffer of its own, kept from one row group to the next, and the parts
-    are joined into one row group. One thread: pyarrow's writer writes straight to the file,
-    with no copy in memory. The file is the same every way.
+    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`); thin rows (ids, rewards) get every thread. One (a
+    single thread, or row groups of long token lists, as large as a batch already): pyarrow's
+    writer writes straight to the file, with no copy in memory. The file is the same either way.
     """
 
     def __init__(self, path: str, schema: pa.Schema, layout: Layout, threads: int = 1):
@@ -83,8 +78,6 @@ class RowGroupWriter:
         self._single: pq.ParquetWriter | None = None  # one row group at a time, or several:
         self._parallel: tuple[ThreadPoolExecutor, JoinedFile] | None = None
         self._encoding: deque[Future] = deque()
-        self._columns: list[range] = []  # the runs of columns encoded apart (one row group at a time, several threads)
-        self._buffers: list[pa.Buffer] = []  # each run's parquet file, encoded in place
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         self._pending.append(batch)
@@ -119,12 +112,6 @@ class RowGroupWriter:
         if self._single is not None:
             if rows:
                 self._single.write_table(group, row_group_size=rows)
-        elif self._columns:
-            assert self._parallel is not None  # opened with the runs
-            pool, joined = self._parallel
-            others = [pool.submit(self._encoded_in, group, k) for k in range(1, len(self._columns))]
-            first = self._encoded_in(group, 0)
-            joined.append_columns([first] + [other.result() for other in others])
         else:
             assert self._parallel is not None  # _start opened one of the two
             pool, joined = self._parallel
@@ -138,15 +125,7 @@ class RowGroupWriter:
         """Choose each column's encoding and how many row groups to encode at once; open the file."""
         self._encodings = encodings(table)
         self._at_once = min(self.threads, ENCODING_BYTES // group.nbytes) if group.num_rows and group.nbytes else 1
-        if self._at_once <= 1 and self.threads > 1 and group.num_rows:
-            sizes = [column.nbytes for column in group.columns]
-            self._columns = balanced(sizes, self.threads + 1)
-        if len(self._columns) > 1:
-            self._buffers = [pa.allocate_buffer(2 * sum(sizes[k] for k in run) + (1 << 20)) for run in self._columns]
-            meta, _ = footer(self._encoded(group.slice(0, 0)))
-            self._parallel = (ThreadPoolExecutor(len(self._columns) - 1), JoinedFile(open(self.path, "wb"), meta))
-        elif self._at_once <= 1:
-            self._columns = []
+        if self._at_once <= 1:
             self._single = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression, **self._encodings)
         else:
             self._parallel = (ThreadPoolExecutor(self._at_once), JoinedFile(open(self.path, "wb")))
@@ -154,49 +133,10 @@ class RowGroupWriter:
     def _encoded(self, rows: pa.Table) -> pa.Buffer:
         """``rows`` as a parquet file in memory: one row group (none if empty)."""
         out = pa.BufferOutputStream()
-        self._encode(rows, out)
-        return out.getvalue()
-
-    def _encoded_in(self, rows: pa.Table, k: int) -> pa.Buffer:
-        """The columns of run ``k`` of ``rows`` as a parquet file (one row group) in run ``k``'s
-        buffer, made twice as large for as long as the file does not fit."""
-        columns = rows.select(list(self._columns[k]))
-        while True:
-            out = pa.FixedSizeBufferWriter(self._buffers[k])
-            try:
-                self._encode(columns, out)
-                return self._buffers[k].slice(0, out.tell())
-            except OSError as error:
-                if "out of bounds" not in str(error):
-                    raise
-                self._buffers[k] = pa.allocate_buffer(2 * self._buffers[k].size)
-
-    def _encode(self, rows: pa.Table, out: pa.NativeFile) -> None:
-        """Write ``rows`` to ``out`` as a parquet file: one row group (none if empty)."""
-        with pq.ParquetWriter(out, rows.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
+        with pq.ParquetWriter(out, self.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
             if rows.num_rows:
                 writer.write_table(rows, row_group_size=rows.num_rows)
-
-
-def balanced(sizes: list[int], parts: int) -> list[range]:
-    """The indices of ``sizes`` cut into at most ``parts`` runs, in order, whose largest sum
-    is the least it can be: the least cap that a greedy cut into runs of sums at most the cap
-    keeps to ``parts`` runs, found by bisection."""
-
-    def runs(cap: int) -> list[range]:
-        starts, total = [0], 0
-        for k, size in enumerate(sizes):
-            if total + size > cap and k > starts[-1]:
-                starts.append(k)
-                total = 0
-            total += size
-        return [range(a, b) for a, b in zip(starts, starts[1:] + [len(sizes)])]
-
-    low, high = max(sizes, default=0), sum(sizes)
-    while low < high:
-        cap = (low + high) // 2
-        low, high = (low, cap) if len(runs(cap)) <= parts else (cap + 1, high)
-    return runs(low)
+        return out.getvalue()
 
 
 def encodings(table: pa.Table) -> dict:

@@ -80,22 +80,3 @@ def test_a_page_index_is_refused_rather_than_left_pointing_elsewhere():
 def test_what_is_not_parquet_is_refused():
     with pytest.raises(ValueError, match="not a parquet file"):
         f.footer(b"PAR1 but not at the end")
-
-
-def test_columns_joined_into_row_groups_make_the_single_writers_file():
-    """Parts of some of the columns each, joined a row group at a time under the footer of the
-    whole schema (from a file without rows), make the file one writer makes of all the columns."""
-    whole = _parquet(TABLE, row_group_size=100)
-    empty = _parquet(TABLE.slice(0, 0))
-    out = io.BytesIO()
-    joined = f.JoinedFile(out, f.footer(empty)[0])
-    for start in (0, 100, 200):
-        rows = TABLE.slice(start, 100)
-        joined.append_columns([_parquet(rows.select(names)) for names in (["id"], ["x", "name", "tokens"], ["flag"])])
-    joined.close()
-    assert out.getvalue() == whole
-
-
-def test_columns_are_not_joined_without_the_files_metadata():
-    with pytest.raises(ValueError, match="need the file's metadata"):
-        f.JoinedFile(io.BytesIO()).append_columns([_parquet(TABLE.select(["id"]))])

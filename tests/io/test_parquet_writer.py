@@ -11,7 +11,7 @@ import pytest
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import UsageError
 from grpo_cli.io import parquet_writer
-from grpo_cli.io.parquet_writer import CODECS, DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, encodings, layout
+from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, encodings, layout
 
 from ..conftest import SAMPLE, run_grpo
 
@@ -162,72 +162,3 @@ def test_files_are_no_larger_than_pyarrows_default_writer(tmp_path, rewards):
     objective_file(str(source), str(tmp_path / "ours.parquet"))
     pq.write_table(pq.read_table(tmp_path / "ours.parquet"), tmp_path / "default.parquet")
     assert (tmp_path / "ours.parquet").stat().st_size <= (tmp_path / "default.parquet").stat().st_size
-
-
-def _schemas(rows: int) -> dict[str, pa.Table]:
-    """Tables of many column types, nulls and row counts, for files encoded a few columns per thread."""
-    rng = np.random.default_rng(2)
-    lengths = rng.integers(0, 30, size=rows)
-    tokens = pa.ListArray.from_arrays(
-        pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)), pa.array(rng.normal(size=int(lengths.sum())).astype(np.float32))
-    )
-    return {
-        "lists": pa.table({"id": np.arange(rows) // 8, "a": tokens, "b": tokens, "c": tokens, "x": rng.normal(size=rows)}),
-        "large lists and nulls": pa.table(
-            {
-                "t": pa.array([[float(k)] * (k % 5) if k % 3 else None for k in range(rows)], pa.large_list(pa.float64())),
-                "none": pa.nulls(rows),
-                "x": pa.array([float(k) if k % 2 else None for k in range(rows)]),
-            }
-        ),
-        "nested and dictionary": pa.table(
-            {
-                "s": pa.array([{"name": f"n{k % 7}", "v": [k % 3] * (k % 4)} for k in range(rows)]),
-                "d": pa.array([f"k{k % 5}" for k in range(rows)]).dictionary_encode(),
-                "m": pa.array([[("k", k)] for k in range(rows)], pa.map_(pa.string(), pa.int64())),
-                "flag": pa.array([k % 3 == 0 for k in range(rows)]),
-            }
-        ).replace_schema_metadata({"origin": "test"}),
-    }
-
-
-@pytest.mark.parametrize("codec", CODECS)
-@pytest.mark.parametrize("name", list(_schemas(0)))
-@pytest.mark.parametrize("rows", [0, 1, 2500])
-def test_row_groups_encoded_a_few_columns_per_thread_make_the_single_writers_file(tmp_path, monkeypatch, codec, name, rows):
-    """Row groups too large to encode several at once (``budget`` 1) are encoded in runs of
-    columns on several threads and joined into one row group each: byte for byte the file one
-    pyarrow writer makes, for every column type and codec."""
-    monkeypatch.setattr(parquet_writer, "ENCODING_BYTES", 1)
-    table = _schemas(rows)[name]
-    writer = RowGroupWriter(str(tmp_path / "runs.parquet"), table.schema, Layout(codec, 1000), threads=3)
-    for batch in table.to_batches(max_chunksize=397):
-        writer.write_batch(batch)
-    writer.close()
-    with pq.ParquetWriter(tmp_path / "single.parquet", table.schema, compression=codec, **encodings(table)) as single:
-        for start in range(0, rows, 1000):
-            single.write_table(table.slice(start, 1000), row_group_size=1000)
-    assert (tmp_path / "runs.parquet").read_bytes() == (tmp_path / "single.parquet").read_bytes()
-
-
-def test_a_row_group_larger_than_its_buffer_is_encoded_again_in_a_larger_one(tmp_path, monkeypatch):
-    """The buffers are sized on the first row group: a later one with longer lists grows them."""
-    monkeypatch.setattr(parquet_writer, "ENCODING_BYTES", 1)
-    rng = np.random.default_rng(3)
-    lists = pa.array([[0.5]] * 1000 + [rng.normal(size=1000).tolist() for _ in range(1000)], pa.list_(pa.float64()))
-    table = pa.table({"a": lists, "b": lists})
-    assert _written(tmp_path / "runs.parquet", table, 2, 1000) == _written(tmp_path / "single.parquet", table, 1, 1000)
-
-
-@pytest.mark.parametrize(
-    ("sizes", "parts", "runs"),
-    [
-        ([5, 26, 26, 26, 1, 1], 2, [range(0, 2), range(2, 6)]),
-        ([5, 26, 26, 26, 1, 1], 3, [range(0, 2), range(2, 3), range(3, 6)]),
-        ([3, 3, 3], 5, [range(0, 1), range(1, 2), range(2, 3)]),
-        ([7], 4, [range(0, 1)]),
-        ([4, 1, 1, 4], 2, [range(0, 2), range(2, 4)]),
-    ],
-)
-def test_runs_of_columns_balanced_by_bytes(sizes, parts, runs):
-    assert parquet_writer.balanced(sizes, parts) == runs
