@@ -59,6 +59,11 @@ def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array
     return pc.list_value_length(column).to_numpy().astype(np.int64), column.flatten()
 
 
+def list_lengths(batch: pa.RecordBatch, name: str) -> np.ndarray:
+    """The entries of each row of list column ``name`` (int64); a null list is refused."""
+    return _list_column(batch, name)[0]
+
+
 def _first_row_of_token(lengths: np.ndarray, bad: np.ndarray) -> int:
     return int(np.searchsorted(np.cumsum(lengths), int(np.flatnonzero(bad)[0]), side="right"))
 

@@ -22,7 +22,7 @@ from ..files import file_function
 from ..io import Source
 from ..plan import Grouping, Inputs, resolve_batches, resolve_grouping, resolve_rewards, summed_rewards
 from ..summaries import GroupSummary
-from ..token_columns import StepColumns, read_steps
+from ..token_columns import StepColumns, list_lengths, read_steps
 
 __all__ = ["EXAMPLES", "OPTIONS", "inspect_file", "keywords", "plan", "render"]  # what a command is (commands.base.Command)
 
@@ -251,8 +251,12 @@ def inspect_batch(batch: pa.RecordBatch, first_row: int, plan: InspectPlan) -> d
         columns = {n: pc.if_else(c.is_null(), pa.scalar([], c.type), c) for n, c in nulls.items()}
         if columns:
             batch = pa.RecordBatch.from_arrays([columns.get(n, batch.column(n)) for n in batch.schema.names], schema=batch.schema)
-        data = read_steps(batch, plan.steps)
-        out.update(length=data.valid_lengths.astype(np.int32), entries=data.lengths)
+        if plan.steps.mask is None:  # every entry is a valid token
+            entries = list_lengths(batch, plan.steps.count)
+            out.update(length=entries.astype(np.int32), entries=entries)
+        else:
+            data = read_steps(batch, plan.steps)
+            out.update(length=data.valid_lengths.astype(np.int32), entries=data.lengths)
     return out
 
 
