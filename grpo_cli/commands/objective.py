@@ -193,7 +193,8 @@ def render(figures: dict, console) -> None:
         t.add_row("micro-batches", f"{figures['micro_batches']}, of {cfg['micro_batch_size']} rows each ({rule}: {MICRO_BATCH_RULES[rule]})")
     if figures["empty_rows"]:
         t.add_row("empty rows", _empty_rows_line(figures["empty_rows"], figures["rows"], cfg["empty_rows"]))
-    t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
+    if not LOSSES[cfg["loss"]].critic:  # a value loss reads no advantages
+        t.add_row("zero-advantage rows", str(figures["zero_advantage_rows"]))
     t.add_row("advantages", _advantages_from(cfg["advantages"]))
     t.add_row("columns", roles(figures["columns"]))
     if figures["unused_columns"]:

@@ -124,3 +124,10 @@ def test_a_file_without_log_probs_and_what_the_value_loss_refuses(tmp_path):
         ObjectiveConfig(loss="ppo_value", beta=0.04)
     with pytest.raises(UsageError, match="loss 'ppo_value' is the critic's, which the rollout correction does not weight; drop `is_level`"):
         ObjectiveConfig(loss="ppo_value", is_level="token")
+
+
+def test_the_summary_shows_no_advantage_count_for_the_value_loss(tmp_path):
+    rows = [{"prompt_id": "p", "reward": 1.0, "old_values": [0.1, 0.2], "values": [0.3, 0.1], "returns": [1.0, 1.0]}]
+    src = write_jsonl_rows(tmp_path / "r.jsonl", rows)
+    shown = run_grpo("objective", str(src), "--loss", "ppo_value").stderr.decode()
+    assert "(ppo_value)" in shown and "zero-advantage rows" not in shown
