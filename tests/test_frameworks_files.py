@@ -284,6 +284,18 @@ OPTIONS = [
     ["--top", "2"],
     *(["--by", c] for c in ("none", "step")),
     ["--by-file"],
+    *(["--preset", p] for p in ("verl@0.7", "trl@1.9", "twinkle", "twinkle@0.1")),
+    *(["--estimator", e] for e in ("optimal-token-baseline", "tir-optimal-token-baseline")),
+    *(["--group-stats", g] for g in ("float32", "float32-one-pass")),
+    ["--micro-batch-size", "3"],
+    *(["--micro-batch-rule", r] for r in ("global", "row-weighted", "mean")),
+    ["--top-entropy-quantile", "0.5"],
+    ["--loss", "ppo_value"],
+    ["--value-clip", "0.1"],
+    *(["--agg", a] for a in ("luspo", "luspo-padded", "seq-mean-token-sum-norm")),
+    ["--empty-rows", "refuse"],
+    ["--is-weights-col", "rollout_is_weights"],
+    ["--sum-pi-squared-col", "old_log_probs"],
 ]
 # each file with the options that read it as its docs page says, and those objective needs too
 FILES = {
