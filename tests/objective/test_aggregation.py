@@ -19,6 +19,7 @@ from grpo_cli.objective.summary import ObjectiveSummary
 from grpo_cli.tokens import Tokens
 
 from ..strategies import logprob_rollout, rollout_tables, unpack
+from . import agg_case
 from .references import reference_aggregate
 
 OVER_ROWS = [name for name, a in AGGREGATIONS.items() if a.over_rows]
@@ -94,17 +95,7 @@ def test_each_aggregation_with_empty_rows_hand_derived(agg, rule):
 # global info, core_algos.py:772-827) over the 5 rows with tokens: 3.7/5, 2.508333/5, and its
 # seq-mean-token-sum-norm 3.7/L with no rows (L = 5: 0.74, L = 8: 0.4625). verl adds 1e-8 to n_i
 # (a relative 1e-8). Numbers: verl's own agg_loss, /work/research/41/ref-verl-{0.9.1,0.7.0}.json.
-VERL_LOSS = np.array(
-    [
-        [0.5, -0.2, 0.1, 9.0, 9.0],
-        [1.0, 0.3, 9.0, -0.4, 0.2],
-        [-0.6, 0.8, 9.0, 9.0, 9.0],
-        [0.25, 0.25, -1.0, 0.5, 9.0],
-        [9.0, 9.0, 9.0, 9.0, 9.0],
-        [2.0, 9.0, 9.0, 9.0, 9.0],
-    ]
-)
-VERL_MASK = np.array([[1, 1, 1, 0, 0], [1, 1, 0, 1, 1], [1, 1, 0, 0, 0], [1, 1, 1, 1, 0], [0, 0, 0, 0, 0], [1, 0, 0, 0, 0]])
+VERL_LOSS, VERL_MASK = np.array(agg_case.LOSS), np.array(agg_case.MASK)
 VERL_LOSSES = [
     ("token-mean", {}, 0.2642857142857143),
     ("token-sum", {}, 3.7),

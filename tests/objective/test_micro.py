@@ -19,22 +19,14 @@ from grpo_cli.objective.micro import RULES, MicroSums
 
 from ..conftest import SAMPLE, run_grpo
 from ..strategies import rollout_tables
+from . import agg_case
 
 # verl's agg_loss case (research/41 ref_verl.py, case A): the loss matrix, its mask and each
 # row's response length (row 4: one token, masked). On policy (rho = 1) with these per-token
 # advantages the PPO term is the advantage, so each aggregation of the objective is agg_loss
 # of the matrix. Row sums S = [0.4, 1.1, 0.2, 0.0, 0, 2.0], counted tokens n = [3, 4, 2, 4, 0, 1],
 # row means S/n = [0.4/3, 0.275, 0.1, 0, -, 2.0] (sum 0.508333 over rows 0-3).
-LOSS_MAT = [
-    [0.5, -0.2, 0.1, 9.0, 9.0],
-    [1.0, 0.3, 9.0, -0.4, 0.2],
-    [-0.6, 0.8, 9.0, 9.0, 9.0],
-    [0.25, 0.25, -1.0, 0.5, 9.0],
-    [9.0, 9.0, 9.0, 9.0, 9.0],
-    [2.0, 9.0, 9.0, 9.0, 9.0],
-]
-MASK = [[1, 1, 1, 0, 0], [1, 1, 0, 1, 1], [1, 1, 0, 0, 0], [1, 1, 1, 1, 0], [0, 0, 0, 0, 0], [1, 0, 0, 0, 0]]
-LENGTHS = [3, 5, 2, 4, 1, 1]
+LOSS_MAT, MASK, LENGTHS = agg_case.LOSS, agg_case.MASK, agg_case.LENGTHS
 
 
 def objective(width: str = "padded", **options) -> float:
