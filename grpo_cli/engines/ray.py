@@ -249,7 +249,7 @@ class RayEngine(LocalEngine):
         with _signals_held():
             # a cluster it did not start keeps its tasks unless cancelled; a local Ray's stop ends
             # them (cancelling them there too raced with the stop: Ray's task manager aborted the run)
-            for task in tasks if exc is not None and not (self.connected and self.local) else []:
+            for task in self._unfinished(tasks) if exc is not None and not (self.connected and self.local) else []:
                 with contextlib.suppress(Exception):
                     self.ray.cancel(task)
             if self.connected:
@@ -257,6 +257,20 @@ class RayEngine(LocalEngine):
                 started = _below(_children() - self.children)
                 self.ray.shutdown()
                 _kill(started)
+
+    def _unfinished(self, tasks: list) -> list:
+        """Those of ``tasks`` not finished yet: cancelling a task that has just finished races
+        with Ray's own record of its end, and Ray aborts the process (a streaming task has
+        finished when its ``completed()`` ref is ready)."""
+        if not tasks:  # (ray.wait would start a local Ray)
+            return []
+        ends = [task.completed() if isinstance(task, self.ray.ObjectRefGenerator) else task for task in tasks]
+        try:
+            ready, _ = self.ray.wait(ends, num_returns=len(ends), timeout=0, fetch_local=False)
+        except Exception:  # noqa: BLE001  (a cluster gone: nothing to cancel either way)
+            return tasks
+        finished = set(ready)
+        return [task for task, end in zip(tasks, ends) if end not in finished]
 
     def _started(self, refs: list) -> list:
         """``refs``, the tasks just started, kept to cancel if the run stops."""
