@@ -265,9 +265,8 @@ def policy_objective(
         raise InputError(f"{adv.shape[0]} {given} for {n_rows} rows of `log_probs_new`")
     if ref_log_probs is None and (config.beta > 0 or "kl" in config.given):
         raise UsageError(f"{'`beta` > 0' if config.beta > 0 else '`kl`'} needs `ref_log_probs`")
-    correcting = [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(config, option) is not None]
-    if rollout_log_probs is None and correcting:
-        raise UsageError(f"`{correcting[0]}` needs `rollout_log_probs`")
+    if rollout_log_probs is None and config.correcting:
+        raise UsageError(f"`{config.correcting[0]}` needs `rollout_log_probs`")
     columns = TokenColumns("new", "old", **{name: name for name in ("ref", "mask", "advantage", "rollout", "entropy", *critic) if name in arrays})
     try:  # as the CLI: a null, NaN or infinite advantage, or a row whose sum is beyond float64, is refused naming its row
         if adv is not None:

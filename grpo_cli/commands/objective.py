@@ -411,10 +411,9 @@ def plan_objective(
         option = "`beta` > 0" if config.beta > 0 else "`kl`"
         raise UsageError(f"{option} needs reference log-probs: pass `ref_logprobs_col` (looked for {looked})")
     rollout = schema.resolve_column(s, "rollout", rollout_logprobs_col, required=False, source=name, given=given)
-    correcting = [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(config, option) is not None]
-    if rollout is None and correcting:
+    if rollout is None and config.correcting:
         raise ColumnNotFoundError(
-            f"{name}: `{correcting[0]}` needs the rollout sampler's log-probs: pass `rollout_logprobs_col` "
+            f"{name}: `{config.correcting[0]}` needs the rollout sampler's log-probs: pass `rollout_logprobs_col` "
             f"(looked for {', '.join(schema.ROLES['rollout'].candidates)})"
         )
     if advantage_config is not None and advantage_col not in (None, schema.NO_COLUMN):

@@ -230,8 +230,7 @@ def plan_report(
     if roles["new"] is not None and roles["old"] is not None and (roles["advantage"] is not None or looked.inputs is not None):
         rewards: dict[str, Any] = {} if roles["advantage"] is not None else {"reward_col": reward_col, **batches}
         objective = ObjectiveConfig(preset=config.preset)
-        correcting = any(getattr(objective, option) is not None for option in ("bypass", "is_level", "reject", "reject_veto"))
-        if mismatched is not None and not correcting:  # the mismatch section has the sampler's figures: computed once
+        if mismatched is not None and not objective.correcting:  # the mismatch section has the sampler's figures: computed once
             tokens["rollout_logprobs_col"] = schema.NO_COLUMN
         objectived = plan_objective(
             source, config=objective, advantage_col=advantage_col, ref_logprobs_col=ref_logprobs_col, **rewards, **columns, **tokens

@@ -377,9 +377,8 @@ class ObjectiveConfig(Options):
         check_choice("kl", self.kl, tuple(KL_ESTIMATORS))
         check_range("logratio_clamp", self.logratio_clamp, 0, LOGRATIO_CLAMP_MAX, open_low=True)
         if loss.critic:
-            for name in ("is_level", "reject", "reject_veto", "off_policy_mask"):
-                if getattr(self, name) is not None:
-                    raise UsageError(f"loss {self.loss!r} is the critic's, which the rollout correction does not weight; drop `{name}`")
+            if self.weighting:
+                raise UsageError(f"loss {self.loss!r} is the critic's, which the rollout correction does not weight; drop `{self.weighting[0]}`")
             if self.beta > 0:
                 raise UsageError(f"loss {self.loss!r} is the critic's, which takes no KL penalty; drop `beta`")
         if self.is_level is not None and self.loss == "gmpo":
@@ -431,9 +430,8 @@ class ObjectiveConfig(Options):
             raise UsageError(
                 "`agg` 'luspo-padded' pads TRL's whole generation batch to its longest row, not each micro-batch; drop `micro_batch_size`"
             )
-        for name in ("is_level", "reject", "reject_veto", "off_policy_mask"):
-            if getattr(self, name) is not None:
-                raise UsageError(f"`agg` 'luspo-padded' takes no `{name}`: TRL weights its padding positions too, which is not modelled")
+        if self.weighting:
+            raise UsageError(f"`agg` 'luspo-padded' takes no `{self.weighting[0]}`: TRL weights its padding positions too, which is not modelled")
         return agg
 
     def check_per_token_advantages(self) -> None:
@@ -567,6 +565,18 @@ class ObjectiveConfig(Options):
                 raise UsageError("`reject_level` 'sequence-max' takes k2 or k3 (verl's seq_max_k2, seq_max_k3); k1 is signed")
             out.append(Criterion(kl, level, *reject_bounds(kl, text)))
         return tuple(out)
+
+    @property
+    def correcting(self) -> list[str]:
+        """The rollout-correction options given (``bypass``, ``is_level``, ``reject``,
+        ``reject_veto``): each needs the rollout sampler's log-probs."""
+        return [option for option in ("bypass", "is_level", "reject", "reject_veto") if getattr(self, option) is not None]
+
+    @property
+    def weighting(self) -> list[str]:
+        """The options given that weight or drop tokens by the rollout sampler or the sequence
+        (``is_level``, ``reject``, ``reject_veto``, ``off_policy_mask``)."""
+        return [option for option in ("is_level", "reject", "reject_veto", "off_policy_mask") if getattr(self, option) is not None]
 
     @property
     def is_mean(self) -> float:
