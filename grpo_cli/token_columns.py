@@ -8,7 +8,7 @@ naming the column and the batch's first offending row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pyarrow as pa
@@ -43,8 +43,12 @@ class TokenColumns:
     @property
     def names(self) -> list[str]:
         """The columns read, each once (one column may play two roles: new and old, old and rollout)."""
-        roles = (self.new, self.old, self.ref, self.mask, self.advantage, self.rollout, self.entropy, *self.critic)
-        return list(dict.fromkeys(c for c in roles if c is not None))
+        return _named(self)
+
+
+def _named(columns: TokenColumns | StepColumns) -> list[str]:
+    """The columns of every role given, each once."""
+    return list(dict.fromkeys(c for c in (getattr(columns, f.name) for f in fields(columns)) if c is not None))
 
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
@@ -163,7 +167,7 @@ def read_entropies(batch: pa.RecordBatch, columns: TokenColumns) -> np.ndarray:
     """The counted tokens' entropies of one record batch, float64, read with the mask alone
     (a pass that needs nothing else)."""
     name = present(columns.entropy, "the entropy column")
-    lengths = _list_column(batch, name)[0]
+    lengths = list_lengths(batch, name)
     mask = token_mask(batch, columns.mask, lengths) if columns.mask else None
     values = _nonnegative(batch, name, lengths, mask, "entropy")
     return values if mask is None else values[mask]
@@ -187,8 +191,7 @@ class StepColumns:
 
     @property
     def names(self) -> list[str]:
-        columns = (self.count, self.mask, self.policy, self.ref, self.values, self.old, self.sum_pi_squared, self.is_weights)
-        return list(dict.fromkeys(c for c in columns if c is not None))
+        return _named(self)
 
 
 @dataclass(frozen=True)

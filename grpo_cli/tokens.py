@@ -8,7 +8,7 @@ the batch or thread it is computed in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 import numpy as np
@@ -70,12 +70,7 @@ class Tokens:
         def cut(x):
             return None if x is None else x[lo:hi]
 
-        return Tokens(
-            self.lengths[a:b],
-            self.new[lo:hi],
-            self.old[lo:hi],
-            *(cut(x) for x in (self.ref, self.mask, self.advantage, self.rollout, self.entropy, self.values, self.old_values, self.returns)),
-        )
+        return Tokens(self.lengths[a:b], *(cut(getattr(self, f.name)) for f in fields(self)[1:]))  # every per-token array
 
     def row_blocks(self, max_tokens: int = BLOCK_TOKENS) -> list[tuple[int, int]]:
         """Consecutive row ranges ``(a, b)`` covering every row, cut before the row in which

@@ -397,8 +397,9 @@ def plan_objective(
             "returns": returns_col,
         }
     )
+    value_loss = LOSSES[config.loss].critic  # reads the critic's columns, and no advantages
     critic = _critic_columns(source, config, given, values_col=values_col, old_values_col=old_values_col, returns_col=returns_col)
-    if critic[0] is not None:
+    if value_loss:
         for option, value in (("advantage_col", advantage_col), ("reward_col", reward_col), ("baseline_col", baseline_col)):
             if value not in (None, schema.NO_COLUMN):
                 raise UsageError(f"loss {config.loss!r} reads no advantages; drop `{option}`")
@@ -433,11 +434,11 @@ def plan_objective(
         config.check_per_token_advantages()
     if column is not None and not per_token:
         schema.check_numeric(s.field(column), name, "advantage")
-    estimator = None if column is not None or critic[0] is not None else advantage_config or default_estimator(config.preset)
+    estimator = None if column is not None or value_loss else advantage_config or default_estimator(config.preset)
     tokens = TokenColumns(
         *(
             _value_loss_logprobs(s, name, logprobs_col, old_logprobs_col, given)
-            if critic[0] is not None
+            if value_loss
             else (
                 schema.resolve_column(s, "new", logprobs_col, source=name, given=given),
                 _old_policy(s, name, config, old_logprobs_col, rollout, given, logprobs_col),
