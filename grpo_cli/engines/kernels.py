@@ -70,13 +70,9 @@ def scalars(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
 
 
 def one_list_array(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
-    """A list column as one array; refused (row 0) if it holds no lists. Lists of nulls only
-    (JSON's ``[null]``, typed ``list<null>``) read as lists of float64 nulls: pyarrow cannot
-    join chunks of ``list<null>``."""
+    """A list column as one array; refused (row 0) if it holds no lists."""
     if not schema.is_list(column.type):
         raise RowError(0, f"column {name!r} must hold a list per row (found {column.type})")
-    if pa.types.is_null(column.type.value_type):
-        column = column.cast(pa.large_list(pa.float64()) if pa.types.is_large_list(column.type) else pa.list_(pa.float64()))
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
