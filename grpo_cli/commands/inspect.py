@@ -205,10 +205,8 @@ def plan_inspect(
     }
     named = schema.given_columns(given)
     roles = {role: schema.explain_role(s, role, given[role], name, named) for role in given}
-    for optional in (
-        "sum_pi_squared",
-        "is_weights",
-    ):  # the optimal token baselines' alone: shown where a column plays it (older summaries have no key)
+    # the optimal token baselines' roles: shown where a column plays them (older summaries have no key)
+    for optional in ("sum_pi_squared", "is_weights"):
         if roles[optional]["column"] is None:
             del roles[optional]
     if roles["entropy"]["column"] is None and entropy_col is None:
