@@ -6,7 +6,6 @@ Each section is shown where the input has what it needs, with its figure and the
 from __future__ import annotations
 
 import sys
-import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -84,10 +83,9 @@ class ReportPlan:
 
     def run(self, engine: Engine, source: Source) -> dict:
         """Every section's figures on ``engine``, the page written with the other outputs."""
-        from ..html_report import page, prepare, sections
+        from ..html_report import Drawing, page, sections
 
-        drawing = threading.Thread(target=prepare, daemon=True)  # matplotlib loads while the passes read
-        drawing.start()
+        drawing = Drawing(engine.workers)  # matplotlib loads while the passes read
         o_plan, computed, context = None, None, None
         if self.objective is not None:
             o_plan, computed, context, _ = self.objective.prepared(engine, source)
@@ -103,8 +101,7 @@ class ReportPlan:
             figures["objective"] = with_plan(o_plan.summarized([p["objective"] for p in parts]), o_plan)
             figures.update(self._ratios(o_plan, parts, batches))
         shown = sections(figures)
-        drawing.join()
-        Staged(self.page, engine.outputs).write_text(page(figures, source.name, points))
+        Staged(self.page, engine.outputs).write_text(page(figures, source.name, points, drawing))
         return {"page": self.page, "sections": shown, **figures}
 
     def _rewards(self, engine: Engine, source: Source, lengths: np.ndarray | None) -> tuple[dict, tuple | None, Batches | None]:

@@ -88,6 +88,28 @@ def test_figures_do_not_depend_on_batch_size_or_threads(stepped, reported, tmp_p
     assert (tmp_path / "b.html").read_text() == reported[1]
 
 
+def test_figures_drawn_in_processes_or_here_make_the_same_page(stepped, reported, tmp_path, monkeypatch):
+    """Several workers draw in forked processes (on Linux); where no process can start, the
+    figures are drawn here, one after another: the page is the same."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from grpo_cli import html_report
+
+    if sys.platform == "linux":
+        drawn = []
+        monkeypatch.setattr(html_report, "ProcessPoolExecutor", lambda workers, **_: drawn.append(workers) or pytest.fail("no pool"))
+        with pytest.raises(pytest.fail.Exception):
+            report_file(stepped, output=str(tmp_path / "p.html"), estimators="grpo,rloo,mean", threads=3)
+        assert drawn == [3]  # a pool of as many processes as threads (fewer than the figures)
+
+    def broken(*_, **__):
+        raise BrokenProcessPool("a worker died")
+
+    monkeypatch.setattr(html_report, "ProcessPoolExecutor", broken)
+    report_file(stepped, output=str(tmp_path / "here.html"), estimators="grpo,rloo,mean", threads=4)
+    assert (tmp_path / "here.html").read_text() == reported[1]
+
+
 def test_per_step_figures_are_the_commands_on_each_steps_rows(stepped, reported, tmp_path):
     """The step column is the batch column (`--by step`): each batch's rewards are `grpo
     advantages`'s figures of that batch, its clip fraction `grpo objective`'s on its rows."""
