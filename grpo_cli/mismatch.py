@@ -95,7 +95,17 @@ def _per_bucket(key: np.ndarray, rows: int, columns: dict[str, np.ndarray]) -> n
 def batch_terms(tokens: Tokens, config) -> dict[str, np.ndarray]:
     """Per row of a batch: the mismatch terms of :func:`~grpo_cli.objective.rollout.mismatch_terms`,
     weight sums, perplexities, and the counts a cap or mask would touch; ``by_position`` and
-    ``by_length`` (rows x (stats x buckets)); ``abs_diff_counts`` (histogram counts)."""
+    ``by_length`` (rows x (stats x buckets)); ``abs_diff_counts`` (histogram counts). Computed
+    on blocks of whole rows (:meth:`Tokens.row_blocks`), so each pass stays in cache; a row's
+    numbers do not depend on the blocking."""
+    parts = [block_terms(tokens.rows_slice(a, b), config) for a, b in tokens.row_blocks()]
+    terms = {key: np.concatenate([part[key] for part in parts]) for key in parts[0] if key != "abs_diff_counts"}
+    terms["abs_diff_counts"] = np.sum([part["abs_diff_counts"] for part in parts], axis=0)
+    return terms
+
+
+def block_terms(tokens: Tokens, config) -> dict[str, np.ndarray]:
+    """:func:`batch_terms` of a few rows."""
     d, lr = log_ratios(tokens, config.logratio_clamp)
     terms = mismatch_terms(tokens, d, lr)
     n = terms["mismatch_tokens"]

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-BLOCK_TOKENS = 1 << 16
+BLOCK_TOKENS = 1 << 18
 
 
 @dataclass
