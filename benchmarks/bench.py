@@ -6,6 +6,7 @@
     python benchmarks/bench.py --rows 1000000 --losses ppo,gspo,sapo,cispo,gmpo,gpg --skip-naive
     python benchmarks/bench.py --rows 200000 --skip-naive --skip-peers --page-checksums with
     python benchmarks/bench.py --cores --runs 3
+    python benchmarks/bench.py --rows 100000 --mean-tokens 500 --report --skip-naive --runs 5
 
 Generates synthetic rollouts (prompt_id, reward, logprobs, old_logprobs as ragged float32
 lists; rewards binary 0/1 or continuous: normal, rounded to 3 decimals), then times each
@@ -41,6 +42,9 @@ The baselines are scripts in ``benchmarks/baselines/``:
   lists (the objective; both times ``--scale``); every peer installed (polars and DuckDB rows
   are skipped where the package is absent), ``--threads 2`` beside the default, and a second
   table of grpo's ratio to each peer (the median of the rounds' ratios).
+- ``--report``: after the rest, `grpo report -o` against `grpo mismatch` (the slowest command
+  whose figures the page shows; issue 45) on a file of its own: the same rows and tokens, with
+  the rollout sampler's log-probs as a third list. Skipped where matplotlib is not installed.
 The peers' scripts run only where their package is installed.
 The runs are interleaved: each round runs every command once, so a drift of the machine's speed
 (a shared VM's is large) weighs on all of them alike rather than on whichever ran during it;
@@ -103,6 +107,7 @@ PEERS = [
 CORES_ROWS, CORES_ROW_GROUP = 10_000_000, 1_000_000  # --cores: ids and rewards
 CORES_TOKEN_ROWS, CORES_MEAN_TOKENS, CORES_TOKEN_ROW_GROUP = 200_000, 600, 8_192  # --cores: 1.2e8 tokens
 LISTS = ("logprobs", "old_logprobs", "ref_logprobs")
+REPORT_LISTS = ("logprobs", "old_logprobs", "rollout_logprobs")  # --report: every section of the page
 COLUMNS = ["date", "commit", "cores", "memory_gib", "cpu", "setup", "command", "floor", "seconds", "ratio", "peak_rss_mib", "output_mib"]
 
 
@@ -374,6 +379,29 @@ def cores_suite(args: argparse.Namespace, workdir: Path, run_of: dict[str, str],
         )
 
 
+def report_suite(args: argparse.Namespace, workdir: Path, run_of: dict[str, str], invocation: str) -> None:
+    """``--report``: `grpo report -o` against `grpo mismatch`, the slowest command whose figures
+    it shows, on ``--rows`` rows of ``--mean-tokens`` tokens with new, old and rollout log-probs."""
+    if not has("matplotlib"):
+        print("\n--report: skipped, matplotlib is not installed (pip install 'grpo-cli[report]')")
+        return
+    data, page = workdir / "report.parquet", workdir / "report.html"
+    n_tokens = generated(data, args.rows, args.group_size, args.mean_tokens, args.seed, lists=REPORT_LISTS)
+    src = str(data)
+    timed, pairs = against(
+        [
+            ("report", "grpo mismatch (summary only)", [*grpo(), "mismatch", src, "-q"]),
+            ("report", "grpo report -o", [*grpo(), "report", src, "-o", str(page), "-q"]),
+        ],
+        args.against,
+    )
+    print(f"\n{args.rows:,} rows, {n_tokens:,} tokens with rollout log-probs, {os.cpu_count()} cores, {args.runs} runs each\n")
+    results, sizes = timed_rounds(timed, args.runs, page)
+    setup = f"{invocation}; {n_tokens:,} tokens with rollout log-probs"
+    rows = table_rows(timed, results, sizes, run_of, setup)
+    record(args.results, rows + (against_peers(results, sizes, pairs[len(PEERS) :], run_of, f"{setup}; {AGAINST_PEERS}") if args.against else []))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -396,6 +424,7 @@ def main() -> None:
         "--cores", action="store_true", help="the many-core suite on its own data (issue 44); ignores --rows, --mean-tokens, --rewards"
     )
     parser.add_argument("--against", type=Path, default=None, help="a work tree of another commit: each grpo command is timed with its code too")
+    parser.add_argument("--report", action="store_true", help="also time `grpo report -o` against `grpo mismatch` (issue 45)")
     parser.add_argument("--scale", type=float, default=1.0, help="--cores: the data's size, a multiple of 10M rows and 1.2e8 tokens")
     args = parser.parse_args()
     run_of = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **machine()}
@@ -420,6 +449,8 @@ def main() -> None:
         record(args.results, rows + (against_peers(results, sizes, pairs, run_of, f"{setup}; {AGAINST_PEERS}") if args.against else []))
     if args.cores:
         cores_suite(args, workdir, run_of, invocation)
+    if args.report:
+        report_suite(args, workdir, run_of, invocation)
     if args.workdir is None:
         shutil.rmtree(workdir)
 

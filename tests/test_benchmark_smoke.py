@@ -108,3 +108,32 @@ def test_benchmark_cores_suite(tmp_path):
     ]
     assert all(r["ratio"] and r["cores"] and r["cpu"] and r["memory_gib"] and r["commit"] for r in recorded)
     assert "ids and rewards" in proc.stdout and "tokens, " in proc.stdout
+
+
+@pytest.mark.slow  # the tokens suite and the report: about 10 s of CPU
+def test_benchmark_report(tmp_path):
+    """``--report``: after the rest of the run, `grpo report -o` against `grpo mismatch` on a
+    file with rollout log-probs, recorded with the run's date; skipped, saying so, without
+    matplotlib."""
+    env = {**os.environ, "PATH": f"{Path(grpo_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    argv = [sys.executable, str(ROOT / "benchmarks/bench.py"), "--rows", "64", "--mean-tokens", "8", "--report", "--skip-peers", "--skip-naive"]
+    proc = subprocess.run(
+        [*argv, "--runs", "1", "--workdir", str(tmp_path), "--results", str(tmp_path / "results.csv")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    with (tmp_path / "results.csv").open(newline="") as f:
+        recorded = list(csv.DictReader(f))
+    report = [r for r in recorded if r["setup"].endswith("tokens with rollout log-probs")]
+    if importlib.util.find_spec("matplotlib") is None:
+        assert not report and "--report: skipped, matplotlib is not installed" in proc.stdout
+        return
+    assert [(r["command"], r["floor"]) for r in report] == [
+        ("grpo mismatch (summary only)", "grpo mismatch (summary only)"),
+        ("grpo report -o", "grpo mismatch (summary only)"),
+    ]
+    assert report[1]["output_mib"] and not report[0]["output_mib"] and len({r["date"] for r in recorded}) == 1
+    assert len(recorded) > len(report)  # the tokens suite ran first, in the same run
