@@ -24,6 +24,7 @@ import multiprocessing
 import re
 import sys
 import threading
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
@@ -114,7 +115,8 @@ class Drawing:
         workers = min(self.workers, len(self._tasks))
         if workers > 1 and sys.platform == "linux":  # fork: the children have matplotlib; the passes' threads are idle
             try:
-                with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                with warnings.catch_warnings(), ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                    warnings.filterwarnings("ignore", r"This process .* is multi-threaded", DeprecationWarning)  # Python 3.12+: idle threads, known
                     return list(pool.map(_drawn, *zip(*self._tasks)))
             except (OSError, BrokenProcessPool):  # no process could start, or one died: drawn here
                 pass

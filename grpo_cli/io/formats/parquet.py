@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..discovery import Part
 
 MAGIC = b"PAR1"
+STREAM_BUFFER_BYTES = 1 << 20  # a streamed local file is read a buffer at a time, never a whole column chunk
 CHECKSUM_FAILED = "CRC checksum verification failed"  # pyarrow's message for a page whose checksum does not match
 
 T = TypeVar("T")
@@ -60,14 +61,22 @@ class Parquet(Format):
         return self.guarded(part, lambda: _file(part).read(columns=columns.names))
 
     def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
-        return self.guarded_batches(part, lambda: _file(part).iter_batches(batch_size=batch_rows, columns=columns.names))
+        """Streamed. A local file through a buffer of :data:`STREAM_BUFFER_BYTES` per column:
+        memory holds the batches, not each row group's column chunks (a row group can be
+        larger than memory)."""
+        return self.guarded_batches(part, lambda: _file(part, STREAM_BUFFER_BYTES).iter_batches(batch_size=batch_rows, columns=columns.names))
 
     def writer(self, path: str, target: str, schema: pa.Schema, layout: Layout, threads: int) -> RowGroupWriter:
         return RowGroupWriter(path, schema, layout, threads)
 
 
-def _file(part: Part) -> pq.ParquetFile:
-    return pq.ParquetFile(part.path, filesystem=part.filesystem, pre_buffer=not part.local, page_checksum_verification=True)
+def _file(part: Part, buffer_size: int = 0) -> pq.ParquetFile:
+    """``part`` opened; a local file read through ``buffer_size`` bytes per column (0: each
+    column chunk at once), object storage pre-buffered (its reads coalesced)."""
+    local = part.local
+    return pq.ParquetFile(
+        part.path, filesystem=part.filesystem, pre_buffer=not local, buffer_size=buffer_size if local else 0, page_checksum_verification=True
+    )
 
 
 def _verified(part: Part, read: Callable[[], T]) -> T:
