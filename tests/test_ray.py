@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_cli import ObjectiveConfig, advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file
+from grpo_cli import ObjectiveConfig, advantages_file, compare_file, filter_file, inspect_file, mismatch_file, objective_file, report_file
 from grpo_cli.filters import FilterConfig
 from grpo_cli.engines import make_engine
 from grpo_cli.errors import InputError, UsageError
@@ -83,6 +83,18 @@ def test_the_other_commands(parts, tmp_path):
     )
     same(lambda out, engine: compare_file(str(parts), str(out / "c.parquet"), engine=engine, estimators="grpo,rloo"), tmp_path / "c")
     same(lambda out, engine: inspect_file(str(parts), engine=engine, batch_rows=25), tmp_path / "i")
+
+
+def test_the_report_draws_its_figures_in_the_driver(parts, tmp_path, monkeypatch):
+    """Under Ray the page's figures are drawn in the driver, no process forked from it (its
+    gRPC threads); the page and the figures are the local engine's, drawn in forked processes."""
+    pytest.importorskip("matplotlib", reason="grpo report draws with matplotlib: pip install 'grpo-cli[report]'")
+    from grpo_cli import html_report
+
+    pools, real = [], html_report.ProcessPoolExecutor
+    monkeypatch.setattr(html_report, "ProcessPoolExecutor", lambda *args, **kwargs: pools.append(args) or real(*args, **kwargs))
+    same(lambda out, engine: {**report_file(str(parts), str(out / "r.html"), engine=engine, threads=2), "page": "r.html"}, tmp_path / "r")
+    assert len(pools) == (1 if sys.platform == "linux" else 0)  # the local run's
 
 
 def test_an_error_in_the_third_file_is_the_local_one_line_and_leaves_nothing(parts, tmp_path):

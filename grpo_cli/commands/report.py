@@ -85,7 +85,7 @@ class ReportPlan:
         """Every section's figures on ``engine``, the page written with the other outputs."""
         from ..html_report import Drawing, page, sections
 
-        drawing = Drawing(engine.workers)  # matplotlib loads while the passes read
+        drawing = Drawing(engine.workers if engine.fork_safe else 1)  # matplotlib loads while the passes read
         o_plan, computed, context = None, None, None
         if self.objective is not None:
             o_plan, computed, context, _ = self.objective.prepared(engine, source)

@@ -12,7 +12,7 @@ numbers never depend on the threads, the workers or the batch size.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
+from typing import ClassVar, TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +52,8 @@ class Engine(ABC):
     which removes them. A run uses the engine as a context manager (inside ``outputs``):
     leaving it stops what the engine started for the run.
     """
+
+    fork_safe: ClassVar[bool] = True  # whether a run may fork helper processes from this one (a Ray driver's gRPC threads: no)
 
     def __init__(self, *, threads: int | None = None, batch_rows: int | None = None, progress: Progress | None = None):
         for name, value in (("threads", threads), ("batch_rows", batch_rows)):

@@ -208,6 +208,8 @@ class RayEngine(LocalEngine):
     cancels the tasks still running if the run did not finish, and stops the local Ray it
     started, whose processes are gone when it returns."""
 
+    fork_safe = False
+
     def __init__(self, *, address: str | None = None, **options):
         super().__init__(**options)
         self.ray = _ray()
