@@ -9,8 +9,8 @@ hold more than :data:`POINTS_AS_PNG` points; the page loads nothing else. Every 
 data (file, column, prompt and batch names) is escaped, and drawn as plain text (no mathtext).
 
 Each figure is one task, a drawing function of plain numbers (:class:`Drawing`): with several
-workers the figures are drawn at once, in processes forked from a server that imported
-matplotlib while the run's passes read; the page is the same byte for byte.
+workers (on Linux) the figures are drawn at once, in processes forked from the run after its
+passes, matplotlib loaded on a thread while they read; the page is the same byte for byte.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ RC = {  # matplotlib's settings while a figure is drawn; SVG text kept as text i
     "axes.spines.right": False,
     "text.parse_math": False,
 }
-MATPLOTLIB = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.backends.backend_svg", "matplotlib.font_manager")
 SECTIONS = {  # id: title, in the page's order
     "file": "The file",
     "rewards": "Rewards",
