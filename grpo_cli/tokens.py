@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-BLOCK_TOKENS = 1 << 18
+BLOCK_TOKENS = 1 << 18  # per block of token math: its arrays near the cache, its numpy calls few enough that threads rarely wait on the GIL
 
 
 @dataclass
