@@ -20,7 +20,7 @@ from .config import OUTPUT, ROLLOUT, Options, check_range, option, value_range, 
 from .errors import UsageError
 from .numerics import LOGRATIO_CLAMP_MAX
 from .objective.rollout import log_ratios, mismatch_terms
-from .tokens import Tokens, row_count, row_sum
+from .tokens import Tokens, joined, row_count, row_sum
 from .summaries import BlockSums, finite_or_null
 
 BUCKETS = 24  # powers of two: positions and lengths 1, 2-3, 4-7, ..., the last open-ended
@@ -99,9 +99,8 @@ def batch_terms(tokens: Tokens, config) -> dict[str, np.ndarray]:
     on blocks of whole rows (:meth:`Tokens.row_blocks`), so each pass stays in cache; a row's
     numbers do not depend on the blocking."""
     parts = [block_terms(tokens.rows_slice(a, b), config) for a, b in tokens.row_blocks()]
-    terms = {key: np.concatenate([part[key] for part in parts]) for key in parts[0] if key != "abs_diff_counts"}
-    terms["abs_diff_counts"] = np.sum([part["abs_diff_counts"] for part in parts], axis=0)
-    return terms
+    counts = np.sum([part.pop("abs_diff_counts") for part in parts], axis=0)  # a histogram of the batch, not per row
+    return {**joined(parts), "abs_diff_counts": counts}
 
 
 def block_terms(tokens: Tokens, config) -> dict[str, np.ndarray]:

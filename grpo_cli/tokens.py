@@ -86,6 +86,16 @@ class Tokens:
         return list(zip(bounds[:-1], bounds[1:])) or [(0, 0)]
 
 
+def joined(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The per-row arrays of consecutive blocks of rows (:meth:`Tokens.row_blocks`), each key's
+    blocks joined in row order.
+
+    >>> joined([{"n": np.array([1, 2])}, {"n": np.array([3])}])["n"].tolist()
+    [1, 2, 3]
+    """
+    return parts[0] if len(parts) == 1 else {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
 def row_reduce(values: np.ndarray, tokens: Tokens, ufunc: np.ufunc = np.add, empty=0.0, dtype=None) -> np.ndarray:
     """``ufunc.reduce`` over each row's tokens (rows without tokens get ``empty``)."""
     dtype = dtype or np.result_type(values.dtype, type(empty))

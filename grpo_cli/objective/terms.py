@@ -18,7 +18,7 @@ from .entropy import entropy_kept
 from .losses import LOSSES, Loss, LossInputs, SignedFactors
 from .ratio import RATIO_LEVELS
 from .rollout import corrected, log_ratios, mismatch_terms, off_policy_kept
-from ..tokens import BLOCK_TOKENS, Tokens, row_count, row_reduce, row_sum
+from ..tokens import BLOCK_TOKENS, Tokens, joined, row_count, row_reduce, row_sum
 
 
 def row_terms(
@@ -41,7 +41,7 @@ def row_terms(
         parts = [
             block_terms(tokens.rows_slice(a, b), None if advantages is None else advantages[a:b], config, context, first_row + a) for a, b in blocks
         ]
-    terms = parts[0] if len(parts) == 1 else {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    terms = joined(parts)
     check_row_sums(terms)
     if config.empty_rows == "refuse" and advantages is not None and not LOSSES[config.loss].critic:
         check_no_empty_rows(terms["n_tokens"])
