@@ -107,10 +107,10 @@ class Drawing:
     def page(self, text: str) -> str:
         """``text`` with each figure's marker replaced by the figure."""
         self._loading.join()
-        drawn = self._drawn()
+        drawn = self._draw_all()
         return re.sub(r"<!--figure (\d+)-->", lambda m: drawn[int(m[1])], text)  # the data's text is escaped: no marker in it
 
-    def _drawn(self) -> list[str]:
+    def _draw_all(self) -> list[str]:
         workers = min(self.workers, len(self._tasks))
         if workers > 1 and sys.platform == "linux":  # fork: the children have matplotlib; the passes' threads are idle
             try:
