@@ -45,9 +45,9 @@ class Tables(Reader):
             return self.data.select(columns.names)
         return self.guarded(part, lambda: self.data.to_table(columns=columns.names))
 
-    def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def batches(self, part: Part, batch_rows: int, columns: pa.Schema, threads: int = 1) -> Iterator[pa.RecordBatch]:
         """A table in slices of ``batch_rows`` rows (a slice within one chunk is not copied); a
-        dataset as its scan gives it."""
+        dataset as its scan gives it (on pyarrow's threads: ``threads`` is not used)."""
         if not isinstance(self.data, pa.Table):
             yield from self.guarded_batches(part, lambda: self.data.to_batches(columns=columns.names, batch_size=batch_rows))
             return

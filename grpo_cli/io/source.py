@@ -191,10 +191,11 @@ class Source:
             raise RowError(int(self.row_counts[:k].sum()) + exc.row, exc.detail) from None
 
     def iter_batches(
-        self, batch_rows: int, columns: list[str] | None = None, only: int | None = None, held: pa.Table | None = None
+        self, batch_rows: int, columns: list[str] | None = None, only: int | None = None, held: pa.Table | None = None, threads: int = 1
     ) -> Iterator[tuple[int, pa.RecordBatch]]:
         """``(part index, batch)``: ``columns`` (default: all), at most ``batch_rows`` rows per
-        batch, in file order (``only``: of that part alone); a batch never spans two files. A
+        batch, in file order (``only``: of that part alone), read on up to ``threads`` threads
+        where the format can; a batch never spans two files. A
         batch holds its part's columns as stored, partition columns last (:func:`conform` gives
         them the unified types); every part must hold ``columns``.
 
@@ -212,10 +213,10 @@ class Source:
             kept = [f.name for f in stored if held is not None and f.name in held.column_names and held.schema.field(f.name).type.equals(f.type)]
             read = pa.schema([f for f in stored if f.name not in kept])
             if not kept or held is None:
-                batches = self.reader.batches(part, batch_rows, read)
+                batches = self.reader.batches(part, batch_rows, read, threads)
             else:
                 rows = held.select(kept).slice(int(starts[k]), int(self.row_counts[k]))
-                batches = _with_held(self.reader.batches(part, batch_rows, read) if len(read) else None, rows, stored, batch_rows)
+                batches = _with_held(self.reader.batches(part, batch_rows, read, threads) if len(read) else None, rows, stored, batch_rows)
             yield from ((k, self._with_partitions(k, batch, columns)) for batch in batches)
 
     def _stored(self, k: int, columns: list[str] | None) -> pa.Schema:

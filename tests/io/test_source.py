@@ -573,6 +573,47 @@ def test_a_file_that_changes_between_passes_is_refused(tmp_path, sample_parquet,
             source.read_columns(["prompt_id"])
 
 
+@pytest.mark.parametrize("budget", [1, 1 << 20])
+def test_parquet_row_groups_read_at_once_give_the_streamed_rows(tmp_path, monkeypatch, budget):
+    """A file whose row groups fit ``threads`` times the read budget is read several row groups
+    at once, each whole; the rows, their order and their types are the streamed reading's, and
+    a damaged page is refused in one line either way."""
+    from grpo_cli.errors import InputError
+    from grpo_cli.io import open_source
+    from grpo_cli.io.formats import parquet
+
+    monkeypatch.setattr(parquet, "READ_BYTES_PER_THREAD", budget)
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 9, size=1000)
+    table = pa.table(
+        {
+            "prompt_id": np.arange(1000) // 4,
+            "reward": rng.normal(size=1000),
+            "logprobs": pa.ListArray.from_arrays(
+                np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32), pa.array(-rng.random(lengths.sum()), pa.float32())
+            ),
+        }
+    )
+    path = tmp_path / "r.parquet"
+    pq.write_table(table, path, row_group_size=64, write_page_checksum=True)
+    with open_source(str(path)) as source:
+        streamed = [b for _, b in source.iter_batches(50)]
+        for threads in (2, 5):
+            at_once = [b for _, b in source.iter_batches(50, ["reward", "logprobs"], threads=threads)]
+            assert max(b.num_rows for b in at_once) <= 50
+            assert pa.Table.from_batches(at_once).equals(pa.Table.from_batches(streamed).select(["reward", "logprobs"]))
+    assert pa.Table.from_batches(streamed).equals(table)
+    data = bytearray(path.read_bytes())
+    chunk = pq.read_metadata(path).row_group(9).column(1)
+    data[(chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset) + chunk.total_compressed_size - 1] ^= 1
+    path.write_bytes(data)
+    with (
+        open_source(str(path)) as source,
+        pytest.raises(InputError, match=r"r\.parquet: row group 9, column 'reward': a page's checksum does not match"),
+    ):
+        list(source.iter_batches(50, threads=4))
+
+
 @pytest.mark.parametrize("column", ["prompt_id", "reward"])
 def test_a_page_whose_checksum_does_not_match_is_refused_naming_its_row_group(tmp_path, column):
     """Issue 43, class 9: a flipped bit in a file written with page checksums was read in

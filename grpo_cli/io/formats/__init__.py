@@ -84,8 +84,9 @@ class Reader(ABC):
         """The stored ``columns`` of every row of ``part``, as one table."""
 
     @abstractmethod
-    def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """The stored ``columns`` of ``part``, in order, at most ``batch_rows`` rows a batch."""
+    def batches(self, part: Part, batch_rows: int, columns: pa.Schema, threads: int = 1) -> Iterator[pa.RecordBatch]:
+        """The stored ``columns`` of ``part``, in order, at most ``batch_rows`` rows a batch;
+        a format that can read on several threads uses up to ``threads``."""
 
     def guarded(self, part: Part, read: Callable[[], T]) -> T:
         """``read()``, a file that pyarrow cannot read in one line naming it."""

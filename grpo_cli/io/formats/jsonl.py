@@ -400,15 +400,15 @@ class JsonLines(Format):
         return Scan(schema, rows, (rows,), part.files.get_file_info(part.path).size)
 
     def read(self, part: Part, columns: pa.Schema) -> pa.Table:
-        return pa.Table.from_batches(list(self.batches(part, 1 << 20, columns)), schema=columns)
+        return pa.Table.from_batches(list(self.batches(part, 1 << 20, columns, default_threads())), schema=columns)
 
-    def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """Chunks of whole lines parsed against ``columns`` on threads."""
+    def batches(self, part: Part, batch_rows: int, columns: pa.Schema, threads: int = 1) -> Iterator[pa.RecordBatch]:
+        """Chunks of whole lines parsed against ``columns`` on up to ``threads`` threads."""
 
         def parse(item: tuple[int, bytes]) -> pa.Table:
             return parse_chunk(item[1], item[0], part.name, columns)
 
-        for table in ordered_map(parse, line_chunks(part.open), default_threads()):
+        for table in ordered_map(parse, line_chunks(part.open), threads):
             yield from table.to_batches(max_chunksize=batch_rows)
 
     def writer(self, path: str, target: str, schema: pa.Schema, layout: Layout, threads: int) -> LinesWriter:

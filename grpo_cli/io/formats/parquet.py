@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 MAGIC = b"PAR1"
 STREAM_BUFFER_BYTES = 1 << 20  # a streamed local file is read a buffer at a time, never a whole column chunk
+READ_BYTES_PER_THREAD = 32 << 20  # uncompressed bytes of the row groups read at once, per thread
 CHECKSUM_FAILED = "CRC checksum verification failed"  # pyarrow's message for a page whose checksum does not match
 
 T = TypeVar("T")
@@ -60,23 +61,46 @@ class Parquet(Format):
         with it (fewer requests)."""
         return self.guarded(part, lambda: _file(part).read(columns=columns.names))
 
-    def batches(self, part: Part, batch_rows: int, columns: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """Streamed. A local file through a buffer of :data:`STREAM_BUFFER_BYTES` per column:
-        memory holds the batches, not each row group's column chunks (a row group can be
-        larger than memory)."""
-        return self.guarded_batches(part, lambda: _file(part, STREAM_BUFFER_BYTES).iter_batches(batch_size=batch_rows, columns=columns.names))
+    def batches(self, part: Part, batch_rows: int, columns: pa.Schema, threads: int = 1) -> Iterator[pa.RecordBatch]:
+        """In order. A local file whose row groups are small enough for two or more to fit in
+        ``threads`` times :data:`READ_BYTES_PER_THREAD` (uncompressed) is read that many row
+        groups at once, each whole, on threads of their own. Else it is streamed through a
+        buffer of :data:`STREAM_BUFFER_BYTES` per column: memory holds the batches, not each row
+        group's column chunks (a row group can be larger than memory)."""
+        return self.guarded_batches(part, lambda: _batches(part, batch_rows, columns.names, threads))
 
     def writer(self, path: str, target: str, schema: pa.Schema, layout: Layout, threads: int) -> RowGroupWriter:
         return RowGroupWriter(path, schema, layout, threads)
 
 
-def _file(part: Part, buffer_size: int = 0) -> pq.ParquetFile:
-    """``part`` opened; a local file read through ``buffer_size`` bytes per column (0: each
-    column chunk at once), object storage pre-buffered (its reads coalesced)."""
+def _file(part: Part, buffer_size: int = 0, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
+    """``part`` opened (with its footer ``metadata`` if already read); a local file read
+    through ``buffer_size`` bytes per column (0: each column chunk at once), object storage
+    pre-buffered (its reads coalesced)."""
     local = part.local
     return pq.ParquetFile(
-        part.path, filesystem=part.filesystem, pre_buffer=not local, buffer_size=buffer_size if local else 0, page_checksum_verification=True
+        part.path,
+        metadata=metadata,
+        filesystem=part.filesystem,
+        pre_buffer=not local,
+        buffer_size=buffer_size if local else 0,
+        page_checksum_verification=True,
     )
+
+
+def _batches(part: Part, batch_rows: int, names: list[str], threads: int) -> Iterator[pa.RecordBatch]:
+    """The batches of :meth:`Parquet.batches`: row groups read at once, or streamed."""
+    file = _file(part, STREAM_BUFFER_BYTES)
+    meta = file.metadata
+    largest = max((meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)), default=0)
+    at_once = min(threads, meta.num_row_groups, threads * READ_BYTES_PER_THREAD // max(1, largest)) if part.local else 1
+    if at_once <= 1:
+        return file.iter_batches(batch_size=batch_rows, columns=names)
+
+    def row_group(g: int) -> list[pa.RecordBatch]:
+        return _file(part, metadata=meta).read_row_group(g, columns=names).to_batches(max_chunksize=batch_rows)
+
+    return (batch for batches in ordered_map(row_group, range(meta.num_row_groups), at_once) for batch in batches)
 
 
 def _verified(part: Part, read: Callable[[], T]) -> T:
