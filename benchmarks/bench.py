@@ -5,7 +5,7 @@
     python benchmarks/bench.py --rows 10000000 --mean-tokens 0 --estimators grpo,remax,opo,gpg,passk
     python benchmarks/bench.py --rows 1000000 --losses ppo,gspo,sapo,cispo,gmpo,gpg --skip-naive
     python benchmarks/bench.py --rows 200000 --skip-naive --skip-peers --page-checksums with
-    python benchmarks/bench.py --cores --runs 3
+    python benchmarks/bench.py --cores --runs 3 --skip-peers torch
     python benchmarks/bench.py --rows 100000 --mean-tokens 500 --report --skip-naive --runs 5
 
 Generates synthetic rollouts (prompt_id, reward, logprobs, old_logprobs as ragged float32
@@ -91,6 +91,7 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 RESULTS = Path(__file__).resolve().parent / "results.csv"
 POLARS_OVER, DUCKDB_WINDOW, POLARS_OBJECTIVE = "polars over() script", "DuckDB window query", "polars objective script"
 POLARS_FLOOR_0, POLARS_FLOOR_9 = "polars read + write", "polars read + write, 9 columns"
+PEER_PACKAGES = ("polars", "duckdb", "torch")  # whose scripts --skip-peers can skip
 AGAINST_PEERS = "grpo against its peers"  # the setup of the rows of grpo against each peer (docs/hooks.py shows them so)
 # (grpo, peer): the --cores suite's ratios (issue 44's targets)
 PEERS = [
@@ -230,9 +231,13 @@ def has(*modules: str) -> bool:
 def cases(data: Path, out: Path, args: argparse.Namespace) -> list[tuple[str, str, list[str]]]:
     """``(task, label, argv)`` of every command to time; the first of each task is its floor."""
     src, dst = str(data), str(out)
-    peers = not args.skip_peers
+    skipped = set(args.skip_peers.split(","))
     verified = "read floor, page checksums verified" + ("" if args.page_checksums == "with" else " (the file has none)")
-    polars, duckdb, torch = peers and has("polars"), peers and has("duckdb"), peers and has("torch", "pandas")
+    polars, duckdb, torch = (
+        "polars" not in skipped and has("polars"),
+        "duckdb" not in skipped and has("duckdb"),
+        "torch" not in skipped and has("torch", "pandas"),
+    )
     found = [
         ("advantages", "floor (pyarrow read + write, 1 column)", baseline("floor", src, dst, "1")),
         ("advantages", "pyarrow default writer, 1 column", baseline("floor", src, dst, "1", "default")),
@@ -414,7 +419,13 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="where the data goes (default: a temp dir)")
     parser.add_argument("--rewards", default="binary", help="comma-separated: binary, continuous (one table each)")
     parser.add_argument("--skip-naive", action="store_true")
-    parser.add_argument("--skip-peers", action="store_true", help="skip the polars and torch-style scripts")
+    parser.add_argument(
+        "--skip-peers",
+        nargs="?",
+        const=",".join(PEER_PACKAGES),
+        default="",
+        help=f"skip the peers' scripts: all, or those of the packages named (comma-separated: {', '.join(PEER_PACKAGES)})",
+    )
     parser.add_argument("--scattered", action="store_true", help="shuffle ids within each chunk: no group is contiguous")
     parser.add_argument("--estimators", default="grpo", help="comma-separated: time `grpo advantages -o` with each")
     parser.add_argument("--losses", default="ppo", help="comma-separated: time `grpo objective -o` with each")
@@ -429,6 +440,8 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="also time `grpo report -o` against `grpo mismatch` (issue 45)")
     parser.add_argument("--scale", type=float, default=1.0, help="--cores: the data's size, a multiple of 10M rows and 1.2e8 tokens")
     args = parser.parse_args()
+    if unknown := set(filter(None, args.skip_peers.split(","))) - set(PEER_PACKAGES):
+        parser.error(f"--skip-peers: unknown {', '.join(sorted(unknown))} (valid: {', '.join(PEER_PACKAGES)})")
     run_of = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **machine()}
     invocation = " ".join(["python benchmarks/bench.py", *sys.argv[1:]])
     needs = frozenset(n for e in args.estimators.split(",") for n in lookup(e).needs)

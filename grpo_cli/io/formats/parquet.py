@@ -64,9 +64,9 @@ class Parquet(Format):
     def batches(self, part: Part, batch_rows: int, columns: pa.Schema, threads: int = 1) -> Iterator[pa.RecordBatch]:
         """In order. A local file whose row groups are small enough for two or more to fit in
         ``threads`` times :data:`READ_BYTES_PER_THREAD` (uncompressed) is read that many row
-        groups at once, each whole, on threads of their own. Else it is streamed through a
-        buffer of :data:`STREAM_BUFFER_BYTES` per column: memory holds the batches, not each row
-        group's column chunks (a row group can be larger than memory)."""
+        groups at once, each on a thread of its own. Else it is streamed. Either way a local
+        file is read through a buffer of :data:`STREAM_BUFFER_BYTES` per column: memory holds
+        the batches, not each row group's column chunks (a row group can be larger than memory)."""
         return self.guarded_batches(part, lambda: _batches(part, batch_rows, columns.names, threads))
 
     def writer(self, path: str, target: str, schema: pa.Schema, layout: Layout, threads: int) -> RowGroupWriter:
@@ -98,7 +98,7 @@ def _batches(part: Part, batch_rows: int, names: list[str], threads: int) -> Ite
         return file.iter_batches(batch_size=batch_rows, columns=names)
 
     def row_group(g: int) -> list[pa.RecordBatch]:
-        return _file(part, metadata=meta).read_row_group(g, columns=names).to_batches(max_chunksize=batch_rows)
+        return list(_file(part, STREAM_BUFFER_BYTES, meta).iter_batches(batch_size=batch_rows, row_groups=[g], columns=names))
 
     return (batch for batches in ordered_map(row_group, range(meta.num_row_groups), at_once) for batch in batches)
 
