@@ -45,7 +45,7 @@ class Engine(ABC):
     types, ``first_row`` is the batch's first row in the dataset; it raises
     :class:`~grpo_cli.errors.RowError` with a row of its batch, which the engine names
     (:func:`row_labeller`). ``threads`` workers (default: one per core this process may use) and
-    ``batch_rows`` rows a batch (default: :attr:`Source.batch_rows`); ``progress(rows done,
+    ``batch_rows`` rows a batch (default: :meth:`Source.batch_rows` for its threads); ``progress(rows done,
     rows in all, pieces)`` is called as batches finish, ``pieces`` saying how many stored
     pieces are done (``row groups 3/12``). Written outputs are staged in ``outputs``
     (temporary files), for the caller to commit with its own (the summary JSON) or to leave,

@@ -295,7 +295,7 @@ class RayEngine(LocalEngine):
         self._connect()
         starts = np.cumsum(source.row_counts) - source.row_counts
         with _signals_kept():
-            return self.ray.put(source), self.ray.put(args), starts.tolist(), self.batch_rows or source.batch_rows
+            return self.ray.put(source), self.ray.put(args), starts.tolist(), self.batch_rows or source.batch_rows()
 
     def map_batches(
         self,

@@ -14,7 +14,7 @@ values, the input's compression.
   up only after its dictionary page has filled, work that is thrown away.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
 - Row groups are encoded on several threads at once (as many as fit in a budget of memory
-  per thread), each into a parquet file in memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column
+  per thread, and in all), each into a parquet file in memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column
   after another on one thread, the slowest step of a run. The file is the same byte for byte.
 """
 
@@ -37,6 +37,7 @@ DEFAULT_ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 128 << 20
 SAMPLE_VALUES = 65_536
 ENCODING_BYTES_PER_THREAD = 32 << 20  # uncompressed bytes of the row groups encoded at once, per thread (at least one row group)
+ENCODING_BYTES = 256 << 20  # ... and in all, whatever the threads
 DISTINCT_SHARE = 4
 
 
@@ -62,8 +63,8 @@ class RowGroupWriter:
     """A parquet file written a whole row group at a time (see the module's docstring).
 
     As many row groups are encoded at once as ``threads`` allows and ``threads`` times
-    :data:`ENCODING_BYTES_PER_THREAD` holds (uncompressed), judged on the first row group, so
-    memory grows with the threads that use it. Several: each is encoded on a thread of its own
+    :data:`ENCODING_BYTES_PER_THREAD`, at most :data:`ENCODING_BYTES`, holds (uncompressed),
+    judged on the first row group. Several: each is encoded on a thread of its own
     as a parquet file in memory, and the files are joined in order
     (:class:`~grpo_cli.io.parquet_footer.JoinedFile`). One (a single thread, or few threads and
     row groups of long token lists): pyarrow's writer writes straight to the file, with no copy
@@ -125,7 +126,8 @@ class RowGroupWriter:
     def _start(self, table: pa.Table, group: pa.Table) -> None:
         """Choose each column's encoding and how many row groups to encode at once; open the file."""
         self._encodings = encodings(table)
-        self._at_once = min(self.threads, self.threads * ENCODING_BYTES_PER_THREAD // group.nbytes) if group.num_rows and group.nbytes else 1
+        budget = min(self.threads * ENCODING_BYTES_PER_THREAD, ENCODING_BYTES)
+        self._at_once = min(self.threads, budget // group.nbytes) if group.num_rows and group.nbytes else 1
         if self._at_once <= 1:
             self._single = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression, **self._encodings)
         else:

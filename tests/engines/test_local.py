@@ -122,9 +122,12 @@ def test_progress_reports_rows_and_row_groups_or_files(sample_parquet, sample_js
     grouped = tmp_path / "grouped.parquet"
     pq.write_table(pq.read_table(sample_parquet), grouped, row_group_size=100)  # 320 rows: 4 row groups
     calls = []
-    advantages_file(str(grouped), str(tmp_path / "o.parquet"), batch_rows=64, progress=lambda *a: calls.append(a))
+    advantages_file(str(grouped), str(tmp_path / "o.parquet"), batch_rows=64, threads=1, progress=lambda *a: calls.append(a))
     assert calls[0] == (64, 320, "row groups 0/4") and calls[1] == (128, 320, "row groups 1/4")
     assert calls[-1] == (320, 320, "row groups 4/4")
+    calls.clear()  # row groups read several at once: a batch ends with its row group
+    advantages_file(str(grouped), str(tmp_path / "o.parquet"), batch_rows=64, threads=4, progress=lambda *a: calls.append(a))
+    assert calls == [(r, 320, f"row groups {g}/4") for r, g in [(64, 0), (100, 1), (164, 1), (200, 2), (264, 2), (300, 3), (320, 4)]]
     calls.clear()
     objective_file([str(sample_jsonl), str(sample_jsonl)], progress=lambda *a: calls.append(a))
     assert calls[-1] == (640, 640, "files 2/2")

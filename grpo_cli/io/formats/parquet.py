@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 MAGIC = b"PAR1"
 STREAM_BUFFER_BYTES = 1 << 20  # a streamed local file is read a buffer at a time, never a whole column chunk
 READ_BYTES_PER_THREAD = 32 << 20  # uncompressed bytes of the row groups read at once, per thread
+READ_BYTES = 128 << 20  # ... and in all, whatever the threads
 CHECKSUM_FAILED = "CRC checksum verification failed"  # pyarrow's message for a page whose checksum does not match
 
 T = TypeVar("T")
@@ -63,8 +64,8 @@ class Parquet(Format):
 
     def batches(self, part: Part, batch_rows: int, columns: pa.Schema, threads: int = 1) -> Iterator[pa.RecordBatch]:
         """In order. A local file whose row groups are small enough for two or more to fit in
-        ``threads`` times :data:`READ_BYTES_PER_THREAD` (uncompressed) is read that many row
-        groups at once, each on a thread of its own. Else it is streamed. Either way a local
+        ``threads`` times :data:`READ_BYTES_PER_THREAD`, at most :data:`READ_BYTES`
+        (uncompressed), is read that many row groups at once, each on a thread of its own. Else it is streamed. Either way a local
         file is read through a buffer of :data:`STREAM_BUFFER_BYTES` per column: memory holds
         the batches, not each row group's column chunks (a row group can be larger than memory)."""
         return self.guarded_batches(part, lambda: _batches(part, batch_rows, columns.names, threads))
@@ -93,7 +94,8 @@ def _batches(part: Part, batch_rows: int, names: list[str], threads: int) -> Ite
     file = _file(part, STREAM_BUFFER_BYTES)
     meta = file.metadata
     largest = max((meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)), default=0)
-    at_once = min(threads, meta.num_row_groups, threads * READ_BYTES_PER_THREAD // max(1, largest)) if part.local else 1
+    budget = min(threads * READ_BYTES_PER_THREAD, READ_BYTES)
+    at_once = min(threads, meta.num_row_groups, budget // max(1, largest)) if part.local else 1
     if at_once <= 1:
         return file.iter_batches(batch_size=batch_rows, columns=names)
 
