@@ -46,9 +46,11 @@ class LocalEngine(Engine):
         label = row_labeller(source, prompt)
         read = source.read_schema(columns)
 
+        batch_rows = self.batch_rows or source.batch_rows(self.workers)
+
         def numbered() -> Iterator[tuple[int, int, pa.RecordBatch]]:
             first_row = 0
-            for part, batch in source.iter_batches(self.batch_rows or source.batch_rows(self.workers), None if carry else columns, held=held, threads=self.workers):
+            for part, batch in source.iter_batches(batch_rows, None if carry else columns, held=held, threads=self.workers):
                 yield first_row, part, batch
                 first_row += batch.num_rows
 
