@@ -45,9 +45,9 @@ class Engine(ABC):
     types, ``first_row`` is the batch's first row in the dataset; it raises
     :class:`~grpo_cli.errors.RowError` with a row of its batch, which the engine names
     (:func:`row_labeller`). ``threads`` workers (default: one per core this process may use) and
-    ``batch_rows`` rows a batch (default: :meth:`Source.batch_rows` for its threads); ``progress(rows done,
-    rows in all, pieces)`` is called as batches finish, ``pieces`` saying how many stored
-    pieces are done (``row groups 3/12``). Written outputs are staged in ``outputs``
+    ``batch_rows`` rows a batch (default: :meth:`Source.batch_rows` for its threads);
+    ``progress(rows done, rows in all, pieces)`` is called as batches finish, ``pieces`` saying
+    how many stored pieces are done (``row groups 3/12``). Written outputs are staged in ``outputs``
     (temporary files), for the caller to commit with its own (the summary JSON) or to leave,
     which removes them. A run uses the engine as a context manager (inside ``outputs``):
     leaving it stops what the engine started for the run.

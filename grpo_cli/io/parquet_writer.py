@@ -14,8 +14,9 @@ values, the input's compression.
   up only after its dictionary page has filled, work that is thrown away.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
 - Row groups are encoded on several threads at once (as many as fit in a budget of memory
-  per thread, and in all), each into a parquet file in memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column
-  after another on one thread, the slowest step of a run. The file is the same byte for byte.
+  per thread, and in all), each into a parquet file in memory, and joined in order
+  (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column after another on
+  one thread, the slowest step of a run. The file is the same byte for byte.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class RowGroupWriter:
 
     As many row groups are encoded at once as ``threads`` allows and ``threads`` times
     :data:`ENCODING_BYTES_PER_THREAD`, at most :data:`ENCODING_BYTES`, holds (uncompressed),
-    judged on the first row group. Several: each is encoded on a thread of its own
-    as a parquet file in memory, and the files are joined in order
+    judged on the first row group. Several: each is encoded on a thread of its own as a
+    parquet file in memory, and the files are joined in order
     (:class:`~grpo_cli.io.parquet_footer.JoinedFile`). One (a single thread, or few threads and
     row groups of long token lists): pyarrow's writer writes straight to the file, with no copy
     in memory. The file is the same either way.

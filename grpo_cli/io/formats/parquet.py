@@ -65,9 +65,10 @@ class Parquet(Format):
     def batches(self, part: Part, batch_rows: int, columns: pa.Schema, threads: int = 1) -> Iterator[pa.RecordBatch]:
         """In order. A local file whose row groups are small enough for two or more to fit in
         ``threads`` times :data:`READ_BYTES_PER_THREAD`, at most :data:`READ_BYTES`
-        (uncompressed), is read that many row groups at once, each on a thread of its own. Else it is streamed. Either way a local
-        file is read through a buffer of :data:`STREAM_BUFFER_BYTES` per column: memory holds
-        the batches, not each row group's column chunks (a row group can be larger than memory)."""
+        (uncompressed), is read that many row groups at once, each on a thread of its own; else
+        it is streamed. Either way a local file is read through a buffer of
+        :data:`STREAM_BUFFER_BYTES` per column: memory holds the batches, not each row group's
+        column chunks (a row group can be larger than memory)."""
         return self.guarded_batches(part, lambda: _batches(part, batch_rows, columns.names, threads))
 
     def writer(self, path: str, target: str, schema: pa.Schema, layout: Layout, threads: int) -> RowGroupWriter:
