@@ -111,7 +111,7 @@ class RowGroupWriter:
         table = pa.Table.from_batches(self._pending, self.schema)
         group = table.slice(0, rows)
         if self._encodings is None:
-            self._start(table, group)
+            self._start(group)
         if self._single is not None:
             if rows:
                 self._single.write_table(group, row_group_size=rows)
@@ -124,9 +124,10 @@ class RowGroupWriter:
         rest = table.slice(rows)
         self._pending, self._rows = rest.to_batches(), rest.num_rows
 
-    def _start(self, table: pa.Table, group: pa.Table) -> None:
-        """Choose each column's encoding and how many row groups to encode at once; open the file."""
-        self._encodings = encodings(table)
+    def _start(self, group: pa.Table) -> None:
+        """Choose each column's encoding and how many row groups to encode at once from the
+        first row group ``group`` (so neither depends on the batches); open the file."""
+        self._encodings = encodings(group)
         budget = min(self.threads * ENCODING_BYTES_PER_THREAD, ENCODING_BYTES)
         self._at_once = min(self.threads, budget // group.nbytes) if group.num_rows and group.nbytes else 1
         if self._at_once <= 1:

@@ -91,12 +91,24 @@ def test_encodings_of_nested_types():
     assert encodings(table.slice(0, 0)) == {"use_dictionary": [], "column_encoding": {}}
 
 
-def _written(path, table: pa.Table, threads: int, rows: int) -> bytes:
+def _written(path, table: pa.Table, threads: int, rows: int, batch_rows: int = 97) -> bytes:
     writer = RowGroupWriter(str(path), table.schema, Layout("zstd", rows), threads)
-    for batch in table.to_batches(max_chunksize=97):
+    for batch in table.to_batches(max_chunksize=batch_rows):
         writer.write_batch(batch)
     writer.close()
     return path.read_bytes()
+
+
+def test_the_encodings_are_the_first_row_groups_whatever_the_batches(tmp_path):
+    """Each column's encoding is judged on the first row group alone: a batch that reaches past
+    it (the row groups a parallel read gives end where the stored ones do; a streamed batch
+    need not) chose a dictionary here for values distinct in the first row group, when the rest
+    repeat one value."""
+    x = np.concatenate([np.linspace(0, 1, 30), np.full(970, 0.5)])
+    table = pa.table({"x": x})
+    files = [_written(tmp_path / f"{batch_rows}.parquet", table, 1, 30, batch_rows) for batch_rows in (7, 30, 1000)]
+    assert files[0] == files[1] == files[2]
+    assert pq.read_metadata(tmp_path / "7.parquet").row_group(0).column(0).encodings == ("RLE", "BYTE_STREAM_SPLIT")
 
 
 @pytest.mark.parametrize("rows", [0, 1, 999, 10_000])
