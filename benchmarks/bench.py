@@ -288,8 +288,11 @@ def against(timed: list[tuple[str, str, list[str]]], checkout: Path | None) -> t
     :func:`against_peers`: :data:`PEERS` and each command against its twin."""
     if checkout is None:
         return timed, PEERS
-    git = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
-    commit = git if (checkout / ".git").exists() else checkout.name  # a copy of the code alone is named by its folder
+    commit = (  # a copy of the code alone is named by its folder
+        subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
+        if (checkout / ".git").exists()
+        else checkout.name
+    )
 
     def started(root: Path) -> list[str]:  # both alike: `python -m grpo_cli` with the tree's code first on the path
         path = os.pathsep.join(filter(None, [str(root.resolve()), os.environ.get("PYTHONPATH")]))  # the tree first, then the caller's path

@@ -33,6 +33,16 @@ def max_in_flight() -> int:
     return IN_FLIGHT_PER_CORE * cores()
 
 
+def at_once(threads: int, nbytes: int, per_thread: int, in_all: int) -> int:
+    """How many items of ``nbytes`` bytes to hold at once: at most ``threads``, within
+    ``per_thread`` bytes per thread and ``in_all`` bytes in all (at least one).
+
+    >>> at_once(16, 60 << 20, 32 << 20, 256 << 20), at_once(2, 60 << 20, 32 << 20, 256 << 20)
+    (4, 1)
+    """
+    return max(1, min(threads, min(threads * per_thread, in_all) // max(1, nbytes)))
+
+
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:
     """``map(fn, items)`` with up to ``threads`` calls in flight (at most :func:`max_in_flight`);
     results keep the order of ``items``, and an exception surfaces at its item's turn. At most

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
+from ..parallel import at_once
 from .parquet_footer import JoinedFile
 
 CODECS = ("none", "snappy", "zstd", "lz4", "gzip", "brotli")
@@ -128,8 +129,7 @@ class RowGroupWriter:
         """Choose each column's encoding and how many row groups to encode at once from the
         first row group ``group`` (so neither depends on the batches); open the file."""
         self._encodings = encodings(group)
-        budget = min(self.threads * ENCODING_BYTES_PER_THREAD, ENCODING_BYTES)
-        self._at_once = min(self.threads, budget // group.nbytes) if group.num_rows and group.nbytes else 1
+        self._at_once = at_once(self.threads, group.nbytes, ENCODING_BYTES_PER_THREAD, ENCODING_BYTES) if group.num_rows and group.nbytes else 1
         if self._at_once <= 1:
             self._single = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression, **self._encodings)
         else:

@@ -196,9 +196,9 @@ class Source:
     ) -> Iterator[tuple[int, pa.RecordBatch]]:
         """``(part index, batch)``: ``columns`` (default: all), at most ``batch_rows`` rows per
         batch, in file order (``only``: of that part alone), read on up to ``threads`` threads
-        where the format can; a batch never spans two files. A
-        batch holds its part's columns as stored, partition columns last (:func:`conform` gives
-        them the unified types); every part must hold ``columns``.
+        where the format can; a batch never spans two files. A batch holds its part's columns
+        as stored, partition columns last (:func:`conform` gives them the unified types); every
+        part must hold ``columns``.
 
         ``held``: columns of every row already in memory (a first pass's ids and rewards, in
         their unified types). A part that stores one of them in that type takes it from there

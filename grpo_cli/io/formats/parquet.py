@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...errors import InputError
-from ...parallel import default_threads, ordered_map
+from ...parallel import at_once, default_threads, ordered_map
 from ..parquet_writer import Layout, RowGroupWriter
 from . import Format, Scan
 
@@ -95,15 +95,14 @@ def _batches(part: Part, batch_rows: int, names: list[str], threads: int) -> Ite
     file = _file(part, STREAM_BUFFER_BYTES)
     meta = file.metadata
     largest = max((meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)), default=0)
-    budget = min(threads * READ_BYTES_PER_THREAD, READ_BYTES)
-    at_once = min(threads, meta.num_row_groups, budget // max(1, largest)) if part.local else 1
-    if at_once <= 1:
+    groups = min(meta.num_row_groups, at_once(threads, largest, READ_BYTES_PER_THREAD, READ_BYTES)) if part.local else 1
+    if groups <= 1:
         return file.iter_batches(batch_size=batch_rows, columns=names)
 
     def row_group(g: int) -> list[pa.RecordBatch]:
         return list(_file(part, STREAM_BUFFER_BYTES, meta).iter_batches(batch_size=batch_rows, row_groups=[g], columns=names))
 
-    return (batch for batches in ordered_map(row_group, range(meta.num_row_groups), at_once) for batch in batches)
+    return (batch for batches in ordered_map(row_group, range(meta.num_row_groups), groups) for batch in batches)
 
 
 def _verified(part: Part, read: Callable[[], T]) -> T:
