@@ -1,10 +1,12 @@
 """Row groups encoded apart, joined into one parquet file.
 
-pyarrow's writer encodes a file's row groups one after another on one thread. To use every
-core, each row group is encoded on its own, as a complete parquet file in memory (``PAR1``,
-its column chunks, its footer), and :class:`JoinedFile` appends the column chunks in order
-and writes one footer listing every row group, its offsets moved to where its bytes landed.
-The file is byte for byte the one a single writer makes.
+pyarrow's writer encodes a file's row groups one after another, and a row group's columns one
+after another, on one thread. To use every core, each row group's columns are encoded apart,
+a few at a time, each few as a complete parquet file in memory (``PAR1``, its column chunks,
+its footer), and :class:`JoinedFile` appends the column chunks in order and writes one footer
+listing every row group, its offsets moved to where its bytes landed. A column chunk's bytes
+and metadata do not depend on the other columns, so the file is byte for byte the one a single
+writer makes.
 
 A footer is parquet's ``FileMetaData`` in thrift's compact protocol. It is decoded into plain
 values, every field kept in its order and type so that it encodes back to the same bytes:
@@ -23,7 +25,7 @@ TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, STRUCT = 1, 2, 3, 4
 INTEGERS = (I16, I32, I64)
 # parquet.thrift field ids
 FILE_NUM_ROWS, FILE_ROW_GROUPS = 3, 4
-GROUP_COLUMNS, GROUP_NUM_ROWS, GROUP_FILE_OFFSET, GROUP_ORDINAL = 1, 3, 5, 7
+GROUP_COLUMNS, GROUP_BYTES, GROUP_NUM_ROWS, GROUP_FILE_OFFSET, GROUP_COMPRESSED_BYTES, GROUP_ORDINAL = 1, 2, 3, 5, 6, 7
 CHUNK_FILE_OFFSET, CHUNK_META, CHUNK_OFFSET_INDEX = 2, 3, 4
 META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER = 9, 10, 11, 14
 
@@ -170,42 +172,61 @@ def _moved(group: list, by: int, ordinal: int) -> list:
     return group
 
 
+def _joined(pieces: list) -> list:
+    """One ``RowGroup`` of the column chunks of ``pieces``, row groups of the same rows whose
+    columns follow one another: the first's fields, with every piece's columns and sizes."""
+    group = pieces[0]
+    _required(group, GROUP_COLUMNS)[2] = (STRUCT, [chunk for piece in pieces for chunk in _required(piece, GROUP_COLUMNS)[2][1]])
+    for size in (GROUP_BYTES, GROUP_COMPRESSED_BYTES):
+        if (field := _field(group, size)) is not None:
+            field[2] = sum(_required(piece, size)[2] for piece in pieces)
+    return group
+
+
 class JoinedFile:
     """One parquet file written to ``out`` from parts, each a complete parquet file in memory
-    with the same schema and options: :meth:`append` them in order, then :meth:`close`.
+    written with the options of ``empty``, a file of the joined file's schema without rows:
+    :meth:`append` each row group's parts in order, then :meth:`close`.
 
     >>> import io, pyarrow as pa, pyarrow.parquet as pq
-    >>> def part(values):
-    ...     sink = pa.BufferOutputStream(); pq.write_table(pa.table({"x": values}), sink); return sink.getvalue()
-    >>> out = io.BytesIO(); joined = JoinedFile(out); joined.append(part([1, 2])); joined.append(part([3])); joined.close()
-    >>> pq.read_table(pa.BufferReader(out.getvalue()))["x"].to_pylist()
-    [1, 2, 3]
+    >>> def part(table):
+    ...     sink = pa.BufferOutputStream(); pq.write_table(table, sink); return sink.getvalue()
+    >>> t = pa.table({"x": [1, 2, 3], "y": [0.5, 1.5, 2.5]})
+    >>> out = io.BytesIO(); joined = JoinedFile(out, part(t.slice(0, 0)))
+    >>> joined.append([part(t.slice(0, 2))]); joined.append([part(t.slice(2).select(["x"])), part(t.slice(2).select(["y"]))])
+    >>> joined.close(); pq.read_table(pa.BufferReader(out.getvalue())).to_pydict()
+    {'x': [1, 2, 3], 'y': [0.5, 1.5, 2.5]}
     """
 
-    def __init__(self, out: BinaryIO):
+    def __init__(self, out: BinaryIO, empty: bytes | memoryview):
         self.out = out
         self.position = len(MAGIC)
-        self.meta: list | None = None
+        self.meta = footer(empty)[0]
         self.groups: list = []
         out.write(MAGIC)
 
-    def append(self, part: bytes | memoryview) -> None:
-        """Append the column chunks of ``part`` and keep its row groups' metadata, moved. The
-        bytes are written :data:`WRITE_BYTES` at a time: the kernel copied one write of a row
-        group of token lists (tens of MiB) into the page cache at a fraction of the speed."""
-        view = memoryview(part)
-        meta, start = footer(view)
-        by = self.position - len(MAGIC)  # the part's byte 4 lands at self.position
-        self.groups += [_moved(g, by, len(self.groups) + k) for k, g in enumerate(_required(meta, FILE_ROW_GROUPS)[2][1])]
-        self.meta = self.meta or meta
-        for at in range(len(MAGIC), start, WRITE_BYTES):
-            self.out.write(view[at : min(at + WRITE_BYTES, start)])
-        self.position += start - len(MAGIC)
+    def append(self, parts: list) -> None:
+        """Append the column chunks of ``parts``, moved: one file of every column, or files of
+        one row group each, of the same rows, whose columns follow one another in the schema
+        (joined into one row group). The bytes are written :data:`WRITE_BYTES` at a time: the kernel copied one
+        write of a row group of token lists (tens of MiB) into the page cache at a fraction of
+        the speed."""
+        pieces = []
+        for part in parts:
+            view = memoryview(part)
+            meta, start = footer(view)
+            by = self.position - len(MAGIC)  # the part's byte 4 lands at self.position
+            groups = _required(meta, FILE_ROW_GROUPS)[2][1]
+            if len(parts) > 1 and len(groups) != 1:
+                raise ValueError("a row group's columns come in parts of one row group each")
+            pieces.append([_moved(g, by, len(self.groups) + k) for k, g in enumerate(groups)])
+            for at in range(len(MAGIC), start, WRITE_BYTES):
+                self.out.write(view[at : min(at + WRITE_BYTES, start)])
+            self.position += start - len(MAGIC)
+        self.groups += [_joined(list(same_rows)) for same_rows in zip(*pieces, strict=True)]
 
     def close(self) -> None:
-        """Write the footer: the first part's metadata, with every part's row groups and rows."""
-        if self.meta is None:
-            raise ValueError("no part was appended")
+        """Write the footer: ``empty``'s metadata, with every part's row groups and rows."""
         meta = [list(f) for f in self.meta]
         _required(meta, FILE_ROW_GROUPS)[2] = (STRUCT, self.groups)
         _required(meta, FILE_NUM_ROWS)[2] = sum(_required(g, GROUP_NUM_ROWS)[2] for g in self.groups)

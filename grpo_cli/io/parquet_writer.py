@@ -14,9 +14,10 @@ values, the input's compression.
   up only after its dictionary page has filled, work that is thrown away.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
 - Row groups are encoded on several threads at once (as many as fit in a budget of memory
-  per thread, and in all), each into a parquet file in memory, and joined in order
-  (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column after another on
-  one thread, the slowest step of a run. The file is the same byte for byte.
+  per thread, and in all), each row group's columns a few at a time, each few into a parquet
+  file in memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer
+  encodes one column after another on one thread, the slowest step of a run. The file is the
+  same byte for byte.
 """
 
 from __future__ import annotations
@@ -64,13 +65,12 @@ def layout(compression: str | None, input_codec: str | None, input_row_group_row
 class RowGroupWriter:
     """A parquet file written a whole row group at a time (see the module's docstring).
 
-    As many row groups are encoded at once as ``threads`` allows and ``threads`` times
-    :data:`ENCODING_BYTES_PER_THREAD`, at most :data:`ENCODING_BYTES`, holds (uncompressed),
-    judged on the first row group. Several: each is encoded on a thread of its own as a
-    parquet file in memory, and the files are joined in order
-    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`). One (a single thread, or few threads and
-    row groups of long token lists): pyarrow's writer writes straight to the file, with no copy
-    in memory. The file is the same either way.
+    One thread: pyarrow's writer writes straight to the file. More: each row group's columns
+    are cut into runs of about 1/``threads`` of its bytes (:func:`column_runs`), each encoded on
+    one of ``threads`` threads as a parquet file in memory, and the files are joined in order
+    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`); as many row groups are held encoding as
+    ``threads`` times :data:`ENCODING_BYTES_PER_THREAD`, at most :data:`ENCODING_BYTES`, holds
+    (uncompressed), judged on the first row group. The file is the same either way.
     """
 
     def __init__(self, path: str, schema: pa.Schema, layout: Layout, threads: int = 1):
@@ -78,10 +78,11 @@ class RowGroupWriter:
         self._pending: list[pa.RecordBatch] = []
         self._rows = 0
         self._encodings: dict | None = None  # chosen from the first row group (see _start)
-        self._at_once = 1  # row groups encoded at once
-        self._single: pq.ParquetWriter | None = None  # one row group at a time, or several:
+        self._at_once = 1  # row groups held encoding
+        self._runs: list[list[int]] = []  # the columns of each part of a row group
+        self._single: pq.ParquetWriter | None = None  # one thread, or several:
         self._parallel: tuple[ThreadPoolExecutor, JoinedFile] | None = None
-        self._encoding: deque[Future] = deque()
+        self._encoding: deque[list[Future]] = deque()  # each row group's parts
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         self._pending.append(batch)
@@ -99,7 +100,7 @@ class RowGroupWriter:
             assert self._parallel is not None  # _start opened one of the two
             joined = self._parallel[1]
             while self._encoding:
-                joined.append(self._encoding.popleft().result())
+                joined.append([part.result() for part in self._encoding.popleft()])
             joined.close()
         finally:
             if self._parallel is not None:
@@ -116,32 +117,55 @@ class RowGroupWriter:
         if self._single is not None:
             if rows:
                 self._single.write_table(group, row_group_size=rows)
-        else:
+        elif rows:
             assert self._parallel is not None  # _start opened one of the two
             pool, joined = self._parallel
-            self._encoding.append(pool.submit(self._encoded, group))
+            self._encoding.append([pool.submit(self._encoded, group.select(columns)) for columns in self._runs])
             while len(self._encoding) > self._at_once:
-                joined.append(self._encoding.popleft().result())
+                joined.append([part.result() for part in self._encoding.popleft()])
         rest = table.slice(rows)
         self._pending, self._rows = rest.to_batches(), rest.num_rows
 
     def _start(self, group: pa.Table) -> None:
-        """Choose each column's encoding and how many row groups to encode at once from the
-        first row group ``group`` (so neither depends on the batches); open the file."""
+        """Choose each column's encoding, how many row groups to hold encoding and how to cut
+        their columns from the first row group ``group`` (so none depends on the batches);
+        open the file."""
         self._encodings = encodings(group)
-        self._at_once = at_once(self.threads, group.nbytes, ENCODING_BYTES_PER_THREAD, ENCODING_BYTES) if group.num_rows and group.nbytes else 1
-        if self._at_once <= 1:
+        if self.threads == 1:
             self._single = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression, **self._encodings)
-        else:
-            self._parallel = (ThreadPoolExecutor(self._at_once), JoinedFile(open(self.path, "wb")))
+            return
+        self._at_once = at_once(self.threads, group.nbytes, ENCODING_BYTES_PER_THREAD, ENCODING_BYTES) if group.num_rows and group.nbytes else 1
+        self._runs = column_runs([column.nbytes for column in group.columns], self.threads)
+        empty = self._encoded(self.schema.empty_table())
+        self._parallel = (ThreadPoolExecutor(self.threads), JoinedFile(open(self.path, "wb"), empty))
 
     def _encoded(self, rows: pa.Table) -> pa.Buffer:
-        """``rows`` as a parquet file in memory: one row group (none if empty)."""
-        out = pa.BufferOutputStream()
-        with pq.ParquetWriter(out, self.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
+        """``rows`` (some of the columns) as a parquet file in memory: one row group (none if empty)."""
+        out = pa.BufferOutputStream()  # the encodings of other columns' paths go unused:
+        with pq.ParquetWriter(out, rows.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
             if rows.num_rows:
                 writer.write_table(rows, row_group_size=rows.num_rows)
         return out.getvalue()
+
+
+def column_runs(nbytes: list[int], parts: int) -> list[list[int]]:
+    """Columns whose sizes are ``nbytes`` cut, in order, into runs of about ``1/parts`` of the
+    bytes: a run ends where the next column would take it past that (a larger column is a run
+    of its own).
+
+    >>> column_runs([8, 8, 100, 100, 100, 8, 8], 2)
+    [[0, 1, 2], [3], [4, 5, 6]]
+    """
+    share = sum(nbytes) / max(1, parts)
+    runs: list[list[int]] = [[]]
+    held = 0
+    for k, size in enumerate(nbytes):
+        if runs[-1] and held + size > share:
+            runs.append([])
+            held = 0
+        runs[-1].append(k)
+        held += size
+    return runs
 
 
 def encodings(table: pa.Table) -> dict:

@@ -54,27 +54,57 @@ def _offsets(meta: list, data: bytes) -> list[bytes]:
     return pointed
 
 
-@pytest.mark.parametrize("options", [o for o in OPTIONS if not o.get("write_page_index")])
+JOINABLE = [o for o in OPTIONS if not o.get("write_page_index")]
+
+
+def _joined(parts: list[list[bytes]], **options) -> bytes:
+    out = io.BytesIO()
+    joined = f.JoinedFile(out, _parquet(TABLE.slice(0, 0), **options))
+    for same_rows in parts:
+        joined.append(same_rows)
+    joined.close()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("options", JOINABLE)
 def test_joined_parts_read_back_whole_and_point_where_they_did(options):
     parts = [_parquet(TABLE.slice(start, 100), **options) for start in (0, 100, 200)]
-    out = io.BytesIO()
-    joined = f.JoinedFile(out)
-    for part in parts:
-        joined.append(part)
-    joined.close()
-    data = out.getvalue()
+    data = _joined([[part] for part in parts], **options)
     assert pq.read_table(pa.BufferReader(data)).equals(TABLE)
     meta = pq.read_metadata(pa.BufferReader(data))
     assert meta.num_rows == 300 and meta.num_row_groups == sum(pq.read_metadata(pa.BufferReader(p)).num_row_groups for p in parts)
     assert _offsets(f.footer(data)[0], data) == [b for p in parts for b in _offsets(f.footer(p)[0], p)]
 
 
+@pytest.mark.parametrize("options", [o for o in JOINABLE if "bloom_filter_options" not in o])  # a part's bloom filters follow its data
+@pytest.mark.parametrize("runs", [[[0, 1], [2], [3, 4]], [[0], [1], [2], [3], [4]]])
+def test_a_row_groups_columns_encoded_apart_join_to_the_bytes_of_one_part(options, runs):
+    """Runs of columns, each a file of its own, make the file whole rows make, byte for byte."""
+    slices = [TABLE.slice(start, 50) for start in range(0, 300, 50)]
+    whole = _joined([[_parquet(rows, **options)] for rows in slices], **options)
+    apart = _joined([[_parquet(rows.select(columns), **options) for columns in runs] for rows in slices], **options)
+    assert apart == whole
+
+
+def test_a_row_groups_columns_come_in_parts_of_one_row_group():
+    """Parts of several row groups each would leave a row group's columns apart in the file."""
+    rows = TABLE.slice(0, 100)
+    with pytest.raises(ValueError, match="one row group each"):
+        _joined([[_parquet(rows.select([0, 1]), row_group_size=64), _parquet(rows.select([2, 3, 4]), row_group_size=64)]])
+
+
+def test_no_part_is_the_bytes_of_a_file_without_row_groups():
+    sink = pa.BufferOutputStream()
+    pq.ParquetWriter(sink, TABLE.schema).close()
+    assert _joined([]) == sink.getvalue().to_pybytes()
+
+
 def test_a_page_index_is_refused_rather_than_left_pointing_elsewhere():
     """Its page locations are file offsets inside the data, which a join does not rewrite."""
-    joined = f.JoinedFile(io.BytesIO())
-    joined.append(_parquet(TABLE.slice(0, 10)))
+    joined = f.JoinedFile(io.BytesIO(), _parquet(TABLE.slice(0, 0)))
+    joined.append([_parquet(TABLE.slice(0, 10))])
     with pytest.raises(ValueError, match="page index"):
-        joined.append(_parquet(TABLE.slice(10, 10), write_page_index=True))
+        joined.append([_parquet(TABLE.slice(10, 10), write_page_index=True)])
 
 
 def test_what_is_not_parquet_is_refused():

@@ -114,9 +114,9 @@ def test_the_encodings_are_the_first_row_groups_whatever_the_batches(tmp_path):
 @pytest.mark.parametrize("rows", [0, 1, 999, 10_000])
 @pytest.mark.parametrize("budget", [parquet_writer.ENCODING_BYTES_PER_THREAD, 1])
 def test_the_file_does_not_depend_on_the_threads_that_encode_it(tmp_path, monkeypatch, rows, budget):
-    """Row groups encoded apart and joined make, byte for byte, the file one pyarrow writer
-    makes of them, whatever the number of threads; so do row groups too large to encode
-    several at once (``budget``), which one writer writes straight to the file."""
+    """Row groups encoded apart, their columns in runs, and joined make, byte for byte, the
+    file one pyarrow writer makes of them, whatever the number of threads, and whether several
+    row groups are held encoding or one (``budget``)."""
     monkeypatch.setattr(parquet_writer, "ENCODING_BYTES_PER_THREAD", budget)
     rng = np.random.default_rng(1)
     table = pa.table(
