@@ -7,11 +7,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import UsageError
 from grpo_cli.io import parquet_writer
-from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, encodings, layout
+from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, column_runs, encodings, layout
 
 from ..conftest import SAMPLE, run_grpo
 
@@ -174,3 +176,17 @@ def test_files_are_no_larger_than_pyarrows_default_writer(tmp_path, rewards):
     objective_file(str(source), str(tmp_path / "ours.parquet"))
     pq.write_table(pq.read_table(tmp_path / "ours.parquet"), tmp_path / "default.parquet")
     assert (tmp_path / "ours.parquet").stat().st_size <= (tmp_path / "default.parquet").stat().st_size
+
+
+@given(st.lists(st.integers(0, 1000), min_size=1, max_size=20), st.integers(1, 32))
+def test_column_runs_cut_the_columns_in_order_into_runs_of_about_a_share(nbytes, parts):
+    """Every column once, in order; a run passes its share of the bytes only where one column
+    does; runs that end early end where the next column would pass it."""
+    runs = column_runs(nbytes, parts)
+    assert [k for run in runs for k in run] == list(range(len(nbytes)))
+    share = sum(nbytes) / parts
+    for run, following in zip(runs, runs[1:] + [None]):
+        held = sum(nbytes[k] for k in run)
+        assert held <= share or len(run) == 1
+        if following is not None:
+            assert held + nbytes[following[0]] > share
