@@ -40,7 +40,7 @@ class Staged:
     removes the temporary file and the folders made for the target. Given ``outputs``, it is
     held there before its temporary file exists, so an interrupt at any point leaves none.
     Given ``into``, a temporary file that another process staged (a Ray task's output, which
-    the driver staged), it writes there and makes nothing.
+    the driver staged), it writes there, from its start, and makes nothing.
     """
 
     def __init__(self, target: str, outputs: Outputs | None = None, into: Path | None = None):
@@ -57,6 +57,8 @@ class Staged:
                     self._make()
                 else:
                     self.tmp = into
+                    if os.path.getsize(into):  # a retried task's bytes; an empty file is not truncated (see Format.writer)
+                        os.truncate(into, 0)
                 self._open()
         except BaseException:
             self.discard()

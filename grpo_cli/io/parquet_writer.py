@@ -80,6 +80,7 @@ class RowGroupWriter:
         self._encodings: dict | None = None  # chosen from the first row group (see _start)
         self._at_once = 1  # row groups held encoding
         self._runs: list[list[int]] = []  # the columns of each part of a row group
+        self._out: pa.NativeFile | None = None  # the file, opened to append (see Format.writer)
         self._single: pq.ParquetWriter | None = None  # one thread, or several:
         self._parallel: tuple[ThreadPoolExecutor, JoinedFile] | None = None
         self._encoding: deque[list[Future]] = deque()  # each row group's parts
@@ -104,9 +105,9 @@ class RowGroupWriter:
             joined.close()
         finally:
             if self._parallel is not None:
-                pool, joined = self._parallel
-                pool.shutdown(cancel_futures=True)
-                joined.out.close()
+                self._parallel[0].shutdown(cancel_futures=True)
+            if self._out is not None:
+                self._out.close()
 
     def _flush(self, rows: int) -> None:
         """Write the first ``rows`` pending rows as one row group (0: a file without any)."""
@@ -131,13 +132,14 @@ class RowGroupWriter:
         their columns from the first row group ``group`` (so none depends on the batches);
         open the file."""
         self._encodings = encodings(group)
+        self._out = pa.OSFile(self.path, "a")
         if self.threads == 1:
-            self._single = pq.ParquetWriter(self.path, self.schema, compression=self.layout.compression, **self._encodings)
+            self._single = pq.ParquetWriter(self._out, self.schema, compression=self.layout.compression, **self._encodings)
             return
         self._at_once = at_once(self.threads, group.nbytes, ENCODING_BYTES_PER_THREAD, ENCODING_BYTES) if group.num_rows and group.nbytes else 1
         self._runs = column_runs([column.nbytes for column in group.columns], self.threads)
         empty = self._encoded(self.schema.empty_table())
-        self._parallel = (ThreadPoolExecutor(self.threads), JoinedFile(open(self.path, "wb"), empty))
+        self._parallel = (ThreadPoolExecutor(self.threads), JoinedFile(self._out, empty))
 
     def _encoded(self, rows: pa.Table) -> pa.Buffer:
         """``rows`` (some of the columns) as a parquet file in memory: one row group (none if empty)."""

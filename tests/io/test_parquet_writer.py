@@ -3,6 +3,8 @@ dictionary only for values that repeat, ascending integers delta-encoded, distin
 byte-stream-split, the input's compression or `--compression`, and files no larger than
 pyarrow's default writer makes of the same rows."""
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -190,3 +192,20 @@ def test_column_runs_cut_the_columns_in_order_into_runs_of_about_a_share(nbytes,
         assert held <= share or len(run) == 1
         if following is not None:
             assert held + nbytes[following[0]] > share
+
+
+@pytest.mark.parametrize("fmt, threads", [("parquet", 1), ("parquet", 2), ("jsonl", 1)])
+def test_a_staged_file_that_holds_bytes_is_written_from_its_start(tmp_path, fmt, threads):
+    """Writers append to the empty file they are given (not truncate it: see Format.writer);
+    a file another process staged that already holds bytes (a retried Ray task's) is emptied."""
+    from grpo_cli.io import Sink
+
+    staged = tmp_path / "staged"
+    staged.write_bytes(b"left over from a task that failed" * 1000)
+    table = pa.table({"prompt_id": [1, 1, 2], "reward": [0.5, 1.0, 0.0]})
+    sink = Sink(str(tmp_path / f"out.{fmt}"), fmt, table.schema, threads=threads, into=staged)
+    for batch in table.to_batches():
+        sink.write(batch)
+    sink.close()
+    read = pq.read_table(staged) if fmt == "parquet" else pa.Table.from_pylist([json.loads(line) for line in staged.read_text().splitlines()])
+    assert read.equals(table)

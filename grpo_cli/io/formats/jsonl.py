@@ -439,7 +439,7 @@ class LinesWriter:
     def __init__(self, path: str, target: str):
         self.target = target
         self.rows = 0
-        self.file = open(path, "wb")
+        self.file = open(path, "ab")  # empty: see Format.writer
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         import polars as pl  # only for JSON Lines output: importing polars is slow
