@@ -123,7 +123,7 @@ class Format(Reader):
         """A writer of rows with ``schema`` to the empty file ``path`` (on its way to ``target``,
         as messages name it); parquet as ``layout`` says, on up to ``threads`` threads. It opens
         ``path`` to append, not to truncate: ext4 writes to disk, before ``close`` returns, a file
-        that was truncated to empty (its ``auto_da_alloc``), a tenth of a second per 300 MB."""
+        that was truncated to empty (its ``auto_da_alloc``)."""
 
 
 def _discovered() -> dict[str, Format]:
