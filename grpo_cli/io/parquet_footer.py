@@ -208,9 +208,9 @@ class JoinedFile:
     def append(self, parts: list) -> None:
         """Append the column chunks of ``parts``, moved: one file of every column, or files of
         one row group each, of the same rows, whose columns follow one another in the schema
-        (joined into one row group). The bytes are written :data:`WRITE_BYTES` at a time: the kernel copied one
-        write of a row group of token lists (tens of MiB) into the page cache at a fraction of
-        the speed."""
+        (joined into one row group). The bytes are written :data:`WRITE_BYTES` at a time: the
+        kernel copied one write of a row group of token lists (tens of MiB) into the page cache
+        at a fraction of the speed."""
         pieces = []
         for part in parts:
             view = memoryview(part)

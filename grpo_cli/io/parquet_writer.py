@@ -143,7 +143,7 @@ class RowGroupWriter:
 
     def _encoded(self, rows: pa.Table) -> pa.Buffer:
         """``rows`` (some of the columns) as a parquet file in memory: one row group (none if empty)."""
-        out = pa.BufferOutputStream()  # the encodings of other columns' paths go unused:
+        out = pa.BufferOutputStream()  # the encodings name every column; pyarrow passes over the others
         with pq.ParquetWriter(out, rows.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
             if rows.num_rows:
                 writer.write_table(rows, row_group_size=rows.num_rows)
