@@ -40,6 +40,8 @@ from ..summaries import (
 )
 from .ahead import WINDOW_ROWS, WindowsAhead
 
+HELD_ROWS = 1 << 20  # pass 1 over columns read whole: rows per call on the engine's threads
+
 if TYPE_CHECKING:
     from ..plan import AdvantagesPlan, Grouping, Inputs, Output
     from ..token_columns import StepColumns
@@ -111,26 +113,22 @@ def first_pass(
     the float64 rewards), and a pass over the token columns the estimator needs.
 
     With ``hold``, the ids and rewards are read whole and returned too, in their unified
-    types (a write pass takes them from there rather than reading them again; the rewards
-    are a view of them). Without it they are streamed by batch, so no id column is held:
+    types (a write pass takes them from there rather than reading them again), and passed
+    over :data:`HELD_ROWS` rows at a time on the engine's threads. Without it they are streamed by batch, so no id column is held:
     lower peak memory, faster. Then, for an estimator that needs nothing more, the
     advantages are computed while the pass reads (:mod:`.ahead`): the last item returned,
     kept if the ids' layout allowed it, else None."""
     spec = rows_to_read(source, grouping, inputs)
     label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
-    if hold:
-        held = labelled(label, engine.read_columns, source, spec.columns)
-        read = labelled(label, kernels.rows_read, held, 0, spec)
-    else:
-        held, read = None, kernels.RowsRead(None, np.empty((rows, len(spec.paths))), np.empty(rows) if spec.baseline else None)
+    held = labelled(label, engine.read_columns, source, spec.columns) if hold else None
+    read = kernels.RowsRead(None, np.empty((rows, len(spec.paths))), np.empty(rows) if spec.baseline else None)
     ahead = (
         WindowsAhead(read.rewards, read.baseline, list(inputs.rewards), config, engine.workers)
         if not hold and inputs is not None and config is not None and _ahead(grouping, inputs, config)
         else None
     )
     with ahead or nullcontext():
-        if not hold:
-            read = _rows_read(engine, source, spec, read, ahead)
+        read = _rows_read(engine, source, spec, read, ahead, held, label)
         index, batches = labelled(label, kernels.grouped, read, grouping, rows, source)
         if inputs is None:
             return index, None, held, None
@@ -153,19 +151,40 @@ def rows_to_read(source: Source, grouping: Grouping, inputs: Inputs | None) -> k
     return kernels.RowsToRead(grouping.key, paths, inputs.rewards, inputs.baseline, grouping.by, grouping.order, inputs.reward_mask)
 
 
-def _rows_read(engine: Engine, source: Source, spec: kernels.RowsToRead, into: kernels.RowsRead, ahead: WindowsAhead | None) -> kernels.RowsRead:
-    """:func:`~grpo_cli.engines.kernels.rows_read` of every row, a batch at a time: the runs
-    joined, the rewards laid in the arrays of ``into`` as the batches finish (each batch then
-    told to ``ahead``)."""
+def _rows_read(
+    engine: Engine,
+    source: Source,
+    spec: kernels.RowsToRead,
+    into: kernels.RowsRead,
+    ahead: WindowsAhead | None,
+    held: pa.Table | None,
+    label: Callable[[int], str],
+) -> kernels.RowsRead:
+    """:func:`~grpo_cli.engines.kernels.rows_read` of every row, a batch at a time (of the
+    ``held`` columns, if read whole: :data:`HELD_ROWS` rows at a time on the engine's threads):
+    the runs joined, the rewards laid in the arrays of ``into`` as the batches finish (each
+    batch then told to ``ahead``)."""
     key, runs, batch_runs, order_runs = spec.key, [], [], []
-    prompt = key[-1] if isinstance(key, tuple) else key  # the column that names a row's group in messages
-    for _, first_row, batch, found in engine.map_batches(source, kernels.rows_read, spec, columns=spec.columns, prompt=prompt):
+    mapped: Iterator[tuple[int, Any]]  # first row, its kernels.RowsRead
+    if held is None:
+        prompt = key[-1] if isinstance(key, tuple) else key  # the column that names a row's group in messages
+        mapped = (
+            (first_row, found) for _, first_row, _, found in engine.map_batches(source, kernels.rows_read, spec, columns=spec.columns, prompt=prompt)
+        )
+    else:
+
+        def window(first_row: int) -> tuple[int, kernels.RowsRead]:
+            rows = held.slice(first_row, HELD_ROWS)
+            return first_row, labelled(lambda row: label(first_row + row), kernels.rows_read, rows, first_row, spec)
+
+        mapped = ordered_map(window, range(0, held.num_rows, HELD_ROWS), engine.workers)
+    for first_row, found in mapped:
         runs.append(found.runs)
         batch_runs.append(found.batch_runs)
         order_runs.append(found.order_runs)
-        into.rewards[first_row : first_row + batch.num_rows] = found.rewards
+        into.rewards[first_row : first_row + len(found.rewards)] = found.rewards
         if into.baseline is not None:
-            into.baseline[first_row : first_row + batch.num_rows] = found.baseline
+            into.baseline[first_row : first_row + len(found.rewards)] = found.baseline
         if ahead:
             ahead.read(first_row, found.runs)
     return kernels.RowsRead(
