@@ -114,10 +114,10 @@ def first_pass(
 
     With ``hold``, the ids and rewards are read whole and returned too, in their unified
     types (a write pass takes them from there rather than reading them again), and passed
-    over :data:`HELD_ROWS` rows at a time on the engine's threads. Without it they are streamed by batch, so no id column is held:
-    lower peak memory, faster. Then, for an estimator that needs nothing more, the
-    advantages are computed while the pass reads (:mod:`.ahead`): the last item returned,
-    kept if the ids' layout allowed it, else None."""
+    over :data:`HELD_ROWS` rows at a time on the engine's threads. Without it they are
+    streamed by batch, so no id column is held: lower peak memory, faster. Then, for an
+    estimator that needs nothing more, the advantages are computed while the pass reads
+    (:mod:`.ahead`): the last item returned, kept if the ids' layout allowed it, else None."""
     spec = rows_to_read(source, grouping, inputs)
     label, rows = row_labeller(source, grouping.prompt), int(source.row_counts.sum())
     held = labelled(label, engine.read_columns, source, spec.columns) if hold else None
