@@ -99,10 +99,8 @@ class RowGroupWriter:
                 self._single.close()
                 return
             assert self._parallel is not None  # _start opened one of the two
-            joined = self._parallel[1]
-            while self._encoding:
-                joined.append([part.result() for part in self._encoding.popleft()])
-            joined.close()
+            self._join(held=0)
+            self._parallel[1].close()
         finally:
             if self._parallel is not None:
                 self._parallel[0].shutdown(cancel_futures=True)
@@ -120,12 +118,17 @@ class RowGroupWriter:
                 self._single.write_table(group, row_group_size=rows)
         elif rows:
             assert self._parallel is not None  # _start opened one of the two
-            pool, joined = self._parallel
-            self._encoding.append([pool.submit(self._encoded, group.select(columns)) for columns in self._runs])
-            while len(self._encoding) > self._at_once:
-                joined.append([part.result() for part in self._encoding.popleft()])
+            self._encoding.append([self._parallel[0].submit(self._encoded, group.select(columns)) for columns in self._runs])
+            self._join(held=self._at_once)
         rest = table.slice(rows)
         self._pending, self._rows = rest.to_batches(), rest.num_rows
+
+    def _join(self, held: int) -> None:
+        """Append the oldest row groups to the file, each once its parts are encoded, until
+        ``held`` are left encoding."""
+        assert self._parallel is not None  # several threads: _start opened the joined file
+        while len(self._encoding) > held:
+            self._parallel[1].append([part.result() for part in self._encoding.popleft()])
 
     def _start(self, group: pa.Table) -> None:
         """Choose each column's encoding, how many row groups to hold encoding and how to cut
