@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import RowError, present
-from .schema import is_list
+from .schema import is_list, list_values
 from .tokens import Tokens, reduce_rows
 
 
@@ -53,14 +53,12 @@ def _named(columns: TokenColumns | StepColumns) -> list[str]:
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
     """(lengths, flat child values, nulls kept) of a list column; a null list is refused."""
-    import pyarrow.compute as pc
-
     column = batch.column(name)
     if not is_list(column.type):
         raise RowError(0, f"column {name!r} must hold a list per row (found {column.type})")
     if column.null_count:
         raise RowError(int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]), f"column {name!r} is null")
-    return pc.list_value_length(column).to_numpy().astype(np.int64), column.flatten()
+    return np.diff(column.offsets.to_numpy()).astype(np.int64), list_values(column)
 
 
 def list_lengths(batch: pa.RecordBatch, name: str) -> np.ndarray:
@@ -91,8 +89,6 @@ def token_mask(batch: pa.RecordBatch, name: str, lengths: np.ndarray) -> np.ndar
 def _numbers(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(lengths, flat float32/float64 values) of a numeric list column, as long as
     ``lengths_new``; masked tokens (padding) are set to 0, whatever they held."""
-    import pyarrow.compute as pc
-
     lengths, values = _list_column(batch, name)
     if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type) or pa.types.is_null(values.type)):
         raise RowError(0, f"column {name!r} must hold numbers (found list of {values.type})")
@@ -103,6 +99,8 @@ def _numbers(batch: pa.RecordBatch, name: str, lengths_new: np.ndarray | None, m
         null = values.is_null().to_numpy(zero_copy_only=False) & (True if mask is None else mask)  # padding may be null
         if null.any():
             raise RowError(_first_row_of_token(lengths, null), f"column {name!r} has a null token value")
+        import pyarrow.compute as pc  # here only: its import is tens of ms
+
         values = pc.fill_null(values, 0)
     flat = values.to_numpy(zero_copy_only=False)
     if flat.dtype not in (np.float32, np.float64):

@@ -251,6 +251,25 @@ def test_a_summary_of_integer_ids_imports_neither_pyarrow_compute_nor_polars(tmp
     assert run.stdout == "False False\n"
 
 
+@pytest.mark.parametrize("command", ["advantages", "objective"])
+def test_parquet_output_and_log_prob_lists_need_no_pyarrow_compute(sample_parquet, tmp_path, command):
+    """The output's encodings are judged in numpy, and lists without nulls are read by their
+    offsets: neither `advantages -o` nor `objective -o` imports pyarrow.compute."""
+    script = (
+        "import atexit, sys\n"
+        "from grpo_cli.cli import main\n"
+        "atexit.register(lambda: print('pyarrow.compute' in sys.modules))\n"
+        "sys.argv = ['grpo', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    out = tmp_path / "out.parquet"
+    run = subprocess.run(
+        [sys.executable, "-c", script, command, str(sample_parquet), "-o", str(out), "-q"], capture_output=True, text=True, check=True
+    )
+    assert run.stdout == "False\n"
+    assert pq.read_metadata(out).num_rows == pq.read_metadata(sample_parquet).num_rows
+
+
 def test_string_ids_split_across_batches_are_grouped_without_importing_pyarrow_compute(tmp_path):
     """Runs of text ids, joined where a batch edge cut them, use Arrow's kernels by name
     (groups.arrow), not the pyarrow.compute module."""

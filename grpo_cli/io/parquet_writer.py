@@ -27,11 +27,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
 from ..parallel import at_once
+from ..schema import list_values
 from .parquet_footer import JoinedFile
 
 CODECS = ("none", "snappy", "zstd", "lz4", "gzip", "brotli")
@@ -209,7 +211,7 @@ def _leaves(values: pa.Array) -> Iterator[pa.Array]:
         yield from _leaves(values.keys)
         yield from _leaves(values.items)
     elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
-        yield from _leaves(values.flatten())
+        yield from _leaves(list_values(values))
     else:
         yield values.slice(0, SAMPLE_VALUES)
 
@@ -217,8 +219,6 @@ def _leaves(values: pa.Array) -> Iterator[pa.Array]:
 def _encoding(values: pa.Array) -> str:
     """How a leaf whose first values are ``values`` is encoded (see :func:`encodings`):
     'dictionary', a parquet encoding's name, or 'plain'."""
-    import pyarrow.compute as pc
-
     t = values.type
     if (
         pa.types.is_dictionary(t)
@@ -232,8 +232,42 @@ def _encoding(values: pa.Array) -> str:
         return "dictionary"
     if pa.types.is_boolean(t) or pa.types.is_null(t) or len(values) == 0:
         return "plain"
-    if pa.types.is_integer(t) and pc.all(pc.less_equal(values[:-1], values[1:])).as_py() is not False:
+    numbers = _numbers(values)
+    if numbers is not None and pa.types.is_integer(t) and _ascending(*numbers):
         return "DELTA_BINARY_PACKED"
-    if pc.count_distinct(values, mode="all").as_py() * DISTINCT_SHARE <= len(values):
+    if _distinct(values, numbers) * DISTINCT_SHARE <= len(values):
         return "dictionary"
     return "BYTE_STREAM_SPLIT" if pa.types.is_float32(t) or pa.types.is_float64(t) else "plain"
+
+
+def _numbers(values: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """Integers and floats as numpy, their values (no copy) and which are valid (not
+    null); None for other types. So that a run does not import ``pyarrow.compute`` (tens
+    of milliseconds) for the usual columns."""
+    t = values.type
+    if not (pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)):
+        return None
+    bitmap, data = values.buffers()[:2]
+    n, at = len(values), values.offset
+    x = np.frombuffer(data, dtype=t.to_pandas_dtype())[at : at + n]
+    if bitmap is None or not values.null_count:
+        return x, np.ones(n, dtype=bool)
+    return x, np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little")[at : at + n].view(bool)
+
+
+def _ascending(x: np.ndarray, valid: np.ndarray) -> bool:
+    """Whether no valid value is above the next one, where that one is valid too (as Arrow's
+    ``all(less_equal(x[:-1], x[1:]))``, which passes over nulls)."""
+    return bool(np.all((x[:-1] <= x[1:]) | ~(valid[:-1] & valid[1:])))
+
+
+def _distinct(values: pa.Array, numbers: tuple[np.ndarray, np.ndarray] | None) -> int:
+    """How many distinct values ``values`` holds, a null one of them; floats by their bits
+    (0.0 and -0.0 two, NaNs by their payload), as Arrow's ``count_distinct`` counts them."""
+    if numbers is None:
+        import pyarrow.compute as pc
+
+        return pc.count_distinct(values, mode="all").as_py()
+    x, valid = numbers
+    bits = np.sort(x[valid].view(f"u{x.itemsize}"))  # not np.unique, which imports numpy.ma
+    return int(bits.size > 0) + np.count_nonzero(bits[1:] != bits[:-1]) + int(not valid.all())

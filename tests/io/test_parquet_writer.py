@@ -209,3 +209,30 @@ def test_a_staged_file_that_holds_bytes_is_written_from_its_start(tmp_path, fmt,
     sink.close()
     read = pq.read_table(staged) if fmt == "parquet" else pa.Table.from_pylist([json.loads(line) for line in staged.read_text().splitlines()])
     assert read.equals(table)
+
+
+FLOATS = st.sampled_from([0.0, -0.0, 1.5, 2.0, float("inf"), float("-inf"), float("nan"), -float("nan"), 1e-300])
+
+
+@given(
+    st.sampled_from([pa.int8(), pa.uint8(), pa.int32(), pa.int64(), pa.uint64(), pa.float32(), pa.float64()]),
+    st.lists(st.one_of(st.none(), st.integers(0, 5), FLOATS), min_size=1, max_size=40),
+    st.booleans(),
+    st.integers(0, 5),
+)
+def test_encodings_judge_integers_and_floats_as_arrow_does(t, values, ascending, offset):
+    """The numpy path of `encodings` (no pyarrow.compute import) counts distinct values (a null
+    one of them, floats by their bits: 0.0 and -0.0 two) and finds ascending integers (nulls
+    passed over) exactly as Arrow's `count_distinct` and `all(less_equal(...))` do, sliced too."""
+    import pyarrow.compute as pc
+
+    if pa.types.is_integer(t):
+        values = [None if v is None else int(v) if isinstance(v, int) else 3 for v in values]
+        if ascending:
+            values = [None if v is None else k for k, v in enumerate(values)]
+    array = pa.array([None] * offset + values, t).slice(offset)
+    numbers = parquet_writer._numbers(array)
+    assert numbers is not None
+    assert parquet_writer._distinct(array, numbers) == pc.count_distinct(array, mode="all").as_py()
+    if pa.types.is_integer(t):
+        assert parquet_writer._ascending(*numbers) == (pc.all(pc.less_equal(array[:-1], array[1:])).as_py() is not False)
