@@ -254,11 +254,12 @@ def test_a_summary_of_integer_ids_imports_neither_pyarrow_compute_nor_polars(tmp
 @pytest.mark.parametrize("command", ["advantages", "objective"])
 def test_parquet_output_and_log_prob_lists_need_no_pyarrow_compute(sample_parquet, tmp_path, command):
     """The output's encodings are judged in numpy, and lists without nulls are read by their
-    offsets: neither `advantages -o` nor `objective -o` imports pyarrow.compute."""
+    offsets: neither `advantages -o` nor `objective -o` imports pyarrow.compute, nor numpy.ma
+    (``np.unique`` imports it)."""
     script = (
         "import atexit, sys\n"
         "from grpo_cli.cli import main\n"
-        "atexit.register(lambda: print('pyarrow.compute' in sys.modules))\n"
+        "atexit.register(lambda: print(*(name in sys.modules for name in ('pyarrow.compute', 'numpy.ma'))))\n"
         "sys.argv = ['grpo', *sys.argv[1:]]\n"
         "main()\n"
     )
@@ -266,7 +267,7 @@ def test_parquet_output_and_log_prob_lists_need_no_pyarrow_compute(sample_parque
     run = subprocess.run(
         [sys.executable, "-c", script, command, str(sample_parquet), "-o", str(out), "-q"], capture_output=True, text=True, check=True
     )
-    assert run.stdout == "False\n"
+    assert run.stdout == "False False\n"
     assert pq.read_metadata(out).num_rows == pq.read_metadata(sample_parquet).num_rows
 
 
