@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from grpo_cli.errors import ColumnNotFoundError, InputError, RowError, UsageError
-from grpo_cli.schema import ROLES, arrow_array, check_finite_scalars, check_unique_names, resolve_column
+from grpo_cli.schema import ROLES, arrow_array, check_finite_scalars, check_unique_names, list_values, resolve_column
 
 SCHEMA = pa.schema([("uid", pa.string()), ("rewards", pa.float64()), ("logprobs", pa.list_(pa.float32()))])
 
@@ -64,3 +64,16 @@ def test_arrow_array_is_pa_array(drawn, masked, step):
     built, expected = arrow_array(values, mask), pa.array(values, mask=mask)
     assert built.type == expected.type and built.is_null().equals(expected.is_null())
     assert built.equals(expected) or np.array_equal(built.to_numpy(zero_copy_only=False), expected.to_numpy(zero_copy_only=False), equal_nan=True)
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.lists(st.floats(allow_nan=False), max_size=4)), max_size=12),
+    st.booleans(),
+    st.integers(0, 12),
+    st.integers(0, 12),
+)
+def test_list_values_are_flatten_sliced_or_not(rows, large, start, length):
+    """`list_values` (a list column's entries read by its offsets, not pyarrow.compute) is
+    `flatten`, for lists and large lists, sliced anywhere, with null lists or without."""
+    lists = pa.array(rows, pa.large_list(pa.float64()) if large else pa.list_(pa.float64())).slice(start, length)
+    assert list_values(lists).equals(lists.flatten())
