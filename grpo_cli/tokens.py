@@ -126,5 +126,6 @@ def row_sum(values: np.ndarray, tokens: Tokens) -> np.ndarray:
 
 
 def row_count(flags: np.ndarray, tokens: Tokens) -> np.ndarray:
-    """Number of counted tokens per row where ``flags`` is true."""
-    return row_reduce(tokens.counted(flags, False), tokens, empty=0, dtype=np.int64)
+    """Number of counted tokens per row where ``flags`` is true (summed as int64: a sum that
+    casts bools in its buffers holds the GIL, which threads then wait on)."""
+    return row_reduce(tokens.counted(flags, False).astype(np.int64), tokens, empty=0)
