@@ -101,13 +101,14 @@ def row_reduce(values: np.ndarray, tokens: Tokens, ufunc: np.ufunc = np.add, emp
     """``ufunc.reduce`` over each row's tokens (rows without tokens get ``empty``)."""
     dtype = dtype or np.result_type(values.dtype, type(empty))
     if tokens.all_nonempty:
-        return ufunc.reduceat(values, tokens.starts, dtype=dtype)
+        return ufunc.reduceat(values.astype(dtype, copy=False), tokens.starts)  # cast first: see reduce_rows
     return reduce_rows(values, tokens.lengths, ufunc, empty, dtype)
 
 
 def reduce_rows(values: np.ndarray, lengths: np.ndarray, ufunc: np.ufunc = np.add, empty=0.0, dtype=None) -> np.ndarray:
     """``ufunc.reduce`` over each row's ``lengths[i]`` consecutive values (rows without
-    values get ``empty``).
+    values get ``empty``), in ``dtype``. The values are cast to it first: ``reduceat`` that
+    casts in its buffers holds the GIL throughout, so the other threads wait (the same sums).
 
     >>> reduce_rows(np.array([1.0, 2.0, 5.0]), np.array([2, 0, 1])).tolist()
     [3.0, 0.0, 5.0]
@@ -116,7 +117,7 @@ def reduce_rows(values: np.ndarray, lengths: np.ndarray, ufunc: np.ufunc = np.ad
     out = np.full(len(lengths), empty, dtype=dtype)
     nonempty = lengths > 0
     if nonempty.any():
-        out[nonempty] = ufunc.reduceat(values, (np.cumsum(lengths) - lengths)[nonempty], dtype=dtype)
+        out[nonempty] = ufunc.reduceat(values.astype(dtype, copy=False), (np.cumsum(lengths) - lengths)[nonempty])
     return out
 
 
@@ -126,6 +127,5 @@ def row_sum(values: np.ndarray, tokens: Tokens) -> np.ndarray:
 
 
 def row_count(flags: np.ndarray, tokens: Tokens) -> np.ndarray:
-    """Number of counted tokens per row where ``flags`` is true (summed as int64: a sum that
-    casts bools in its buffers holds the GIL, which threads then wait on)."""
-    return row_reduce(tokens.counted(flags, False).astype(np.int64), tokens, empty=0)
+    """Number of counted tokens per row where ``flags`` is true."""
+    return row_reduce(tokens.counted(flags, False), tokens, empty=0, dtype=np.int64)
