@@ -230,8 +230,8 @@ def list_values(lists: pa.Array) -> pa.Array:
     does not import ``pyarrow.compute`` (tens of milliseconds), which ``flatten`` does."""
     if not is_list(lists.type) or lists.null_count:
         return lists.flatten()
-    offsets = lists.offsets
-    return lists.values.slice(offsets[0].as_py(), offsets[-1].as_py() - offsets[0].as_py())
+    offsets = lists.offsets.to_numpy()
+    return lists.values.slice(offsets[0], offsets[-1] - offsets[0])
 
 
 def is_numeric(t: pa.DataType) -> bool:
