@@ -242,7 +242,7 @@ COMPRESSION = option("compression", Codec, "Parquet compression (default: the in
 THREADS = option(
     "threads",
     int,
-    f"Worker threads for the math (default: one per core; at most {IN_FLIGHT_PER_CORE} per core run at once, "
+    f"Threads for the run: the math, the encoding and Arrow's decoding (default: one per core; at most {IN_FLIGHT_PER_CORE} per core run at once, "
     "so memory does not grow with it). Results do not depend on it.",
     OUTPUT,
     min=1,

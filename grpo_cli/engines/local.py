@@ -28,7 +28,21 @@ WRITES_QUEUED = 1  # batches waiting for the writer thread besides the one it wr
 
 
 class LocalEngine(Engine):
-    """Streams record batches in this process; ``threads`` workers (default: one per core)."""
+    """Streams record batches in this process; ``threads`` workers (default: one per core).
+    Given ``threads`` also bounds Arrow's pool, which decodes the input, while the run lasts."""
+
+    _arrow_threads: int | None = None  # Arrow's pool size before the run, while it is bounded
+
+    def __enter__(self) -> LocalEngine:
+        if self.threads is not None and self.threads < pa.cpu_count():
+            self._arrow_threads = pa.cpu_count()
+            pa.set_cpu_count(self.threads)
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> None:
+        if self._arrow_threads is not None:
+            pa.set_cpu_count(self._arrow_threads)
+            self._arrow_threads = None
 
     def read_columns(self, source: Source, columns: list[str]) -> pa.Table:
         return source.read_columns(columns)

@@ -133,6 +133,28 @@ def test_progress_reports_rows_and_row_groups_or_files(sample_parquet, sample_js
     assert calls[-1] == (640, 640, "files 2/2")
 
 
+def arrow_threads(batch: pa.RecordBatch, first_row: int) -> int:
+    """A kernel: the size of Arrow's pool while it runs."""
+    return pa.cpu_count()
+
+
+@pytest.mark.parametrize("threads", [1, None, 1000])
+def test_given_threads_bound_arrows_pool_while_the_run_lasts(sample_parquet, threads):
+    """`--threads 2` on a 16-core machine decoded the input on 16 of Arrow's threads: a given
+    thread count bounds Arrow's pool too (never above its size), and the size is restored."""
+    before = pa.cpu_count()
+    with LocalEngine(threads=threads, batch_rows=7) as engine, open_source(str(sample_parquet)) as source:
+        seen = {m.result for m in engine.map_batches(source, arrow_threads, columns=["reward"])}
+    assert seen == {min(threads or before, before)} and pa.cpu_count() == before
+
+
+def test_a_file_run_bounds_arrows_pool_by_its_threads(sample_parquet, tmp_path, monkeypatch):
+    sizes: list[int] = []
+    monkeypatch.setattr(pa, "set_cpu_count", lambda n: sizes.append(n))
+    advantages_file(str(sample_parquet), str(tmp_path / "o.parquet"), threads=1)
+    assert sizes == ([1, pa.cpu_count()] if pa.cpu_count() > 1 else [])
+
+
 def test_the_local_engine_is_an_engine():
     assert issubclass(LocalEngine, Engine) and LocalEngine(threads=1).workers == 1
 
