@@ -153,12 +153,29 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
     10), and times the ratio with ``kl_weight`` ratio (TRL's ``use_bias_correction_kl``):
     ``penalty_sum`` is its row sum, aggregated on its own with ``kl_agg``.
     """
+    out, tokens, ratio = policy_terms(tokens, advantages, config, context, first_row)
+    if tokens.ref is not None:  # after the policy's token arrays are freed: a thread holds one set or the other
+        out.update(reference_terms(tokens, ratio, out["surrogate_sum"], config))
+    for extreme in ("ratio_max", "ratio_min"):
+        out[extreme][out["n_tokens"] == 0] = np.nan
+    if AGGREGATIONS[config.agg].padded:
+        out.update(padding_terms(tokens, advantages, config))
+    return out
+
+
+def policy_terms(
+    tokens: Tokens, advantages: np.ndarray | None, config, context: object = None, first_row: int = 0
+) -> tuple[dict[str, np.ndarray], Tokens, np.ndarray]:
+    """:func:`block_terms` but the KL against the reference: the per-row terms, the rows after
+    the rollout correction's rejection, and the ratio."""
     b = block(tokens, advantages, config, first_row, context)
     tokens, logratio, ratio = b.inputs.tokens, b.inputs.log_ratio, b.inputs.ratio
-    if config.ratio_level == "token":
-        kl_old = k3_with_ratio(logratio, b.ratio_minus_one, ratio)
-    else:
-        kl_old = k3(np.clip(b.new_minus_old, -config.logratio_clamp, config.logratio_clamp))
+    kl_old_sum = row_sum(  # k3 between new and old (http://joschu.net/blog/kl-approx.html), its array freed before the loss's are made
+        k3_with_ratio(logratio, b.ratio_minus_one, ratio)
+        if config.ratio_level == "token"
+        else k3(np.clip(b.new_minus_old, -config.logratio_clamp, config.logratio_clamp)),
+        tokens,
+    )
     loss = LOSSES[config.loss]
     f = loss.factors(b.inputs, config)
     if config.empty_rows != "count":
@@ -176,24 +193,23 @@ def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: 
         ratio_sum=row_sum(ratio, tokens),
         ratio_max=row_reduce(tokens.counted(ratio, -np.inf), tokens, np.maximum, np.nan),
         ratio_min=row_reduce(tokens.counted(ratio, np.inf), tokens, np.minimum, np.nan),
-        # kl_old: k3 between new and old, http://joschu.net/blog/kl-approx.html
-        kl_old_sum=row_sum(kl_old, tokens),
+        kl_old_sum=kl_old_sum,
         clamped=np.zeros(tokens.rows, dtype=np.int64) if b.clamped is None else row_count(b.clamped, tokens),
         objective_sum=out["surrogate_sum"],
     )
-    if tokens.ref is not None:
-        new_minus_ref = np.subtract(tokens.new, tokens.ref, dtype=np.float64)
-        kl = KL_ESTIMATORS[config.kl](np.clip(new_minus_ref, -config.logratio_clamp, config.logratio_clamp))
-        if config.kl_clamp is not None:
-            kl = np.clip(kl, -config.kl_clamp, config.kl_clamp)
-        out["kl_ref_sum"] = row_sum(kl, tokens)
-        out["penalty_sum"] = out["kl_ref_sum"] if config.kl_weight == "none" else row_sum(kl * ratio, tokens)
-        out["objective_sum"] = out["surrogate_sum"] - config.beta * out["penalty_sum"]
-    for extreme in ("ratio_max", "ratio_min"):
-        out[extreme][out["n_tokens"] == 0] = np.nan
-    if AGGREGATIONS[config.agg].padded:
-        out.update(padding_terms(tokens, advantages, config))
-    return out
+    return out, tokens, ratio
+
+
+def reference_terms(tokens: Tokens, ratio: np.ndarray, surrogate_sum: np.ndarray, config) -> dict[str, np.ndarray]:
+    """The KL against the reference of each row (see :func:`block_terms`): ``kl_ref_sum``,
+    ``penalty_sum``, and the ``objective_sum`` the penalty lowers."""
+    new_minus_ref = np.subtract(tokens.new, present(tokens.ref, "the reference's log-probs"), dtype=np.float64)
+    kl = KL_ESTIMATORS[config.kl](np.clip(new_minus_ref, -config.logratio_clamp, config.logratio_clamp))
+    if config.kl_clamp is not None:
+        kl = np.clip(kl, -config.kl_clamp, config.kl_clamp)
+    kl_ref_sum = row_sum(kl, tokens)
+    penalty_sum = kl_ref_sum if config.kl_weight == "none" else row_sum(kl * ratio, tokens)
+    return {"kl_ref_sum": kl_ref_sum, "penalty_sum": penalty_sum, "objective_sum": surrogate_sum - config.beta * penalty_sum}
 
 
 def padding_terms(tokens: Tokens, advantages: np.ndarray | None, config) -> dict[str, np.ndarray]:
