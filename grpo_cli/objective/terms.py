@@ -112,20 +112,22 @@ def check_row_sums(terms: dict[str, np.ndarray]) -> None:
 class Block:
     """What every term of a block of rows is computed from: the loss's ``inputs`` (after the
     rollout correction's rejection), the importance ``weights`` (``None``: none), the
-    ``mismatch`` figures, ``new - old`` and where its clamp bit, and ``rho - 1``."""
+    ``mismatch`` figures, where the ratio's clamp bit, and each row's sum of k3 against the
+    old policy (``None`` without figures)."""
 
     inputs: LossInputs
     weights: np.ndarray | None
     mismatch: dict[str, np.ndarray]
-    new_minus_old: np.ndarray
     clamped: np.ndarray | None
-    ratio_minus_one: np.ndarray
+    kl_old_sum: np.ndarray | None
 
 
 def block(tokens: Tokens, advantages: np.ndarray | None, config, first_row: int = 0, context: object = None, figures: bool = True) -> Block:
     """The :class:`Block` of a few rows. With the rollout sampler's log-probs: their
     mismatch figures (on the mask as given; with ``figures``), then the rollout correction
-    (importance weights ``w``, rejected tokens out of the mask)."""
+    (importance weights ``w``, rejected tokens out of the mask). k3 against the old policy
+    (http://joschu.net/blog/kl-approx.html) is summed here (with ``figures``), so that
+    ``new - old`` and ``rho - 1`` are freed before the loss's arrays are made."""
     mismatch: dict[str, np.ndarray] = {}
     weights = None
     if tokens.rollout is not None:
@@ -137,8 +139,14 @@ def block(tokens: Tokens, advantages: np.ndarray | None, config, first_row: int 
     new_minus_old = np.subtract(tokens.new, tokens.old, dtype=np.float64)
     logratio, clamped = RATIO_LEVELS[config.ratio_level](new_minus_old, tokens, config.logratio_clamp)
     ratio_minus_one = np.expm1(logratio)
-    inputs = LossInputs(ratio_minus_one + 1.0, logratio, tokens, advantages, first_row, context)
-    return Block(inputs, weights, mismatch, new_minus_old, clamped, ratio_minus_one)
+    ratio = ratio_minus_one + 1.0
+    kl_old_sum = None
+    if figures:
+        if config.ratio_level == "token":
+            kl_old_sum = row_sum(k3_with_ratio(logratio, ratio_minus_one, ratio), tokens)
+        else:
+            kl_old_sum = row_sum(k3(np.clip(new_minus_old, -config.logratio_clamp, config.logratio_clamp)), tokens)
+    return Block(LossInputs(ratio, logratio, tokens, advantages, first_row, context), weights, mismatch, clamped, kl_old_sum)
 
 
 def block_terms(tokens: Tokens, advantages: np.ndarray | None, config, context: object = None, first_row: int = 0) -> dict[str, np.ndarray]:
@@ -169,13 +177,7 @@ def policy_terms(
     """:func:`block_terms` but the KL against the reference: the per-row terms, the rows after
     the rollout correction's rejection, and the ratio."""
     b = block(tokens, advantages, config, first_row, context)
-    tokens, logratio, ratio = b.inputs.tokens, b.inputs.log_ratio, b.inputs.ratio
-    kl_old_sum = row_sum(  # k3 between new and old (http://joschu.net/blog/kl-approx.html), its array freed before the loss's are made
-        k3_with_ratio(logratio, b.ratio_minus_one, ratio)
-        if config.ratio_level == "token"
-        else k3(np.clip(b.new_minus_old, -config.logratio_clamp, config.logratio_clamp)),
-        tokens,
-    )
+    tokens, ratio = b.inputs.tokens, b.inputs.ratio
     loss = LOSSES[config.loss]
     f = loss.factors(b.inputs, config)
     if config.empty_rows != "count":
@@ -193,7 +195,7 @@ def policy_terms(
         ratio_sum=row_sum(ratio, tokens),
         ratio_max=row_reduce(tokens.counted(ratio, -np.inf), tokens, np.maximum, np.nan),
         ratio_min=row_reduce(tokens.counted(ratio, np.inf), tokens, np.minimum, np.nan),
-        kl_old_sum=kl_old_sum,
+        kl_old_sum=present(b.kl_old_sum, "the block's figures"),
         clamped=np.zeros(tokens.rows, dtype=np.int64) if b.clamped is None else row_count(b.clamped, tokens),
         objective_sum=out["surrogate_sum"],
     )
