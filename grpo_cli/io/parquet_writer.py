@@ -4,7 +4,9 @@ values, the input's compression.
 - Row groups hold :attr:`Layout.row_group_rows` rows: as many as the input's largest row
   group (parquet; JSON Lines: :data:`DEFAULT_ROW_GROUP_ROWS`), at most about
   :data:`ROW_GROUP_BYTES` of uncompressed data. Batches are buffered until a row group is
-  full, so the file does not depend on the batch size or thread count.
+  full, so the row groups do not depend on the batch size or thread count. Their pages can
+  (a known issue): pyarrow counts a list column's page cuts from the start of each chunk it
+  is handed, and a row group that came in several batches is several chunks.
 - Each column (each leaf of a nested one) is encoded as its first :data:`SAMPLE_VALUES`
   values in the first row group suggest: integers that ascend (ids, steps) delta-encoded;
   strings and binary, and values that repeat (at most one in :data:`DISTINCT_SHARE` distinct:
