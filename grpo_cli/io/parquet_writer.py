@@ -4,9 +4,9 @@ values, the input's compression.
 - Row groups hold :attr:`Layout.row_group_rows` rows: as many as the input's largest row
   group (parquet; JSON Lines: :data:`DEFAULT_ROW_GROUP_ROWS`), at most about
   :data:`ROW_GROUP_BYTES` of uncompressed data. Batches are buffered until a row group is
-  full, so the row groups do not depend on the batch size or thread count. Their pages can
-  (a known issue): pyarrow counts a list column's page cuts from the start of each chunk it
-  is handed, and a row group that came in several batches is several chunks.
+  full, and each row group is handed to pyarrow in chunks of :attr:`Layout.chunk_rows` rows
+  from its start (:func:`chunked`), so neither the row groups nor their pages depend on the
+  batch size or thread count.
 - Each column (each leaf of a nested one) is encoded as its first :data:`SAMPLE_VALUES`
   values in the first row group suggest: integers that ascend (ids, steps) delta-encoded;
   strings and binary, and values that repeat (at most one in :data:`DISTINCT_SHARE` distinct:
@@ -43,6 +43,8 @@ DEFAULT_CODEC = "snappy"
 DEFAULT_ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 128 << 20
 SAMPLE_VALUES = 65_536
+CHUNK_BYTES = 256 << 10  # uncompressed bytes of a row group handed to pyarrow at once (see chunked)
+DEFAULT_CHUNK_ROWS = 8192
 ENCODING_BYTES_PER_THREAD = 32 << 20  # uncompressed bytes of the row groups encoded at once, per thread (at least one row group)
 ENCODING_BYTES = 256 << 20  # ... and in all, whatever the threads
 DISTINCT_SHARE = 4
@@ -50,10 +52,12 @@ DISTINCT_SHARE = 4
 
 @dataclass(frozen=True)
 class Layout:
-    """How output parquet is written: its codec and rows per row group."""
+    """How output parquet is written: its codec, rows per row group, and rows per chunk a row
+    group is handed to pyarrow in (:func:`chunked`)."""
 
     compression: str = DEFAULT_CODEC
     row_group_rows: int = DEFAULT_ROW_GROUP_ROWS
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
 
 
 def layout(compression: str | None, input_codec: str | None, input_row_group_rows: int | None, bytes_per_row: int) -> Layout:
@@ -63,7 +67,7 @@ def layout(compression: str | None, input_codec: str | None, input_row_group_row
         raise UsageError(f"unknown `compression` {compression!r} (valid: {', '.join(CODECS)})")
     codec = compression or (input_codec and {"uncompressed": "none"}.get(input_codec, input_codec)) or DEFAULT_CODEC
     rows = min(input_row_group_rows or DEFAULT_ROW_GROUP_ROWS, max(1, ROW_GROUP_BYTES // max(1, bytes_per_row)))
-    return Layout(codec if codec in CODECS else DEFAULT_CODEC, rows)
+    return Layout(codec if codec in CODECS else DEFAULT_CODEC, rows, max(1, CHUNK_BYTES // max(1, bytes_per_row)))
 
 
 class RowGroupWriter:
@@ -114,7 +118,7 @@ class RowGroupWriter:
     def _flush(self, rows: int) -> None:
         """Write the first ``rows`` pending rows as one row group (0: a file without any)."""
         table = pa.Table.from_batches(self._pending, self.schema)
-        group = table.slice(0, rows)
+        group = chunked(table.slice(0, rows), self.layout.chunk_rows)
         if self._encodings is None:
             self._start(group)
         if self._single is not None:
@@ -155,6 +159,21 @@ class RowGroupWriter:
             if rows.num_rows:
                 writer.write_table(rows, row_group_size=rows.num_rows)
         return out.getvalue()
+
+
+def chunked(table: pa.Table, rows: int) -> pa.Table:
+    """``table`` in chunks of ``rows`` rows from its start, whatever batches it came in: pyarrow
+    checks a list column's page size at points it counts from the start of each chunk (after
+    about 1024 values, at a row's start, and before a chunk's last row), so the pages then
+    depend on the rows alone. A chunk that spans two batches is copied; the others are slices.
+    Columns without lists get the pages they have in one chunk.
+
+    >>> batches = pa.concat_tables([pa.table({"x": range(3)}), pa.table({"x": range(3, 7)})])
+    >>> [len(chunk) for chunk in chunked(batches, 4)["x"].chunks]
+    [4, 3]
+    """
+    pieces = [table.slice(start, rows).combine_chunks() for start in range(0, table.num_rows, rows)]
+    return pa.Table.from_batches([batch for piece in pieces for batch in piece.to_batches()], table.schema)
 
 
 def column_runs(nbytes: list[int], parts: int) -> list[list[int]]:

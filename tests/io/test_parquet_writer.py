@@ -141,6 +141,59 @@ def test_the_file_does_not_depend_on_the_threads_that_encode_it(tmp_path, monkey
     assert pq.read_table(tmp_path / "2.parquet").equals(table)
 
 
+def _token_lists(rows: int) -> pa.Table:
+    rng = np.random.default_rng(2)
+    offsets = np.concatenate([[0], np.cumsum(rng.integers(50, 81, size=rows))]).astype(np.int32)
+    return pa.table(
+        {
+            "id": np.arange(rows),
+            "logprobs": pa.ListArray.from_arrays(pa.array(offsets), pa.array(-rng.gamma(0.6, 0.8, size=offsets[-1]).astype(np.float32))),
+        }
+    )
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_pages_do_not_depend_on_the_batches_a_row_group_came_in(tmp_path, threads):
+    """Row groups of token lists of several pages each: pyarrow cuts a list column's pages at
+    points it counts from the start of each chunk it is handed, so a row group made of other
+    batches had other pages (as --threads 16 and 2 made, with other batch sizes). Handed in
+    chunks of ``chunk_rows`` from the row group's start, the file is the one pyarrow writes
+    of each row group in those chunks."""
+    table = _token_lists(40_000)
+    layout = Layout("zstd", 20_000, 1000)
+
+    def written(batch_rows: int) -> bytes:
+        writer = RowGroupWriter(str(tmp_path / f"{batch_rows}.parquet"), table.schema, layout, threads)
+        for batch in table.to_batches(max_chunksize=batch_rows):
+            writer.write_batch(batch)
+        writer.close()
+        return (tmp_path / f"{batch_rows}.parquet").read_bytes()
+
+    files = [written(batch_rows) for batch_rows in (7_777, 20_000, 40_000)]
+    assert files[0] == files[1] == files[2]
+    meta = pq.read_metadata(tmp_path / "7777.parquet")
+    assert meta.row_group(0).column(1).total_uncompressed_size > 4 << 20  # pages of 1 MiB: several a row group
+    single = tmp_path / "single.parquet"
+    with pq.ParquetWriter(single, table.schema, compression="zstd", **encodings(table)) as writer:
+        for start in (0, 20_000):
+            writer.write_table(pa.concat_tables([table.slice(at, 1000) for at in range(start, start + 20_000, 1000)]), row_group_size=20_000)
+    assert files[0] == single.read_bytes()
+
+
+def test_rows_without_lists_get_the_pages_of_the_whole_row_group(tmp_path):
+    """The chunks leave the pages of columns without lists (ids, rewards, advantages; a
+    dictionary or not) as pyarrow cuts them in a row group of one chunk."""
+    rng = np.random.default_rng(3)
+    table = pa.table({"id": np.arange(400_000) // 8, "x": rng.normal(size=400_000), "reward": np.round(rng.normal(size=400_000), 1)})
+    writer = RowGroupWriter(str(tmp_path / "ours.parquet"), table.schema, Layout("none", 400_000, 1000), 2)
+    for batch in table.to_batches(max_chunksize=7_777):
+        writer.write_batch(batch)
+    writer.close()
+    assert pq.read_metadata(tmp_path / "ours.parquet").row_group(0).column(1).total_uncompressed_size > 3 << 20
+    pq.write_table(table, tmp_path / "whole.parquet", row_group_size=400_000, compression="none", **encodings(table))
+    assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+
+
 def test_compression_is_the_inputs_unless_given(tmp_path):
     source = _rollouts(tmp_path / "in.parquet", compression="zstd")
     advantages_file(str(source), str(tmp_path / "same.parquet"))
@@ -165,9 +218,10 @@ def test_compression_without_parquet_output_is_refused(tmp_path, args, message):
 
 
 def test_layout_numbers():
-    assert layout(None, None, None, 100) == Layout("snappy", DEFAULT_ROW_GROUP_ROWS)
-    assert layout(None, "uncompressed", 1_000_000, 2048) == Layout("none", 65_536)  # capped at 128 MiB a row group
-    assert layout("zstd", "snappy", 1000, 16) == Layout("zstd", 1000)
+    assert layout(None, None, None, 100) == Layout("snappy", DEFAULT_ROW_GROUP_ROWS, 2621)  # chunks of 256 KiB
+    assert layout(None, "uncompressed", 1_000_000, 2048) == Layout("none", 65_536, 128)  # capped at 128 MiB a row group
+    assert layout("zstd", "snappy", 1000, 16) == Layout("zstd", 1000, 16_384)
+    assert layout(None, None, None, 1 << 20) == Layout("snappy", 128, 1)
     with pytest.raises(UsageError, match="unknown `compression` 'lzo'"):
         layout("lzo", None, None, 1)
 
