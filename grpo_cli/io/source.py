@@ -27,7 +27,7 @@ from .parquet_writer import Layout, layout
 from .unify import Data, conform, typed, unified_columns
 from .writes import Writes
 
-BATCH_BYTES = 32 << 20  # uncompressed bytes per record batch when streaming
+BATCH_BYTES = 16 << 20  # uncompressed bytes per record batch when streaming
 IN_FLIGHT_BYTES = 128 << 20  # uncompressed bytes of the batches a run's threads work on at once
 BATCH_ROWS = (1_024, 1 << 20)  # bounds on rows per batch
 
