@@ -60,7 +60,7 @@ class LocalEngine(Engine):
         label = row_labeller(source, prompt)
         read = source.read_schema(columns)
 
-        batch_rows = self.batch_rows or source.batch_rows(self.workers)
+        batch_rows = self.batch_rows or source.batch_rows(self.workers, written=carry)
 
         def numbered() -> Iterator[tuple[int, int, pa.RecordBatch]]:
             first_row = 0

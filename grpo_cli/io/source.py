@@ -27,7 +27,7 @@ from .parquet_writer import Layout, layout
 from .unify import Data, conform, typed, unified_columns
 from .writes import Writes
 
-BATCH_BYTES = 16 << 20  # uncompressed bytes per record batch when streaming
+BATCH_BYTES = 32 << 20  # uncompressed bytes per record batch when streaming (half that when the rows are written)
 IN_FLIGHT_BYTES = 128 << 20  # uncompressed bytes of the batches a run's threads work on at once
 BATCH_ROWS = (1_024, 1 << 20)  # bounds on rows per batch
 
@@ -150,11 +150,12 @@ class Source:
         """Uncompressed bytes per row (parquet: from the footers; JSON Lines: the text's size)."""
         return max(1, sum(scan.nbytes for scan in self.scans) // max(1, int(self.row_counts.sum())))
 
-    def batch_rows(self, threads: int = 1) -> int:
-        """Rows per streamed batch: about :data:`BATCH_BYTES` of uncompressed data, less where
-        ``threads`` batches at once would hold more than :data:`IN_FLIGHT_BYTES`, within
-        :data:`BATCH_ROWS`."""
-        return int(np.clip(min(BATCH_BYTES, IN_FLIGHT_BYTES // threads) // self.bytes_per_row, *BATCH_ROWS))
+    def batch_rows(self, threads: int = 1, *, written: bool = False) -> int:
+        """Rows per streamed batch: about :data:`BATCH_BYTES` of uncompressed data (half that if
+        the rows are ``written``: the writer holds row groups besides), less where ``threads``
+        batches at once would hold more than :data:`IN_FLIGHT_BYTES`, within :data:`BATCH_ROWS`."""
+        batch_bytes = BATCH_BYTES // 2 if written else BATCH_BYTES
+        return int(np.clip(min(batch_bytes, IN_FLIGHT_BYTES // threads) // self.bytes_per_row, *BATCH_ROWS))
 
     def layout(self, compression: str | None = None) -> Layout:
         """How parquet output of these rows is written: ``compression``, else the codec of the

@@ -646,3 +646,22 @@ def test_a_prompt_id_float64_would_round_names_its_file_and_row(tmp_path):
         f"Error: {tmp_path / 'a.parquet'}: row 2: column 'prompt_id' holds the integer 9007199254740993, which float64 would round; "
         "rescale it to at most 2^53\n"
     )
+
+
+def test_batches_hold_about_32_mib_or_16_when_written_and_share_128_mib_across_threads(tmp_path):
+    """Rows of 4 KiB: 8,192 a batch (32 MiB), 4,096 when the rows are written (the writer holds
+    row groups besides), and at 16 threads 2,048 either way (128 MiB in flight in all)."""
+    from grpo_cli.io import open_source
+
+    path = tmp_path / "wide.parquet"
+    pq.write_table(pa.table({"blob": pa.array([bytes(4096)] * 100, pa.binary())}), path, compression="none", use_dictionary=False)
+    with open_source(str(path)) as source:
+        assert 4096 <= source.bytes_per_row < 4200
+        assert [source.batch_rows(threads, written=written) for threads in (1, 2, 16) for written in (False, True)] == [
+            (32 << 20) // source.bytes_per_row,
+            (16 << 20) // source.bytes_per_row,
+            (32 << 20) // source.bytes_per_row,
+            (16 << 20) // source.bytes_per_row,
+            (8 << 20) // source.bytes_per_row,
+            (8 << 20) // source.bytes_per_row,
+        ]
