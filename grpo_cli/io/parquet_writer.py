@@ -16,8 +16,8 @@ values, the input's compression.
   up only after its dictionary page has filled, work that is thrown away.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
 - Row groups are encoded on several threads at once (as many as fit in a budget of memory
-  per thread, and in all), each row group's columns a few at a time, each few into a parquet
-  file in memory, and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer
+  per thread, and in all), each row group's columns a few at a time where fewer row groups
+  than threads fit (each few into a parquet file in memory), and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer
   encodes one column after another on one thread, the slowest step of a run. The file is the
   same byte for byte.
 """
@@ -73,12 +73,13 @@ def layout(compression: str | None, input_codec: str | None, input_row_group_row
 class RowGroupWriter:
     """A parquet file written a whole row group at a time (see the module's docstring).
 
-    One thread: pyarrow's writer writes straight to the file. More: each row group's columns
-    are cut into runs of about 1/``threads`` of its bytes (:func:`column_runs`), each encoded on
-    one of ``threads`` threads as a parquet file in memory, and the files are joined in order
-    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`); as many row groups are held encoding as
-    ``threads`` times :data:`ENCODING_BYTES_PER_THREAD`, at most :data:`ENCODING_BYTES`, holds
-    (uncompressed), judged on the first row group. The file is the same either way.
+    One thread: pyarrow's writer writes straight to the file. More: as many row groups are
+    held encoding (at most ``threads``) as ``threads`` times :data:`ENCODING_BYTES_PER_THREAD`,
+    at most :data:`ENCODING_BYTES`, holds (uncompressed), judged on the first row group; each
+    row group's columns are cut into runs of about 1/``parts`` of its bytes, ``parts`` the
+    threads per row group held (rounded up: :func:`column_runs`), each encoded on one of the
+    threads as a parquet file in memory, and the files are joined in order
+    (:class:`~grpo_cli.io.parquet_footer.JoinedFile`). The file is the same either way.
     """
 
     def __init__(self, path: str, schema: pa.Schema, layout: Layout, threads: int = 1):
@@ -148,7 +149,7 @@ class RowGroupWriter:
             self._single = pq.ParquetWriter(self._out, self.schema, compression=self.layout.compression, **self._encodings)
             return
         self._at_once = at_once(self.threads, group.nbytes, ENCODING_BYTES_PER_THREAD, ENCODING_BYTES)
-        self._runs = column_runs([column.nbytes for column in group.columns], self.threads)
+        self._runs = column_runs([column.nbytes for column in group.columns], -(-self.threads // self._at_once))
         empty = self._encoded(self.schema.empty_table())
         self._parallel = (ThreadPoolExecutor(self.threads), JoinedFile(self._out, empty))
 

@@ -194,6 +194,21 @@ def test_rows_without_lists_get_the_pages_of_the_whole_row_group(tmp_path):
     assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
 
 
+@pytest.mark.parametrize(("budget", "parts"), [(parquet_writer.ENCODING_BYTES_PER_THREAD, 1), (1, 3)])
+def test_a_row_group_is_cut_into_runs_only_for_threads_the_row_groups_held_leave_idle(tmp_path, monkeypatch, budget, parts):
+    """Small row groups, two held encoding on two threads: each is encoded whole (a part costs
+    a writer of its own); one held at a time (``budget``): its columns in runs of about half
+    its bytes (three equal columns: one each)."""
+    monkeypatch.setattr(parquet_writer, "ENCODING_BYTES_PER_THREAD", budget)
+    encoded: list[list[str]] = []
+    whole = RowGroupWriter._encoded
+    monkeypatch.setattr(RowGroupWriter, "_encoded", lambda self, rows: encoded.append(rows.column_names) or whole(self, rows))
+    table = pa.table({"id": np.arange(10_000), "x": np.linspace(0, 1, 10_000), "y": np.linspace(1, 2, 10_000)})
+    _written(tmp_path / "out.parquet", table, 2, 1000)
+    assert len(encoded) == 1 + 10 * parts  # the empty file's schema, then each row group's parts
+    assert sorted(name for names in encoded[1 : 1 + parts] for name in names) == ["id", "x", "y"]
+
+
 def test_compression_is_the_inputs_unless_given(tmp_path):
     source = _rollouts(tmp_path / "in.parquet", compression="zstd")
     advantages_file(str(source), str(tmp_path / "same.parquet"))
