@@ -167,14 +167,20 @@ def chunked(table: pa.Table, rows: int) -> pa.Table:
     checks a list column's page size at points it counts from the start of each chunk (after
     about 1024 values, at a row's start, and before a chunk's last row), so the pages then
     depend on the rows alone. A chunk that spans two batches is copied; the others are slices.
-    Columns without lists get the pages they have in one chunk.
+    Columns without lists get the pages they have in one chunk. The table is first cut where
+    a chunk spanning batches begins and ends (Python per batch), then each piece in chunks by
+    pyarrow (none per chunk).
 
-    >>> batches = pa.concat_tables([pa.table({"x": range(3)}), pa.table({"x": range(3, 7)})])
+    >>> batches = pa.concat_tables([pa.table({"x": range(3)}), pa.table({"x": range(3, 10)})])
     >>> [len(chunk) for chunk in chunked(batches, 4)["x"].chunks]
-    [4, 3]
+    [4, 4, 2]
     """
-    pieces = [table.slice(start, rows).combine_chunks() for start in range(0, table.num_rows, rows)]
-    return pa.Table.from_batches([batch for piece in pieces for batch in piece.to_batches()], table.schema)
+    n = table.num_rows
+    seams = np.cumsum([len(batch) for batch in table.to_batches()])[:-1]
+    spanned = seams[seams % rows != 0] // rows * rows  # where each chunk that spans a seam begins
+    cuts = sorted({0, n, *spanned.tolist(), *np.minimum(spanned + rows, n).tolist()})  # not np.unique, which imports numpy.ma
+    pieces = [table.slice(start, end - start).combine_chunks() for start, end in zip(cuts[:-1], cuts[1:])]
+    return pa.Table.from_batches([batch for piece in pieces for batch in piece.to_batches(max_chunksize=rows)], table.schema)
 
 
 def column_runs(nbytes: list[int], parts: int) -> list[list[int]]:

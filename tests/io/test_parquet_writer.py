@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import UsageError
 from grpo_cli.io import parquet_writer
-from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, column_runs, encodings, layout
+from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, chunked, column_runs, encodings, layout
 
 from ..conftest import SAMPLE, run_grpo
 
@@ -247,6 +247,15 @@ def test_files_are_no_larger_than_pyarrows_default_writer(tmp_path, rewards):
     objective_file(str(source), str(tmp_path / "ours.parquet"))
     pq.write_table(pq.read_table(tmp_path / "ours.parquet"), tmp_path / "default.parquet")
     assert (tmp_path / "ours.parquet").stat().st_size <= (tmp_path / "default.parquet").stat().st_size
+
+
+@given(st.lists(st.integers(0, 60), min_size=1, max_size=8), st.integers(1, 25))
+def test_chunks_are_counted_from_the_start_whatever_the_batches(sizes, rows):
+    """Every chunk holds ``rows`` rows (the last the rest), the same rows in order."""
+    table = pa.concat_tables([pa.table({"x": np.arange(size) + sum(sizes[:k])}) for k, size in enumerate(sizes)])
+    result = chunked(table, rows)
+    assert [len(chunk) for chunk in result["x"].chunks] == [min(rows, table.num_rows - at) for at in range(0, table.num_rows, rows)]
+    assert result.equals(table)
 
 
 @given(st.lists(st.integers(0, 1000), min_size=1, max_size=20), st.integers(1, 32))
