@@ -17,9 +17,9 @@ values, the input's compression.
 - Compression: ``compression`` if given, else the input's codec, else snappy.
 - Row groups are encoded on several threads at once (as many as fit in a budget of memory
   per thread, and in all), each row group's columns a few at a time where fewer row groups
-  than threads fit (each few into a parquet file in memory), and joined in order (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer
-  encodes one column after another on one thread, the slowest step of a run. The file is the
-  same byte for byte.
+  than threads fit (each few into a parquet file in memory), and joined in order
+  (:mod:`grpo_cli.io.parquet_footer`): pyarrow's writer encodes one column after another on
+  one thread, the slowest step of a run. The file is the same byte for byte.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ DEFAULT_ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 128 << 20
 SAMPLE_VALUES = 65_536
 CHUNK_BYTES = 256 << 10  # uncompressed bytes of a row group handed to pyarrow at once (see chunked)
-DEFAULT_CHUNK_ROWS = 8192
+DEFAULT_CHUNK_ROWS = 8192  # ... where the bytes per row are not known (a Layout() of its defaults)
 ENCODING_BYTES_PER_THREAD = 32 << 20  # uncompressed bytes of the row groups encoded at once, per thread (at least one row group)
 ENCODING_BYTES = 256 << 20  # ... and in all, whatever the threads
 DISTINCT_SHARE = 4
