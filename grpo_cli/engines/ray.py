@@ -289,13 +289,13 @@ class RayEngine(LocalEngine):
                 raise exc.cause from None
             raise
 
-    def _per_part(self, source: Source, args: tuple) -> tuple[object, object, list[int], int]:
+    def _per_part(self, source: Source, args: tuple, *, written: bool) -> tuple[object, object, list[int], int]:
         """What every per-file task takes: the source and the kernel's arguments in the object
-        store (put once), each file's first row, and the batch size."""
+        store (put once), each file's first row, and the batch size (for rows ``written`` or not)."""
         self._connect()
         starts = np.cumsum(source.row_counts) - source.row_counts
         with _signals_kept():
-            return self.ray.put(source), self.ray.put(args), starts.tolist(), self.batch_rows or source.batch_rows()
+            return self.ray.put(source), self.ray.put(args), starts.tolist(), self.batch_rows or source.batch_rows(written=written)
 
     def map_batches(
         self,
@@ -309,7 +309,7 @@ class RayEngine(LocalEngine):
     ) -> Iterator[Mapped]:
         """Each part's batches from its own task, which reads every column it needs (``held``,
         the driver's copy of some, would cost more to ship than to read)."""
-        source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
+        source_ref, args_ref, starts, batch_rows = self._per_part(source, args, written=carry)
         streams = self._started(
             [
                 self._stream.remote(source_ref, k, first_row, prompt, kernel, args_ref, columns, carry, batch_rows)
@@ -341,7 +341,7 @@ class RayEngine(LocalEngine):
         and leaving :attr:`outputs` removes them all)."""
         if not output.per_input:
             return super().write_pass(source, output, new_fields, kernel, *args, columns=columns, prompt=prompt, held=held)
-        source_ref, args_ref, starts, batch_rows = self._per_part(source, args)
+        source_ref, args_ref, starts, batch_rows = self._per_part(source, args, written=True)
         staged = [Staged(target, self.outputs) for target in output.targets]
         tasks = self._started(
             [
