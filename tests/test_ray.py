@@ -115,6 +115,14 @@ def test_an_error_in_the_third_file_is_the_local_one_line_and_leaves_nothing(par
     assert messages["ray"] == messages["local"] and "part-2.parquet: row 5" in messages["ray"] and "\n" not in messages["ray"]
 
 
+def test_a_ray_run_gives_arrows_pool_its_size_back(parts, tmp_path):
+    """The Ray engine is a local one too: given threads bound Arrow's pool in the driver while
+    the run lasts, and its own ending (Ray's stop) gave the size back no more."""
+    before = pa.cpu_count()
+    advantages_file(str(parts), str(tmp_path / "out.parquet"), engine="ray", threads=1)
+    assert pa.cpu_count() == before
+
+
 def test_without_ray_the_engine_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(UsageError, match=r"pip install 'grpo-cli\[ray\]'"):

@@ -246,19 +246,22 @@ class RayEngine(LocalEngine):
         """Cancel the tasks still running if the run did not finish, and stop the local Ray
         that this engine started (``ray.shutdown`` only disconnects from a cluster it did not
         start), every process it started ended (:func:`_kill`); a signal meanwhile is raised
-        after."""
+        after. Arrow's pool gets its size back, as after a local run."""
         tasks, self.tasks = self.tasks, []
-        with _signals_held():
-            # a cluster it did not start keeps its tasks unless cancelled; a local Ray's stop ends
-            # them (cancelling them there too raced with the stop: Ray's task manager aborted the run)
-            for task in self._unfinished(tasks) if exc is not None and not (self.connected and self.local) else []:
-                with contextlib.suppress(Exception):
-                    self.ray.cancel(task)
-            if self.connected:
-                self.connected = False
-                started = _below(_children() - self.children)
-                self.ray.shutdown()
-                _kill(started)
+        try:
+            with _signals_held():
+                # a cluster it did not start keeps its tasks unless cancelled; a local Ray's stop ends
+                # them (cancelling them there too raced with the stop: Ray's task manager aborted the run)
+                for task in self._unfinished(tasks) if exc is not None and not (self.connected and self.local) else []:
+                    with contextlib.suppress(Exception):
+                        self.ray.cancel(task)
+                if self.connected:
+                    self.connected = False
+                    started = _below(_children() - self.children)
+                    self.ray.shutdown()
+                    _kill(started)
+        finally:
+            super().__exit__(kind, exc, traceback)
 
     def _unfinished(self, tasks: list) -> list:
         """Those of ``tasks`` not finished yet: cancelling a task that has just finished races
