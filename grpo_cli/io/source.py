@@ -147,7 +147,9 @@ class Source:
 
     @cached_property
     def bytes_per_row(self) -> int:
-        """Uncompressed bytes per row (parquet: from the footers; JSON Lines: the text's size)."""
+        """Bytes per row once read (parquet: from the footers, strings stored with a dictionary
+        counted in full, see :func:`~grpo_cli.io.formats.parquet.group_bytes`; JSON Lines: the
+        text's size)."""
         return max(1, sum(scan.nbytes for scan in self.scans) // max(1, int(self.row_counts.sum())))
 
     def batch_rows(self, threads: int = 1, *, written: bool = False) -> int:

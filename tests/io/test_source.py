@@ -5,6 +5,8 @@ only raise our errors."""
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import GrpoError
 
-from ..conftest import examples, run_grpo, write_jsonl_rows
+from ..conftest import examples, grpo_executable, run_grpo, write_jsonl_rows
 
 SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -665,3 +667,51 @@ def test_batches_hold_about_32_mib_or_16_when_written_and_share_128_mib_across_t
             (8 << 20) // source.bytes_per_row,
             (8 << 20) // source.bytes_per_row,
         ]
+
+
+def repeated_strings(path, rows: int, distinct: int = 20, size: int = 10_000) -> pa.Table:
+    """``rows`` rows whose ``system`` string, one of ``distinct`` of ``size`` bytes, pyarrow
+    stores with a dictionary: the footer counts each distinct string once."""
+    rng = np.random.default_rng(0)
+    system = pa.array([f"{k:02d}" * (size // 2) for k in range(distinct)]).take(pa.array(rng.integers(0, distinct, rows)))
+    table = pa.table({"prompt_id": np.arange(rows) // 8, "reward": rng.random(rows), "system": system})
+    pq.write_table(table, path, row_group_size=rows // 4)
+    return table
+
+
+def test_strings_stored_with_a_dictionary_count_every_row_in_full(tmp_path):
+    """Batches and row groups are sized from the bytes once read: a string column that the
+    footer counts at a few bytes a row (its 20 distinct values once, then a small index per
+    row) is read 10 KB a row, and so counted; the same column read as a dictionary, or not
+    read, adds nothing."""
+    from grpo_cli.io import open_source
+    from grpo_cli.io.formats.parquet import group_bytes
+
+    table = repeated_strings(tmp_path / "strings.parquet", 4_000)
+    meta = pq.read_metadata(tmp_path / "strings.parquet")
+    assert sum(meta.row_group(g).total_byte_size for g in range(4)) < table.nbytes / 20  # the footer's count
+    with open_source(str(tmp_path / "strings.parquet")) as source:
+        assert 0.99 < source.bytes_per_row / (table.nbytes / 4_000) < 1.02
+        assert source.batch_rows(2, written=True) == (16 << 20) // source.bytes_per_row  # 1,675 rows
+        assert source.layout().chunk_rows == (256 << 10) // source.bytes_per_row  # 26 rows handed to the writer at once
+        part = source.parts[0]
+    assert group_bytes(part, meta, ["prompt_id", "reward"]) == [meta.row_group(g).total_byte_size for g in range(4)]
+    assert 0.99 < sum(group_bytes(part, meta, ["reward", "system"])) / table.nbytes < 1.02
+    pq.write_table(table.set_column(2, "system", table["system"].dictionary_encode()), tmp_path / "dictionary.parquet")
+    with open_source(str(tmp_path / "dictionary.parquet")) as source:
+        assert source.schema.field("system").type == pa.dictionary(pa.int32(), pa.string())
+        assert source.bytes_per_row < 100
+
+
+@pytest.mark.slow
+def test_a_run_over_strings_stored_with_a_dictionary_holds_a_few_batches(tmp_path):
+    """40,000 rows of a repeated 20 KB string (800 MB once read, a 1 MB file): `advantages -o`
+    peaks well under the 2 GB it took when its batches were sized from the footer's count."""
+    repeated_strings(tmp_path / "strings.parquet", 40_000, size=20_000)
+    measure = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    command = [grpo_executable(), "advantages", str(tmp_path / "strings.parquet"), "-o", str(tmp_path / "out.parquet"), "-q"]
+    peak_kib = int(subprocess.run([sys.executable, "-c", measure, *command], capture_output=True, check=True).stdout)
+    assert peak_kib < 1 << 20
+    assert pq.read_table(tmp_path / "out.parquet", columns=["system"]).equals(pq.read_table(tmp_path / "strings.parquet", columns=["system"]))

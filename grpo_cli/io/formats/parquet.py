@@ -23,6 +23,7 @@ MAGIC = b"PAR1"
 STREAM_BUFFER_BYTES = 1 << 20  # a streamed local file is read a buffer at a time, never a whole column chunk
 READ_BYTES_PER_THREAD = 32 << 20  # uncompressed bytes of the row groups read at once, per thread
 READ_BYTES = 128 << 20  # ... and in all, whatever the threads
+PROBE_ROWS = 1_024  # rows decoded to learn the size of strings stored with a dictionary (see plain_extra)
 CHECKSUM_FAILED = "CRC checksum verification failed"  # pyarrow's message for a page whose checksum does not match
 
 T = TypeVar("T")
@@ -39,14 +40,13 @@ class Parquet(Format):
         return head.startswith(MAGIC)
 
     def scan(self, part: Part) -> Scan:
-        """From the footer: the schema, the rows of each row group and their uncompressed bytes."""
+        """From the footer: the schema, the rows of each row group and their bytes once read
+        (:func:`group_bytes`)."""
         meta = pq.read_metadata(part.path, filesystem=part.filesystem)
         groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
         codec = groups[0].column(0).compression.lower() if groups and groups[0].num_columns else None
         pieces = tuple(group.num_rows for group in groups)
-        return Scan(
-            meta.schema.to_arrow_schema(), meta.num_rows, pieces, sum(group.total_byte_size for group in groups), codec, max(pieces, default=None)
-        )
+        return Scan(meta.schema.to_arrow_schema(), meta.num_rows, pieces, sum(group_bytes(part, meta)), codec, max(pieces, default=None))
 
     def scans(self, parts: list[Part]) -> list[Scan]:
         """The footers, read on threads (object storage answers each after a round trip)."""
@@ -94,7 +94,7 @@ def _batches(part: Part, batch_rows: int, names: list[str], threads: int) -> Ite
     """The batches of :meth:`Parquet.batches`: row groups read at once, or streamed."""
     file = _file(part, STREAM_BUFFER_BYTES)
     meta = file.metadata
-    largest = max((meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)), default=0)
+    largest = max(group_bytes(part, meta, names), default=0)
     groups = min(meta.num_row_groups, at_once(threads, largest, READ_BYTES_PER_THREAD, READ_BYTES)) if part.local else 1
     if groups <= 1:
         return file.iter_batches(batch_size=batch_rows, columns=names)
@@ -103,6 +103,46 @@ def _batches(part: Part, batch_rows: int, names: list[str], threads: int) -> Ite
         return list(_file(part, STREAM_BUFFER_BYTES, meta).iter_batches(batch_size=batch_rows, row_groups=[g], columns=names))
 
     return (batch for batches in ordered_map(row_group, range(meta.num_row_groups), groups) for batch in batches)
+
+
+def group_bytes(part: Part, meta: pq.FileMetaData, names: list[str] | None = None) -> list[int]:
+    """Each row group's bytes once read: the footer's uncompressed bytes (of every column,
+    whatever ``names`` reads), and :func:`plain_extra` per row for its columns among ``names``
+    (default: all)."""
+    extra = plain_extra(part, meta, names)
+    return [meta.row_group(g).total_byte_size + extra * meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+
+
+def plain_extra(part: Part, meta: pq.FileMetaData, names: list[str] | None = None) -> int:
+    """Bytes per row that the footer's uncompressed sizes miss in the columns ``names``
+    (default: all). A string or binary leaf stored with a dictionary counts each distinct
+    value once there, but is read with every row's value in full (a column read as a
+    dictionary excepted): for the columns that hold one, the first row group's first
+    :data:`PROBE_ROWS` rows are decoded, and their bytes per row beyond the footer's are the
+    answer (0 where no such column is read)."""
+    if meta.num_row_groups == 0 or meta.row_group(0).num_rows == 0:
+        return 0
+    first = meta.row_group(0)
+    probed, footer, leaf = [], 0, 0
+    for field in meta.schema.to_arrow_schema():
+        leaves = range(leaf, leaf + _leaves(field.type))
+        leaf = leaves.stop
+        if names is not None and field.name not in names or pa.types.is_dictionary(field.type):
+            continue
+        if any(first.column(i).physical_type == "BYTE_ARRAY" and first.column(i).has_dictionary_page for i in leaves):
+            probed.append(field.name)
+            footer += sum(first.column(i).total_uncompressed_size for i in leaves)
+    if not probed:
+        return 0
+    head = next(_file(part, STREAM_BUFFER_BYTES, meta).iter_batches(batch_size=PROBE_ROWS, row_groups=[0], columns=probed))
+    return max(0, -(-head.nbytes // head.num_rows) - footer // first.num_rows)
+
+
+def _leaves(kind: pa.DataType) -> int:
+    """The parquet leaf columns that store an Arrow type."""
+    if pa.types.is_dictionary(kind):
+        return 1
+    return sum(_leaves(kind.field(i).type) for i in range(kind.num_fields)) if kind.num_fields else 1
 
 
 def _verified(part: Part, read: Callable[[], T]) -> T:
