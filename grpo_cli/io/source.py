@@ -29,7 +29,7 @@ from .writes import Writes
 
 BATCH_BYTES = 32 << 20  # uncompressed bytes per record batch when streaming (half that when the rows are written)
 IN_FLIGHT_BYTES = 128 << 20  # uncompressed bytes of the batches a run's threads work on at once
-BATCH_ROWS = (1_024, 1 << 20)  # bounds on rows per batch
+BATCH_ROWS = (1, 1 << 20)  # bounds on rows per batch (rows of a long response's tokens: a few a batch)
 
 
 @dataclass

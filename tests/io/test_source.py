@@ -703,15 +703,42 @@ def test_strings_stored_with_a_dictionary_count_every_row_in_full(tmp_path):
         assert source.bytes_per_row < 100
 
 
+def peak_kib(*args: str) -> int:
+    """The peak resident memory of ``grpo args``, in KiB (measured in a process of its own)."""
+    measure = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    return int(subprocess.run([sys.executable, "-c", measure, grpo_executable(), *args], capture_output=True, check=True).stdout)
+
+
 @pytest.mark.slow
 def test_a_run_over_strings_stored_with_a_dictionary_holds_a_few_batches(tmp_path):
     """40,000 rows of a repeated 20 KB string (800 MB once read, a 1 MB file): `advantages -o`
     peaks well under the 2 GB it took when its batches were sized from the footer's count."""
     repeated_strings(tmp_path / "strings.parquet", 40_000, size=20_000)
-    measure = (
-        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
-    command = [grpo_executable(), "advantages", str(tmp_path / "strings.parquet"), "-o", str(tmp_path / "out.parquet"), "-q"]
-    peak_kib = int(subprocess.run([sys.executable, "-c", measure, *command], capture_output=True, check=True).stdout)
-    assert peak_kib < 1 << 20
+    assert peak_kib("advantages", str(tmp_path / "strings.parquet"), "-o", str(tmp_path / "out.parquet"), "-q") < 1 << 20
     assert pq.read_table(tmp_path / "out.parquet", columns=["system"]).equals(pq.read_table(tmp_path / "strings.parquet", columns=["system"]))
+
+
+def test_batches_of_long_rows_hold_a_few_rows(tmp_path):
+    """Rows of 256 KiB (a long response's token lists): 128 a batch (32 MiB), 64 when written,
+    16 at 16 threads; not the 1,024 rows (256 MiB) that were once the least."""
+    from grpo_cli.io import open_source
+
+    path = tmp_path / "long.parquet"
+    pq.write_table(pa.table({"blob": pa.array([bytes(256 << 10)] * 20, pa.binary())}), path, compression="none", use_dictionary=False)
+    with open_source(str(path)) as source:
+        assert [source.batch_rows(threads, written=written) for threads in (1, 2, 16) for written in (False, True)] == [127, 63, 127, 63, 31, 31]
+
+
+@pytest.mark.slow
+def test_a_run_over_long_rows_holds_a_few_batches(tmp_path):
+    """300 rows of 100,000 tokens in two float32 lists (229 MiB once read): the summary-only
+    `objective` peaks under 0.6 GiB (0.8 GiB when a batch held at least 1,024 rows: the file)."""
+    rows, n = 300, 100_000
+    logprobs = pa.ListArray.from_arrays(
+        pa.array(np.arange(rows + 1, dtype=np.int32) * n), -np.random.default_rng(0).random(rows * n, dtype=np.float32)
+    )
+    table = pa.table({"prompt_id": np.arange(rows) // 6, "reward": np.arange(rows) % 2 * 1.0, "logprobs": logprobs, "old_logprobs": logprobs})
+    pq.write_table(table, tmp_path / "long.parquet", row_group_size=64, compression="none", use_dictionary=["prompt_id"])
+    assert peak_kib("objective", str(tmp_path / "long.parquet"), "-q") < 0.6 * (1 << 20)
