@@ -3,10 +3,10 @@
 pyarrow's writer encodes a file's row groups one after another, and a row group's columns one
 after another, on one thread. To use every core, each row group's columns are encoded apart,
 a few at a time, each few as a complete parquet file in memory (``PAR1``, its column chunks,
-its footer), and :class:`JoinedFile` appends the column chunks in order and writes one footer
-listing every row group, its offsets moved to where its bytes landed. A column chunk's bytes
-and metadata do not depend on the other columns, so the file is byte for byte the one a single
-writer makes.
+its footer; kept in the :class:`Pieces` it was written in), and :class:`JoinedFile` appends
+the column chunks in order and writes one footer listing every row group, its offsets moved
+to where its bytes landed. A column chunk's bytes and metadata do not depend on the other
+columns, so the file is byte for byte the one a single writer makes.
 
 A footer is parquet's ``FileMetaData`` in thrift's compact protocol. It is decoded into plain
 values, every field kept in its order and type so that it encodes back to the same bytes:
@@ -133,6 +133,43 @@ def footer(data: bytes | memoryview) -> tuple[list, int]:
     return _Reader(bytes(data[start:-8])).struct(), start
 
 
+def chunks_footer(chunks: list[memoryview]) -> tuple[list, int]:
+    """:func:`footer` of a parquet file held in ``chunks`` in order (the last few joined)."""
+    total, tail = sum(len(chunk) for chunk in chunks), b""
+    for chunk in reversed(chunks):
+        tail = bytes(chunk) + tail
+        if len(tail) >= 8 + int.from_bytes(tail[-8:-4], "little"):
+            break
+    head = b"".join(bytes(chunk) for chunk in chunks[: len(MAGIC)])[: len(MAGIC)]  # the file's magic, for footer() to check
+    meta, start = footer(head + tail)
+    return meta, start + total - len(head) - len(tail)
+
+
+def _chunks(part: bytes | memoryview | Pieces) -> list[memoryview]:
+    """A part's bytes, or the pieces it was written in (:class:`Pieces`), in order."""
+    return [memoryview(chunk) for chunk in (part.pieces if isinstance(part, Pieces) else [part])]
+
+
+class Pieces:
+    """A file for pyarrow's writer that keeps each write's bytes as they came: unlike a buffer
+    that copies itself each time it grows, nothing is copied twice."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self.pieces.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
 def encoded(meta: list) -> bytes:
     """``FileMetaData`` as thrift compact bytes."""
     return _struct(meta)
@@ -198,32 +235,37 @@ class JoinedFile:
     {'x': [1, 2, 3], 'y': [0.5, 1.5, 2.5]}
     """
 
-    def __init__(self, out: BinaryIO, empty: bytes | memoryview):
+    def __init__(self, out: BinaryIO, empty: bytes | memoryview | Pieces):
         self.out = out
         self.position = len(MAGIC)
-        self.meta = footer(empty)[0]
+        self.meta = chunks_footer(_chunks(empty))[0]
         self.groups: list = []
         out.write(MAGIC)
 
     def append(self, parts: list) -> None:
         """Append the column chunks of ``parts``, moved: one file of every column, or files of
         one row group each, of the same rows, whose columns follow one another in the schema
-        (joined into one row group). The bytes are written :data:`WRITE_BYTES` at a time: the
-        kernel copied one write of a row group of token lists (tens of MiB) into the page cache
-        at a fraction of the speed."""
-        pieces = []
+        (joined into one row group). A part is its bytes, or :class:`Pieces` it was written
+        to. They go to the file at most :data:`WRITE_BYTES` at a time: the kernel copied one
+        write of a row group of token lists (tens of MiB) into the page cache at a fraction of
+        the speed."""
+        moved = []
         for part in parts:
-            view = memoryview(part)
-            meta, start = footer(view)
+            chunks = _chunks(part)
+            meta, start = chunks_footer(chunks)
             by = self.position - len(MAGIC)  # the part's byte 4 lands at self.position
             groups = _required(meta, FILE_ROW_GROUPS)[2][1]
             if len(parts) > 1 and len(groups) != 1:
                 raise ValueError("a row group's columns come in parts of one row group each")
-            pieces.append([_moved(g, by, len(self.groups) + k) for k, g in enumerate(groups)])
-            for at in range(len(MAGIC), start, WRITE_BYTES):
-                self.out.write(view[at : min(at + WRITE_BYTES, start)])
+            moved.append([_moved(g, by, len(self.groups) + k) for k, g in enumerate(groups)])
+            begin = 0  # where the chunk starts in the part
+            for chunk in chunks:
+                end = min(begin + len(chunk), start)  # the column chunks end where the footer starts
+                for at in range(max(begin, len(MAGIC)), end, WRITE_BYTES):
+                    self.out.write(chunk[at - begin : min(at + WRITE_BYTES, end) - begin])
+                begin += len(chunk)
             self.position += start - len(MAGIC)
-        self.groups += [_joined(list(same_rows)) for same_rows in zip(*pieces, strict=True)]
+        self.groups += [_joined(list(same_rows)) for same_rows in zip(*moved, strict=True)]
 
     def close(self) -> None:
         """Write the footer: ``empty``'s metadata, with every part's row groups and rows."""

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from ..errors import UsageError
 from ..parallel import at_once
 from ..schema import list_values
-from .parquet_footer import JoinedFile
+from .parquet_footer import JoinedFile, Pieces
 
 CODECS = ("none", "snappy", "zstd", "lz4", "gzip", "brotli")
 DEFAULT_CODEC = "snappy"
@@ -153,13 +153,13 @@ class RowGroupWriter:
         empty = self._encoded(self.schema.empty_table())
         self._parallel = (ThreadPoolExecutor(self.threads), JoinedFile(self._out, empty))
 
-    def _encoded(self, rows: pa.Table) -> pa.Buffer:
+    def _encoded(self, rows: pa.Table) -> Pieces:
         """``rows`` (some of the columns) as a parquet file in memory: one row group (none if empty)."""
-        out = pa.BufferOutputStream()  # the encodings name every column; pyarrow passes over the others
+        out = Pieces()  # the encodings name every column; pyarrow passes over the others
         with pq.ParquetWriter(out, rows.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
             if rows.num_rows:
                 writer.write_table(rows, row_group_size=rows.num_rows)
-        return out.getvalue()
+        return out
 
 
 def chunked(table: pa.Table, rows: int) -> pa.Table:

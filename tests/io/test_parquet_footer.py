@@ -2,11 +2,14 @@
 keep every offset pointing at the bytes it pointed at in its part."""
 
 import io
+import itertools
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grpo_cli.io import parquet_footer as f
 
@@ -110,3 +113,35 @@ def test_a_page_index_is_refused_rather_than_left_pointing_elsewhere():
 def test_what_is_not_parquet_is_refused():
     with pytest.raises(ValueError, match="not a parquet file"):
         f.footer(b"PAR1 but not at the end")
+
+
+def _pieces(table: pa.Table, **options) -> f.Pieces:
+    """``table`` written by pyarrow to :class:`~grpo_cli.io.parquet_footer.Pieces`: a write each."""
+    sink = f.Pieces()
+    pq.write_table(table, sink, **options)
+    return sink
+
+
+@pytest.mark.parametrize("options", JOINABLE)
+def test_parts_written_in_pieces_join_to_the_bytes_of_parts_in_one_buffer(options):
+    """pyarrow's writer writes a part a page, a header or a footer at a time; the pieces, kept
+    as they came, join to the same file as the part's bytes in one buffer."""
+    slices = [TABLE.slice(start, 100) for start in (0, 100, 200)]
+    pieces = [_pieces(rows, **options) for rows in slices]
+    assert all(len(p.pieces) > 3 for p in pieces) and [b"".join(p.pieces) for p in pieces] == [_parquet(rows, **options) for rows in slices]
+    out = io.BytesIO()
+    joined = f.JoinedFile(out, _pieces(TABLE.slice(0, 0), **options))
+    for part in pieces:
+        joined.append([part])
+    joined.close()
+    assert out.getvalue() == _joined([[_parquet(rows, **options)] for rows in slices], **options)
+
+
+@given(st.lists(st.integers(1, 2_000), max_size=6))
+def test_a_footer_is_found_across_any_pieces(sizes):
+    """Bytes cut anywhere (the footer, its length or its magic split across pieces): the footer
+    and its start are those of the bytes whole."""
+    data = _parquet(TABLE.slice(0, 50))
+    cuts = sorted({min(cut, len(data)) for cut in itertools.accumulate(sizes)} - {len(data)})
+    chunks = [memoryview(data[a:b]) for a, b in zip([0, *cuts], [*cuts, len(data)])]
+    assert f.chunks_footer(chunks) == f.footer(data)
