@@ -16,7 +16,10 @@ a struct is a list of ``[field id, type, value]``, a list is ``(element type, [v
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MAGIC = b"PAR1"
 WRITE_BYTES = 1 << 20  # a part's bytes go to the file in writes of this size (see JoinedFile.append)
@@ -151,16 +154,17 @@ def _chunks(part: bytes | memoryview | Pieces) -> list[memoryview]:
 
 
 class Pieces:
-    """A file for pyarrow's writer that keeps each write's bytes as they came: unlike a buffer
-    that copies itself each time it grows, nothing is copied twice."""
+    """A file for pyarrow's writer (``pa.PythonFile``) that keeps each write's bytes as they
+    came: unlike a buffer that copies itself each time it grows, nothing is copied twice.
+    Each write takes the GIL: a ``pa.BufferedOutputStream`` in front gathers small ones."""
 
     closed = False
 
     def __init__(self) -> None:
         self.pieces: list[bytes] = []
 
-    def write(self, data: bytes) -> int:
-        self.pieces.append(data)
+    def write(self, data: bytes | pa.Buffer) -> int:
+        self.pieces.append(data if isinstance(data, bytes) else bytes(data))  # a buffer pyarrow may write into again: copied
         return len(data)
 
     def flush(self) -> None:

@@ -45,6 +45,7 @@ ROW_GROUP_BYTES = 128 << 20
 SAMPLE_VALUES = 65_536
 CHUNK_BYTES = 256 << 10  # uncompressed bytes of a row group handed to pyarrow at once (see chunked)
 DEFAULT_CHUNK_ROWS = 8192  # ... where the bytes per row are not known (a Layout() of its defaults)
+GATHER_BYTES = 64 << 10  # a part's smaller writes (page headers, a thin row group's pages) gathered into one, each a call into Python
 ENCODING_BYTES_PER_THREAD = 32 << 20  # uncompressed bytes of the row groups encoded at once, per thread (at least one row group)
 ENCODING_BYTES = 256 << 20  # ... and in all, whatever the threads
 DISTINCT_SHARE = 4
@@ -155,10 +156,12 @@ class RowGroupWriter:
 
     def _encoded(self, rows: pa.Table) -> Pieces:
         """``rows`` (some of the columns) as a parquet file in memory: one row group (none if empty)."""
-        out = Pieces()  # the encodings name every column; pyarrow passes over the others
-        with pq.ParquetWriter(out, rows.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
-            if rows.num_rows:
+        out = Pieces()
+        sink = pa.BufferedOutputStream(pa.PythonFile(out, mode="w"), buffer_size=GATHER_BYTES)
+        with pq.ParquetWriter(sink, rows.schema, compression=self.layout.compression, **(self._encodings or {})) as writer:
+            if rows.num_rows:  # the encodings name every column; pyarrow passes over the others
                 writer.write_table(rows, row_group_size=rows.num_rows)
+        sink.close()
         return out
 
 

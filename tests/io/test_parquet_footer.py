@@ -145,3 +145,12 @@ def test_a_footer_is_found_across_any_pieces(sizes):
     cuts = sorted({min(cut, len(data)) for cut in itertools.accumulate(sizes)} - {len(data)})
     chunks = [memoryview(data[a:b]) for a, b in zip([0, *cuts], [*cuts, len(data)])]
     assert f.chunks_footer(chunks) == f.footer(data)
+
+
+def test_a_buffer_written_to_pieces_is_kept_as_a_copy():
+    """pyarrow may write a buffer it fills again later: a piece is a copy of its bytes then."""
+    memory = bytearray(b"page")
+    pieces = f.Pieces()
+    pieces.write(pa.py_buffer(memory))
+    memory[:] = b"next"
+    assert pieces.pieces == [b"page"]

@@ -314,3 +314,19 @@ def test_encodings_judge_integers_and_floats_as_arrow_does(t, values, ascending,
     assert parquet_writer._distinct(array, numbers) == pc.count_distinct(array, mode="all").as_py()
     if pa.types.is_integer(t):
         assert parquet_writer._ascending(*numbers) == (pc.all(pc.less_equal(array[:-1], array[1:])).as_py() is not False)
+
+
+def test_a_parts_small_writes_reach_python_gathered(tmp_path):
+    """Each write into Python (:class:`~grpo_cli.io.parquet_footer.Pieces`) takes the GIL:
+    page headers and small pages come gathered (two pieces in a row hold at least
+    ``GATHER_BYTES``), a larger page in one piece; the bytes are pyarrow's."""
+    thin = pa.table({"id": np.arange(65_536) // 8, "reward": np.arange(65_536) % 2 * 1.0, "advantage": np.linspace(-1, 1, 65_536)})
+    offsets = np.arange(0, 64 * 4_097, 64, dtype=np.int32)
+    tokens = pa.table({"logprobs": pa.ListArray.from_arrays(offsets, np.linspace(-9, 0, 64 * 4_096, dtype=np.float32))})
+    for table in (thin, tokens):
+        part = RowGroupWriter(str(tmp_path / "unused.parquet"), table.schema, Layout(), threads=2)._encoded(table)
+        sizes = [len(piece) for piece in part.pieces]
+        assert len(sizes) < 8 and all(a + b >= parquet_writer.GATHER_BYTES for a, b in zip(sizes, sizes[1:]))
+        whole = pa.BufferOutputStream()
+        pq.write_table(table, whole, row_group_size=len(table))
+        assert b"".join(part.pieces) == whole.getvalue().to_pybytes()
