@@ -714,7 +714,7 @@ def peak_kib(*args: str) -> int:
 @pytest.mark.slow
 def test_a_run_over_strings_stored_with_a_dictionary_holds_a_few_batches(tmp_path):
     """40,000 rows of a repeated 20 KB string (800 MB once read, a 1 MB file): `advantages -o`
-    peaks well under the 2 GB it took when its batches were sized from the footer's count."""
+    peaks well under the 1.5 GiB it took when its batches were sized from the footer's count."""
     repeated_strings(tmp_path / "strings.parquet", 40_000, size=20_000)
     assert peak_kib("advantages", str(tmp_path / "strings.parquet"), "-o", str(tmp_path / "out.parquet"), "-q") < 1 << 20
     assert pq.read_table(tmp_path / "out.parquet", columns=["system"]).equals(pq.read_table(tmp_path / "strings.parquet", columns=["system"]))
