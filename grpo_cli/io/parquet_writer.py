@@ -230,6 +230,11 @@ def leaf_paths(schema: pa.Schema) -> list[str]:
     return [meta.schema.column(i).path for i in range(len(meta.schema))]
 
 
+def leaf_count(kind: pa.DataType) -> int:
+    """How many parquet columns (leaves) store a column of type ``kind``."""
+    return sum(1 for _ in _leaves(pa.nulls(0, kind)))
+
+
 def _leaves(values: pa.Array) -> Iterator[pa.Array]:
     """Each leaf's first values, depth first (the order of :func:`leaf_paths`)."""
     t = values.type

@@ -330,3 +330,35 @@ def test_a_parts_small_writes_reach_python_gathered(tmp_path):
         whole = pa.BufferOutputStream()
         pq.write_table(table, whole, row_group_size=len(table))
         assert b"".join(part.pieces) == whole.getvalue().to_pybytes()
+
+
+class _Pair(pa.ExtensionType):
+    """An extension type stored as a struct of two leaves."""
+
+    def __init__(self):
+        super().__init__(pa.struct([("a", pa.int64()), ("b", pa.list_(pa.string()))]), "grpo_cli.test.pair")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type, serialized):
+        return cls()
+
+
+def test_leaf_count_is_the_parquet_columns_a_type_is_stored_in(tmp_path):
+    """Nested types, a dictionary, and an extension type stored as a struct (its storage's
+    leaves, not one)."""
+    types = [
+        pa.int64(),
+        pa.list_(pa.string()),
+        pa.map_(pa.string(), pa.int64()),
+        pa.struct([("x", pa.int8()), ("y", pa.list_(pa.float32()))]),
+        pa.dictionary(pa.int32(), pa.string()),
+        _Pair(),
+        pa.large_list(pa.struct([("p", pa.int8()), ("q", pa.int8())])),
+    ]
+    for k, kind in enumerate(types):
+        pq.write_table(pa.table({"c": pa.nulls(3, kind)}), tmp_path / f"{k}.parquet")
+        assert parquet_writer.leaf_count(kind) == pq.read_metadata(tmp_path / f"{k}.parquet").num_columns, kind
+    assert [parquet_writer.leaf_count(kind) for kind in types] == [1, 1, 2, 2, 1, 2, 2]

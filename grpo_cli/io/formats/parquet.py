@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from ...errors import InputError
 from ...parallel import at_once, default_threads, ordered_map
-from ..parquet_writer import Layout, RowGroupWriter
+from ..parquet_writer import Layout, RowGroupWriter, leaf_count
 from . import Format, Scan
 
 if TYPE_CHECKING:
@@ -110,7 +110,8 @@ def group_bytes(part: Part, meta: pq.FileMetaData, names: list[str] | None = Non
     whatever ``names`` reads), and :func:`plain_extra` per row for its columns among ``names``
     (default: all)."""
     extra = plain_extra(part, meta, names)
-    return [meta.row_group(g).total_byte_size + extra * meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    groups = (meta.row_group(g) for g in range(meta.num_row_groups))
+    return [group.total_byte_size + extra * group.num_rows for group in groups]
 
 
 def plain_extra(part: Part, meta: pq.FileMetaData, names: list[str] | None = None) -> int:
@@ -125,7 +126,7 @@ def plain_extra(part: Part, meta: pq.FileMetaData, names: list[str] | None = Non
     first = meta.row_group(0)
     probed, footer, leaf = [], 0, 0
     for field in meta.schema.to_arrow_schema():
-        leaves = range(leaf, leaf + _leaves(field.type))
+        leaves = range(leaf, leaf + leaf_count(field.type))
         leaf = leaves.stop
         if names is not None and field.name not in names or pa.types.is_dictionary(field.type):
             continue
@@ -136,13 +137,6 @@ def plain_extra(part: Part, meta: pq.FileMetaData, names: list[str] | None = Non
         return 0
     head = next(_file(part, STREAM_BUFFER_BYTES, meta).iter_batches(batch_size=PROBE_ROWS, row_groups=[0], columns=probed))
     return max(0, -(-head.nbytes // head.num_rows) - footer // first.num_rows)
-
-
-def _leaves(kind: pa.DataType) -> int:
-    """The parquet leaf columns that store an Arrow type."""
-    if pa.types.is_dictionary(kind):
-        return 1
-    return sum(_leaves(kind.field(i).type) for i in range(kind.num_fields)) if kind.num_fields else 1
 
 
 def _verified(part: Part, read: Callable[[], T]) -> T:
