@@ -214,12 +214,26 @@ def encodings(table: pa.Table) -> dict:
     distinct), in a dictionary; other floats byte-stream-split; the rest plain."""
     chosen: dict[str, list[str]] = {"dictionary": [], "DELTA_BINARY_PACKED": [], "BYTE_STREAM_SPLIT": [], "plain": []}
     if table.num_rows:
-        sample = table.slice(0, SAMPLE_VALUES).combine_chunks()
-        leaves = [leaf for column in sample.columns for chunk in column.chunks[:1] for leaf in _leaves(chunk)]
+        sample = table.slice(0, SAMPLE_VALUES)
+        leaves = [leaf for column in sample.columns for leaf in _leaves(_head(column))]
         for path, values in zip(leaf_paths(table.schema), leaves, strict=True):
             chosen[_encoding(values)].append(path)
     encoded = {path: encoding for encoding in ("DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT") for path in chosen[encoding]}
     return {"use_dictionary": chosen["dictionary"], "column_encoding": encoded}
+
+
+def _head(column: pa.ChunkedArray) -> pa.Array:
+    """The first rows of ``column`` as one array, as many as hold :data:`SAMPLE_VALUES` values
+    in each of its leaves (:func:`_leaves` reads no further), or all of them: tried from its
+    first chunk's rows, doubling, so a row group of token lists is not copied whole for the
+    few rows whose tokens are sampled. The leaves' first values are the same either way."""
+    rows = max(1, len(column.chunk(0)))
+    while True:
+        head = column.slice(0, rows)
+        head = head.chunk(0) if head.num_chunks == 1 else head.combine_chunks()
+        if rows >= len(column) or all(len(leaf) == SAMPLE_VALUES for leaf in _leaves(head)):
+            return head
+        rows *= 2
 
 
 def leaf_paths(schema: pa.Schema) -> list[str]:

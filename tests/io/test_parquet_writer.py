@@ -115,6 +115,33 @@ def test_the_encodings_are_the_first_row_groups_whatever_the_batches(tmp_path):
     assert pq.read_metadata(tmp_path / "7.parquet").row_group(0).column(0).encodings == ("RLE", "BYTE_STREAM_SPLIT")
 
 
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=6), st.integers(1, 120), st.booleans())
+def test_the_encodings_do_not_depend_on_the_chunks_a_row_group_came_in(sizes, sample, nulls):
+    """A leaf is judged on its first values whether the first chunk holds them (taken as it is)
+    or they span chunks (combined): token lists that repeat from the 7th value on, beside
+    ascending ids and repeated rewards."""
+    rows = sum(sizes)
+    lengths = [k % 5 for k in range(rows)]
+    values = np.concatenate([np.linspace(0, 1, 6), np.full(max(0, sum(lengths) - 6), 0.5)])[: sum(lengths)]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    tokens = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.float32()), mask=pa.array([nulls and k % 7 == 3 for k in range(rows)], pa.bool_()))
+    table = pa.table({"id": np.arange(rows), "reward": np.arange(rows) % 2 / 1.0, "tokens": tokens})
+    cuts = np.cumsum([0, *sizes])
+    chunks = pa.Table.from_batches([b for a, b in zip(cuts[:-1], cuts[1:]) for b in table.slice(a, b - a).to_batches()], table.schema)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parquet_writer, "SAMPLE_VALUES", sample)
+        assert encodings(chunks) == encodings(table.combine_chunks())
+
+
+def test_only_the_rows_that_hold_each_leafs_sample_are_taken(monkeypatch):
+    monkeypatch.setattr(parquet_writer, "SAMPLE_VALUES", 4)
+    first = pa.array([[0.5, 1.5], [2.5, 3.5, 4.5]], pa.list_(pa.float32()))
+    column = pa.chunked_array([first, pa.array([[5.5]], first.type)])
+    assert parquet_writer._head(column).buffers()[3].address == first.buffers()[3].address
+    ids = pa.chunked_array([pa.array([1, 2]), pa.array([3, 4, 5])])
+    assert parquet_writer._head(ids).to_pylist() == [1, 2, 3, 4]  # the first chunk's rows, doubled
+
+
 @pytest.mark.parametrize("rows", [0, 1, 999, 10_000])
 @pytest.mark.parametrize("budget", [parquet_writer.ENCODING_BYTES_PER_THREAD, 1])
 def test_the_file_does_not_depend_on_the_threads_that_encode_it(tmp_path, monkeypatch, rows, budget):
