@@ -124,7 +124,9 @@ def test_the_encodings_do_not_depend_on_the_chunks_a_row_group_came_in(sizes, sa
     lengths = [k % 5 for k in range(rows)]
     values = np.concatenate([np.linspace(0, 1, 6), np.full(max(0, sum(lengths) - 6), 0.5)])[: sum(lengths)]
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    tokens = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.float32()), mask=pa.array([nulls and k % 7 == 3 for k in range(rows)], pa.bool_()))
+    tokens = pa.ListArray.from_arrays(
+        pa.array(offsets), pa.array(values, pa.float32()), mask=pa.array([nulls and k % 7 == 3 for k in range(rows)], pa.bool_())
+    )
     table = pa.table({"id": np.arange(rows), "reward": np.arange(rows) % 2 / 1.0, "tokens": tokens})
     cuts = np.cumsum([0, *sizes])
     chunks = pa.Table.from_batches([b for a, b in zip(cuts[:-1], cuts[1:]) for b in table.slice(a, b - a).to_batches()], table.schema)
