@@ -149,8 +149,9 @@ class RowGroupWriter:
         if self.threads == 1:
             self._single = pq.ParquetWriter(self._out, self.schema, compression=self.layout.compression, **self._encodings)
             return
-        self._at_once = at_once(self.threads, group.nbytes, ENCODING_BYTES_PER_THREAD, ENCODING_BYTES)
-        self._runs = column_runs([column.nbytes for column in group.columns], -(-self.threads // self._at_once))
+        nbytes = [column.nbytes for column in group.columns]  # each a walk over the chunks' buffers: once
+        self._at_once = at_once(self.threads, sum(nbytes), ENCODING_BYTES_PER_THREAD, ENCODING_BYTES)
+        self._runs = column_runs(nbytes, -(-self.threads // self._at_once))
         empty = self._encoded(self.schema.empty_table())
         self._parallel = (ThreadPoolExecutor(self.threads), JoinedFile(self._out, empty))
 
