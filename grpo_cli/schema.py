@@ -234,6 +234,11 @@ def list_values(lists: pa.Array) -> pa.Array:
     return lists.values.slice(offsets[0], offsets[-1] - offsets[0])
 
 
+def contiguous(column: pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its chunk if it has one (``combine_chunks`` would copy it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
 

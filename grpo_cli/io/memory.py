@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from .discovery import LOCAL, Part
 from .formats import Reader, Scan
-from .source import Source, contiguous, with_rows
+from ..schema import contiguous
+from .source import Source, with_rows
 from .writes import Writes
 
 HEAD_ROWS = 1_024  # rows of a dataset whose size gives its bytes per row

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from ..errors import UsageError
 from ..parallel import at_once
-from ..schema import list_values
+from ..schema import contiguous, list_values
 from .parquet_footer import JoinedFile, Pieces
 
 CODECS = ("none", "snappy", "zstd", "lz4", "gzip", "brotli")
@@ -230,8 +230,7 @@ def _head(column: pa.ChunkedArray) -> pa.Array:
     few rows whose tokens are sampled. The leaves' first values are the same either way."""
     rows = max(1, len(column.chunk(0)))
     while True:
-        head = column.slice(0, rows)
-        head = head.chunk(0) if head.num_chunks == 1 else head.combine_chunks()
+        head = contiguous(column.slice(0, rows))
         if rows >= len(column) or all(len(leaf) == SAMPLE_VALUES for leaf in _leaves(head)):
             return head
         rows *= 2

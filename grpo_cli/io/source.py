@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import ColumnNotFoundError, InputError, RowError, UsageError
-from ..schema import check_unique_names
+from ..schema import check_unique_names, contiguous
 from . import formats
 from .discovery import LOCAL, STDIO, Part, expand_inputs, is_special, is_uri, spooled
 from .formats import Reader, Scan
@@ -262,11 +262,6 @@ def _with_held(read: Iterator[pa.RecordBatch] | None, held: pa.Table, schema: pa
             [batch.column(f.name) if batch is not None and f.name in batch.schema.names else contiguous(rows.column(f.name)) for f in schema],
             schema=schema,
         )
-
-
-def contiguous(column: pa.ChunkedArray) -> pa.Array:
-    """``column`` as one array: its chunk if it has one (``combine_chunks`` would copy it)."""
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ import pyarrow.json as pajson
 from ...errors import InputError, OutputError
 from ...numerics import EXACT_INTEGERS, inexact_integers
 from ...parallel import default_threads, ordered_map
+from ...schema import contiguous
 from . import Format, Scan
 
 if TYPE_CHECKING:
@@ -193,7 +194,7 @@ def leaves(column: pa.Array | pa.ChunkedArray) -> Iterator[tuple[tuple[str, ...]
     names, ``[]`` for entries) and a function from positions in it to the rows of ``column``
     that hold them."""
     if isinstance(column, pa.ChunkedArray):
-        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        column = contiguous(column)
     yield from _leaves(column, (), lambda positions: positions)
 
 
