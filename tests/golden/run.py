@@ -69,10 +69,10 @@ def output_digest(path: Path) -> dict:
         table = pq.read_table(path)
     else:
         rows = [json.loads(line) for line in path.read_text().splitlines()]
-        layout = {"keys": sorted({tuple(row) for row in rows})}
+        layout = {"keys": [list(keys) for keys in sorted({tuple(row) for row in rows})]}
         table = pa.Table.from_pylist(rows)
     return {
-        "layout": json.loads(json.dumps(layout)),
+        "layout": layout,
         "schema": str(table.schema).splitlines(),
         "columns": {n: column_digest(table.column(n)) for n in table.column_names},
     }
