@@ -8,9 +8,11 @@ the column chunks in order and writes one footer listing every row group, its of
 to where its bytes landed. A column chunk's bytes and metadata do not depend on the other
 columns, so the file is byte for byte the one a single writer makes.
 
-A footer is parquet's ``FileMetaData`` in thrift's compact protocol. It is decoded into plain
-values, every field kept in its order and type so that it encodes back to the same bytes:
-a struct is a list of ``[field id, type, value]``, a list is ``(element type, [values])``.
+A footer is parquet's ``FileMetaData`` in thrift's compact protocol. The fields a join reads
+or moves (:data:`FILE`) are decoded into plain values, every field kept in its order and type
+so that it encodes back to the same bytes: a struct is a list of ``[field id, type, value]``,
+a list is ``(element type, [values])``. The others (schema, statistics, encodings) are passed
+over and kept as their bytes (:class:`Raw`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,16 @@ FILE_NUM_ROWS, FILE_ROW_GROUPS = 3, 4
 GROUP_COLUMNS, GROUP_BYTES, GROUP_NUM_ROWS, GROUP_FILE_OFFSET, GROUP_COMPRESSED_BYTES, GROUP_ORDINAL = 1, 2, 3, 5, 6, 7
 CHUNK_FILE_OFFSET, CHUNK_META, CHUNK_OFFSET_INDEX = 2, 3, 4
 META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER = 9, 10, 11, 14
+# The fields decoded, by the struct that holds them: field id -> its struct's (or its list's
+# structs') fields decoded, None for a plain value; any other field is kept as its bytes
+COLUMN_META = dict.fromkeys((META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER))
+COLUMN_CHUNK = {CHUNK_FILE_OFFSET: None, CHUNK_META: COLUMN_META, CHUNK_OFFSET_INDEX: None}
+ROW_GROUP = {GROUP_COLUMNS: COLUMN_CHUNK, **dict.fromkeys((GROUP_BYTES, GROUP_NUM_ROWS, GROUP_FILE_OFFSET, GROUP_COMPRESSED_BYTES, GROUP_ORDINAL))}
+FILE = {FILE_NUM_ROWS: None, FILE_ROW_GROUPS: ROW_GROUP}
+
+
+class Raw(bytes):
+    """A value kept as its compact-protocol bytes, passed over rather than decoded."""
 
 
 class _Reader:
@@ -56,7 +68,9 @@ class _Reader:
         n = self.varint()
         return (n >> 1) ^ -(n & 1)
 
-    def value(self, kind: int):
+    def value(self, kind: int, fields: dict | None = None):
+        """A value of thrift type ``kind``; of a struct (or a list's structs), the ``fields``
+        named are decoded and the others kept as their bytes."""
         if kind in INTEGERS:
             return self.zigzag()
         if kind in (TRUE, FALSE):  # a bool in a list: one byte (a field's is in its header)
@@ -73,18 +87,52 @@ class _Reader:
         if kind in (LIST, SET):
             header = self.byte()
             n = header >> 4 if header >> 4 != 15 else self.varint()
-            return header & 0x0F, [self.value(header & 0x0F) for _ in range(n)]
+            return header & 0x0F, [self.value(header & 0x0F, fields) for _ in range(n)]
         if kind == STRUCT:
-            return self.struct()
+            return self.struct({} if fields is None else fields)
         raise ValueError(f"not a parquet footer (thrift type {kind})")
 
-    def struct(self) -> list:
-        fields, last = [], 0
+    def struct(self, fields: dict) -> list:
+        """A struct's fields, those in ``fields`` decoded (see :data:`FILE`), the others :class:`Raw`."""
+        found: list[list] = []
+        last = 0
         while (header := self.byte()) != 0:
             kind, delta = header & 0x0F, header >> 4
             last = last + delta if delta else self.zigzag()
-            fields.append([last, kind, None if kind in (TRUE, FALSE) else self.value(kind)])
-        return fields
+            if kind in (TRUE, FALSE):  # the value is in the header
+                found.append([last, kind, None])
+            elif last in fields:
+                found.append([last, kind, self.value(kind, fields[last])])
+            else:
+                start = self.pos
+                self.skip(kind)
+                found.append([last, kind, Raw(self.data[start : self.pos])])
+        return found
+
+    def skip(self, kind: int) -> None:
+        """Pass over a value of thrift type ``kind``."""
+        if kind in INTEGERS:
+            while self.byte() >= 0x80:
+                pass
+        elif kind in (TRUE, FALSE, BYTE):  # a bool in a list: one byte
+            self.pos += 1
+        elif kind == DOUBLE:
+            self.pos += 8
+        elif kind == BINARY:
+            n = self.varint()  # read first: `pos += varint()` would add the length to the pos before it
+            self.pos += n
+        elif kind in (LIST, SET):
+            header = self.byte()
+            for _ in range(header >> 4 if header >> 4 != 15 else self.varint()):
+                self.skip(header & 0x0F)
+        elif kind == STRUCT:
+            while (header := self.byte()) != 0:
+                if not header >> 4:  # the field id follows the header
+                    self.zigzag()
+                if header & 0x0F not in (TRUE, FALSE):
+                    self.skip(header & 0x0F)
+        else:
+            raise ValueError(f"not a parquet footer (thrift type {kind})")
 
 
 def _varint(n: int) -> bytes:
@@ -101,6 +149,8 @@ def _zigzag(n: int) -> bytes:
 
 
 def _value(kind: int, value) -> bytes:
+    if isinstance(value, Raw):
+        return value
     if kind in INTEGERS:
         return _zigzag(value)
     if kind in (TRUE, FALSE, BYTE):
@@ -133,7 +183,7 @@ def footer(data: bytes | memoryview) -> tuple[list, int]:
         raise ValueError("not a parquet file")
     size = int.from_bytes(data[-8:-4], "little")
     start = len(data) - 8 - size
-    return _Reader(bytes(data[start:-8])).struct(), start
+    return _Reader(bytes(data[start:-8])).struct(FILE), start
 
 
 def chunks_footer(chunks: list[memoryview]) -> tuple[list, int]:
@@ -243,7 +293,8 @@ class JoinedFile:
         self.out = out
         self.position = len(MAGIC)
         self.meta = chunks_footer(_chunks(empty))[0]
-        self.groups: list = []
+        self.groups: list[Raw] = []  # each row group appended, encoded
+        self.rows = 0
         out.write(MAGIC)
 
     def append(self, parts: list) -> None:
@@ -269,12 +320,15 @@ class JoinedFile:
                     self.out.write(chunk[at - begin : min(at + WRITE_BYTES, end) - begin])
                 begin += len(chunk)
             self.position += start - len(MAGIC)
-        self.groups += [_joined(list(same_rows)) for same_rows in zip(*moved, strict=True)]
+        for same_rows in zip(*moved, strict=True):
+            group = _joined(list(same_rows))
+            self.rows += _required(group, GROUP_NUM_ROWS)[2]
+            self.groups.append(Raw(_struct(group)))  # encoded now, while the next row groups encode: close() only joins them
 
     def close(self) -> None:
         """Write the footer: ``empty``'s metadata, with every part's row groups and rows."""
         meta = [list(f) for f in self.meta]
         _required(meta, FILE_ROW_GROUPS)[2] = (STRUCT, self.groups)
-        _required(meta, FILE_NUM_ROWS)[2] = sum(_required(g, GROUP_NUM_ROWS)[2] for g in self.groups)
+        _required(meta, FILE_NUM_ROWS)[2] = self.rows
         tail = encoded(meta)
         self.out.write(tail + struct.pack("<I", len(tail)) + MAGIC)

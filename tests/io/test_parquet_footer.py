@@ -46,6 +46,63 @@ def test_a_footer_encodes_back_to_its_bytes(options):
     assert f.encoded(meta) == data[start:-8]
 
 
+def test_a_wide_footer_encodes_back_to_its_bytes_and_keeps_what_it_does_not_move_as_bytes():
+    """Lists of 15 or more (the schema, a row group's columns) have a longer header; the schema,
+    statistics and encodings are passed over, kept as their bytes."""
+    data = _parquet(pa.table({f"c{k}": pa.array(np.arange(20.0) * k) for k in range(20)}), row_group_size=7)
+    meta, start = f.footer(data)
+    assert f.encoded(meta) == data[start:-8]
+    schema = f._field(meta, 2)
+    assert isinstance(schema[2], f.Raw) and b"c19" in schema[2]
+    chunk = f._field(f._field(meta, f.FILE_ROW_GROUPS)[2][1][0], f.GROUP_COLUMNS)[2][1][19]
+    column = f._field(chunk, f.CHUNK_META)[2]
+    assert isinstance(f._field(column, f.META_DATA_PAGE)[2], int) and isinstance(f._field(column, 12)[2], f.Raw)  # statistics
+
+
+class _Every(dict):
+    """Fields to decode: every one, at every depth."""
+
+    def __contains__(self, field_id):
+        return True
+
+    def __getitem__(self, field_id):
+        return self
+
+
+LEAVES = {f.BYTE: st.integers(0, 255), f.I16: st.integers(-(2**15), 2**15 - 1), f.I32: st.integers(-(2**31), 2**31 - 1)}
+LEAVES |= {f.I64: st.integers(-(2**63), 2**63 - 1), f.DOUBLE: st.binary(min_size=8, max_size=8), f.BINARY: st.binary(max_size=40)}
+
+
+def _thrift_value(kind: int, depth: int) -> st.SearchStrategy:
+    if kind in LEAVES:
+        return LEAVES[kind]
+    if kind == f.STRUCT:
+        return _thrift_struct(depth + 1)
+    element = st.sampled_from([*LEAVES, f.TRUE] + ([f.STRUCT, f.LIST] if depth < 2 else []))
+    return element.flatmap(lambda e: st.tuples(st.just(e), st.lists(st.integers(1, 2) if e == f.TRUE else _thrift_value(e, depth + 1), max_size=18)))
+
+
+def _thrift_struct(depth: int = 0) -> st.SearchStrategy:
+    kinds = [*LEAVES, f.TRUE, f.FALSE] + ([f.STRUCT, f.LIST, f.SET] if depth < 2 else [])
+    fields = st.lists(st.tuples(st.integers(1, 60), st.sampled_from(kinds)), max_size=7, unique_by=lambda field: field[0])
+    return fields.flatmap(
+        lambda drawn: st.tuples(*[st.none() if kind in (f.TRUE, f.FALSE) else _thrift_value(kind, depth) for _, kind in sorted(drawn)]).map(
+            lambda values: [[field_id, kind, value] for (field_id, kind), value in zip(sorted(drawn), values)]
+        )
+    )
+
+
+@given(_thrift_struct(), st.sets(st.integers(1, 60)))
+def test_any_struct_decodes_in_part_or_whole_and_encodes_back_to_its_bytes(struct, decoded):
+    """Passing over a value (kept as its bytes) ends where decoding it does, for every thrift
+    type, list headers long and short, field ids that jump by more than 15."""
+    data = f.encoded(struct)
+    for fields in ({}, _Every(), {field_id: _Every() for field_id in decoded}):
+        reader = f._Reader(data)
+        assert f.encoded(reader.struct(fields)) == data and reader.pos == len(data)
+    assert f._Reader(data).struct(_Every()) == struct
+
+
 def _offsets(meta: list, data: bytes) -> list[bytes]:
     """For each column chunk of each row group: the bytes each of its offsets points at."""
     pointed = []
