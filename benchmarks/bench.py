@@ -11,7 +11,8 @@
 Generates synthetic rollouts (prompt_id, reward, logprobs, old_logprobs as ragged float32
 lists; rewards binary 0/1 or continuous: normal, rounded to 3 decimals), then times each
 command over --runs runs and prints a markdown table of median wall time, ratio to the floor,
-peak resident memory (ru_maxrss of the process, via wait4) and the size of the file written.
+the cores it kept busy (its median CPU time, user and system, over its median wall time), peak
+resident memory (ru_maxrss of the process, via wait4) and the size of the file written.
 The baselines are scripts in ``benchmarks/baselines/``:
 
 - floor: pyarrow streams the same input and writes it back with the columns the command adds
@@ -55,7 +56,8 @@ benchmark, not a test: nothing here asserts a time.
 
 Each row printed is also appended to ``--results`` (default ``benchmarks/results.csv``, the
 history the docs' Performance page shows), dated, with the commit and the machine (cores,
-memory, CPU model); a ratio's reference is its row's ``floor`` (the floor, or the peer).
+memory, CPU model); a ratio's reference is its row's ``floor`` (the floor, or the peer);
+``cpu_seconds`` is the command's median CPU time.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -109,7 +112,29 @@ CORES_ROWS, CORES_ROW_GROUP = 10_000_000, 1_000_000  # --cores: ids and rewards
 CORES_TOKEN_ROWS, CORES_MEAN_TOKENS, CORES_TOKEN_ROW_GROUP = 200_000, 600, 8_192  # --cores: 1.2e8 tokens
 LISTS = ("logprobs", "old_logprobs", "ref_logprobs")
 REPORT_LISTS = ("logprobs", "old_logprobs", "rollout_logprobs")  # --report: every section of the page
-COLUMNS = ["date", "commit", "cores", "memory_gib", "cpu", "setup", "command", "floor", "seconds", "ratio", "peak_rss_mib", "output_mib"]
+COLUMNS = [
+    "date",
+    "commit",
+    "cores",
+    "memory_gib",
+    "cpu",
+    "setup",
+    "command",
+    "floor",
+    "seconds",
+    "ratio",
+    "peak_rss_mib",
+    "output_mib",
+    "cpu_seconds",
+]
+
+
+class Run(NamedTuple):
+    """One process: wall seconds, peak RSS (bytes), CPU seconds (user and system, its threads')."""
+
+    seconds: float
+    rss: int
+    cpu: float
 
 
 def generate(
@@ -172,8 +197,8 @@ def generated(path: Path, *args, **kwargs) -> int:
         return pool.submit(generate, path, *args, **kwargs).result()
 
 
-def run(argv: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one process."""
+def run(argv: list[str]) -> Run:
+    """One process run: its wall seconds, peak RSS and CPU seconds."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -181,7 +206,7 @@ def run(argv: list[str]) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stderr.read().decode()}")
-    return elapsed, usage.ru_maxrss * 1024
+    return Run(elapsed, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
 
 
 def machine() -> dict[str, str]:
@@ -308,15 +333,15 @@ def against(timed: list[tuple[str, str, list[str]]], checkout: Path | None) -> t
     return found, pairs
 
 
-def timed_rounds(timed: list[tuple[str, str, list[str]]], runs: int, out: Path) -> tuple[dict[str, list[tuple[float, int]]], dict[str, str]]:
-    """Each command's (wall seconds, peak RSS) per round, and the size of the file it wrote (MiB).
+def timed_rounds(timed: list[tuple[str, str, list[str]]], runs: int, out: Path) -> tuple[dict[str, list[Run]], dict[str, str]]:
+    """Each command's :class:`Run` per round, and the size of the file it wrote (MiB).
     The rounds are interleaved: one run of every command per round, every other round in the
     reverse order, since a process runs faster on the memory the one before it freed."""
-    results: dict[str, list[tuple[float, int]]] = {label: [] for _, label, _ in timed}
+    results: dict[str, list[Run]] = {label: [] for _, label, _ in timed}
     sizes = {}
     for k in range(runs):
         for _, label, argv in timed[:: -1 if k % 2 else 1]:
-            if results[label] and results[label][0][0] >= SLOW_SECONDS:
+            if results[label] and results[label][0].seconds >= SLOW_SECONDS:
                 continue
             out.unlink(missing_ok=True)
             results[label].append(run(argv))
@@ -324,16 +349,25 @@ def timed_rounds(timed: list[tuple[str, str, list[str]]], runs: int, out: Path) 
     return results, sizes
 
 
+def cores_used(runs: list[Run]) -> float:
+    """The cores a command kept busy: its median CPU time over its median wall time (as the docs'
+    Performance page works it out from a row's ``cpu_seconds`` and ``seconds``)."""
+    return statistics.median(r.cpu for r in runs) / statistics.median(r.seconds for r in runs)
+
+
 def table_rows(timed, results, sizes, run_of: dict[str, str], setup: str) -> list[dict[str, str]]:
     """Print the markdown table (median, ratio to the task's floor) and return its rows for the results file."""
-    print("| command | median s | x floor | peak RSS MiB | output MiB |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| command | median s | x floor | cores used | peak RSS MiB | output MiB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     floor, rows = {}, []
     for task, label, _ in timed:
-        median = statistics.median(t for t, _ in results[label])
-        peak = max(m for _, m in results[label])
+        median = statistics.median(r.seconds for r in results[label])
+        peak = max(r.rss for r in results[label])
         floor.setdefault(task, (label, median))
-        print(f"| {label} | {median:.3f} | {median / floor[task][1]:.2f} | {peak / 2**20:.0f} | {sizes[label]} |", flush=True)
+        print(
+            f"| {label} | {median:.3f} | {median / floor[task][1]:.2f} | {cores_used(results[label]):.2f} | {peak / 2**20:.0f} | {sizes[label]} |",
+            flush=True,
+        )
         rows.append(
             {
                 **run_of,
@@ -344,6 +378,7 @@ def table_rows(timed, results, sizes, run_of: dict[str, str], setup: str) -> lis
                 "ratio": f"{median / floor[task][1]:.2f}",
                 "peak_rss_mib": f"{peak / 2**20:.0f}",
                 "output_mib": sizes[label],
+                "cpu_seconds": f"{statistics.median(r.cpu for r in results[label]):.3f}",
             }
         )
     return rows
@@ -352,18 +387,23 @@ def table_rows(timed, results, sizes, run_of: dict[str, str], setup: str) -> lis
 def against_peers(results, sizes, pairs: list[tuple[str, str]], run_of: dict[str, str], setup: str) -> list[dict[str, str]]:
     """Print and return each ``(grpo, peer)`` pair timed in this run: grpo's time over the peer's,
     the median of the rounds' ratios (each round ran both within seconds of each other)."""
-    print("\n| grpo | peer | grpo s | peer s | ratio | grpo MiB | peer MiB |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| grpo | peer | grpo s | peer s | ratio | grpo cores | peer cores | grpo MiB | peer MiB |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows = []
     for figure, peer in pairs:
         if not (results.get(figure) and results.get(peer)):
             continue
-        ratio = statistics.median(f / p for (f, _), (p, _) in zip(results[figure], results[peer]))
-        seconds = [statistics.median(t for t, _ in results[label]) for label in (figure, peer)]
-        print(f"| {figure} | {peer} | {seconds[0]:.3f} | {seconds[1]:.3f} | {ratio:.2f} | {sizes[figure]} | {sizes[peer]} |", flush=True)
-        peak = max(m for _, m in results[figure])
+        ratio = statistics.median(f.seconds / p.seconds for f, p in zip(results[figure], results[peer]))
+        seconds = [statistics.median(r.seconds for r in results[label]) for label in (figure, peer)]
+        busy = [cores_used(results[label]) for label in (figure, peer)]
+        print(
+            f"| {figure} | {peer} | {seconds[0]:.3f} | {seconds[1]:.3f} | {ratio:.2f} | {busy[0]:.2f} | {busy[1]:.2f} | {sizes[figure]} | {sizes[peer]} |",
+            flush=True,
+        )
+        peak = max(r.rss for r in results[figure])
         row = {"setup": setup, "command": figure, "floor": peer, "seconds": f"{seconds[0]:.3f}", "ratio": f"{ratio:.2f}"}
-        rows.append({**run_of, **row, "peak_rss_mib": f"{peak / 2**20:.0f}", "output_mib": sizes[figure]})
+        cpu = statistics.median(r.cpu for r in results[figure])
+        rows.append({**run_of, **row, "peak_rss_mib": f"{peak / 2**20:.0f}", "output_mib": sizes[figure], "cpu_seconds": f"{cpu:.3f}"})
     return rows
 
 

@@ -264,11 +264,18 @@ def benchmarks(_) -> str:
         for setup in dict.fromkeys(r["setup"] for r in run):
             shown = [r for r in run if r["setup"] == setup]
             if setup.endswith(AGAINST_PEERS):  # bench.py --cores: grpo's time over each peer's
-                headers, cells = ["command", "peer", "median s", "x peer", "peak RSS MiB", "output MiB"], ["command", "floor", "seconds", "ratio"]
+                headers, cells = ["command", "peer", "median s", "x peer"], ["command", "floor", "seconds", "ratio"]
             else:
-                headers, cells = ["command", "median s", "x floor", "peak RSS MiB", "output MiB"], ["command", "seconds", "ratio"]
-            parts.append(f"`{setup}`\n\n" + table(headers, [[r[c] for c in cells] + [r["peak_rss_mib"], r["output_mib"]] for r in shown]))
+                headers, cells = ["command", "median s", "x floor"], ["command", "seconds", "ratio"]
+            headers += ["cores used", "peak RSS MiB", "output MiB"]
+            parts.append(f"`{setup}`\n\n" + table(headers, [[r[c] for c in cells] + [busy(r), r["peak_rss_mib"], r["output_mib"]] for r in shown]))
     return "\n".join(parts)
+
+
+def busy(row: dict) -> str:
+    """The cores a command of ``row`` kept busy: its CPU seconds over its wall seconds (the
+    medians'; rows from before bench.py recorded CPU time have none)."""
+    return f"{float(row['cpu_seconds']) / float(row['seconds']):.2f}" if row.get("cpu_seconds") else ""
 
 
 def tried(kind: str) -> str:

@@ -70,16 +70,20 @@ def test_benchmark_smoke(tmp_path, mean_tokens, labels, extra):
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line]
-    header = ["| command", "median s", "x floor", "peak RSS MiB", "output MiB |"]
+    header = ["| command", "median s", "x floor", "cores used", "peak RSS MiB", "output MiB |"]
     assert [row for row in rows if row == header] == [header, header]
     assert [row[0][2:] for row in rows if row != header] == labels * 2
     writes = [row for row in rows if row != header and "read floor" not in row[0] and "summary" not in row[0]]
-    assert all(row[4].rstrip(" |") for row in writes) and not any(row[4].rstrip(" |") for row in rows if "summary" in row[0])
+    assert all(row[5].rstrip(" |") for row in writes) and not any(row[5].rstrip(" |") for row in rows if "summary" in row[0])
     with (tmp_path / "results.csv").open(newline="") as f:
         recorded = list(csv.DictReader(f))
     assert [r["command"] for r in recorded] == labels * 2 and len({r["date"] for r in recorded}) == 1
     assert [r["setup"].rsplit("; ", 1)[1] for r in recorded] == ["binary rewards"] * len(labels) + ["continuous rewards"] * len(labels)
     assert all(r["seconds"] == row[1] and r["ratio"] == row[2] for r, row in zip(recorded, (row for row in rows if row != header)))
+    # the cores used: a run's CPU seconds (user and system) over its wall seconds
+    busy = [float(row[3]) for row in rows if row != header]
+    assert all(float(r["cpu_seconds"]) > 0 for r in recorded) and all(0 < b < 2 * (os.cpu_count() or 1) for b in busy)
+    assert busy == pytest.approx([float(r["cpu_seconds"]) / float(r["seconds"]) for r in recorded], rel=0.01, abs=0.006)  # each rounded
     assert all(r["floor"] and r["cores"] and r["commit"] for r in recorded)
 
 
@@ -106,7 +110,7 @@ def test_benchmark_cores_suite(tmp_path):
         ("grpo objective -o", "grpo objective -o --threads 2"),
         ("grpo objective (summary only)", "read floor (pyarrow read only)"),
     ]
-    assert all(r["ratio"] and r["cores"] and r["cpu"] and r["memory_gib"] and r["commit"] for r in recorded)
+    assert all(r["ratio"] and r["cores"] and r["cpu"] and r["memory_gib"] and r["commit"] and float(r["cpu_seconds"]) > 0 for r in recorded)
     assert "ids and rewards" in proc.stdout and "tokens, " in proc.stdout
 
 
