@@ -3,13 +3,14 @@
 import csv
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, grpo_executable
+from .conftest import ROOT, grpo_executable, run_grpo
 
 
 TOKENS = [
@@ -141,3 +142,27 @@ def test_benchmark_report(tmp_path):
     ]
     assert report[1]["output_mib"] and not report[0]["output_mib"] and len({r["date"] for r in recorded}) == 1
     assert len(recorded) > len(report)  # the tokens suite ran first, in the same run
+
+
+def test_timeline(tmp_path):
+    """``timeline.py`` runs a command as `grpo` does, the same file written, and prints the run,
+    each stage's calls and the cores used per interval."""
+    src = str(ROOT / "sample_data/rollouts.parquet")
+    args = ["objective", src, "--threads", "2", "-q", "-o"]
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/timeline.py"), "--interval", "0.02", *args, str(tmp_path / "timed.parquet")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    run_grpo(*args, str(tmp_path / "plain.parquet"))
+    assert (tmp_path / "timed.parquet").read_bytes() == (tmp_path / "plain.parquet").read_bytes()
+    lines = proc.stderr.splitlines()
+    run = next(line for line in lines if line.startswith("wall "))
+    wall, cpu, start_up = (float(x) for x in re.match(r"wall (\S+) s, CPU (\S+) s, \S+ cores; start-up (\S+) s", run).groups())
+    assert 0 < start_up < wall and cpu > 0
+    stages = {row.split(" | ")[0][2:]: row.split(" | ") for row in lines if re.match(r"\| (read|kernel|write|encode|join|close) \|", row)}
+    assert set(stages) == {"read", "kernel", "write", "encode", "join", "close"}
+    assert all(int(row[1]) > 0 and 0 <= float(row[3]) and start_up <= float(row[4]) <= float(row[5].rstrip(" |")) <= wall for row in stages.values())
+    timeline = [row for row in lines if re.match(r"\| \d+\.\d\d \| ", row)]
+    assert timeline and all(float(row.split(" | ")[1]) >= 0 for row in timeline)
