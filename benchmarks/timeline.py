@@ -17,9 +17,10 @@ after the command's own output:
 
 Stages: ``read`` (the main thread waiting for the next batch, which Arrow decodes on its own
 threads), ``kernel`` (a batch's math, on the engine's threads), ``write`` (a batch handed to the
-output on the writer thread, waiting there for the row groups held encoding), ``encode`` (a
-part of a row group encoded by pyarrow), ``join`` (a row group's parts appended to the file)
-and ``close`` (the output's last row group and footer). The timers wrap internal functions of
+output on the writer thread, waiting there for the row groups held encoding and joining them),
+``encode`` (a part of a row group encoded by pyarrow), ``join`` (a row group's parts appended
+to the file: their bytes copied into it, on the writer thread, within ``write`` or ``close``)
+and ``close`` (the output's last row groups and footer). The timers wrap internal functions of
 grpo_cli: this is a benchmark's tool, kept in step with them by ``tests/test_benchmark_smoke.py``.
 It asserts nothing about time. For the many-core machine, run it with ``--threads 2`` and with
 the default: where the stages' threads and the cores used stop growing is where a run stops
