@@ -82,11 +82,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from grpo_cli.estimators import lookup
+ROOT = Path(__file__).resolve().parent.parent
+if importlib.util.find_spec("grpo_cli") is None:  # a checkout, not installed: its code, here and in the commands it runs
+    sys.path.insert(0, str(ROOT))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+from grpo_cli.estimators import lookup  # noqa: E402
 
 CHUNK_ROWS = 65_536
 SLOW_SECONDS = 20.0
-ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ROOT / "benchmarks" / "baselines"
 # As a user's shell runs them: Python's compiled-module cache on (some sandboxes turn it off,
 # which makes every start-up compile every module again).

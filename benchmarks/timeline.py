@@ -29,12 +29,16 @@ scaling.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 START = time.perf_counter()
+if importlib.util.find_spec("grpo_cli") is None:  # a checkout, not installed: its code
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grpo_cli import process  # noqa: E402  (before numpy and pyarrow, as the console script tunes)
 
