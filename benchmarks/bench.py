@@ -36,7 +36,7 @@ The baselines are scripts in ``benchmarks/baselines/``:
 - ``--page-checksums with`` (or ``without``): the data is written with a CRC32 checksum on
   every page (or none), and the read floor is timed verifying them too, as `grpo` reads.
 - ``--against DIR``: each `grpo` command is also run with the code of the work tree ``DIR``,
-  interleaved (both as ``python -m grpo_cli``, each tree's code first on the path), and the
+  interleaved (both run alike, each tree's folder first on the path: :data:`LAUNCH`), and the
   table against the peers gives each ratio.
 - ``--cores``: the many-core suite (issue 44), on data of its own: 10M rows of ids and rewards
   in row groups of 1M rows (the advantages), and 1.2e8 tokens in 200k rows of three log-prob
@@ -96,6 +96,10 @@ BASELINES = ROOT / "benchmarks" / "baselines"
 # which makes every start-up compile every module again).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 RESULTS = Path(__file__).resolve().parent / "results.csv"
+# A work tree's `grpo`: its folder first on sys.path, then grpo_cli run as `python -m` runs it.
+# Not `python -m grpo_cli` itself, which puts the working folder first: run from a checkout's
+# root, that checkout's code would run whatever tree was asked for.
+LAUNCH = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module('grpo_cli', run_name='__main__', alter_sys=True)"
 POLARS_OVER, DUCKDB_WINDOW, POLARS_OBJECTIVE = "polars over() script", "DuckDB window query", "polars objective script"
 POLARS_FLOOR_0, POLARS_FLOOR_9 = "polars read + write", "polars read + write, 9 columns"
 PEER_PACKAGES = ("polars", "duckdb", "torch")  # whose scripts --skip-peers can skip
@@ -323,9 +327,9 @@ def against(timed: list[tuple[str, str, list[str]]], checkout: Path | None) -> t
         else checkout.name
     )
 
-    def started(root: Path) -> list[str]:  # both alike: `python -m grpo_cli` with the tree's code first on the path
-        path = os.pathsep.join(filter(None, [str(root.resolve()), os.environ.get("PYTHONPATH")]))  # the tree first, then the caller's path
-        return ["env", f"PYTHONPATH={path}", sys.executable, "-m", "grpo_cli"]
+    def started(root: Path) -> list[str]:  # both alike: the tree's grpo_cli run as `python -m grpo_cli` runs it (see LAUNCH)
+        path = os.pathsep.join(filter(None, [str(root.resolve()), os.environ.get("PYTHONPATH")]))  # for any process it starts too
+        return ["env", f"PYTHONPATH={path}", sys.executable, "-c", LAUNCH, str(root.resolve())]
 
     found, pairs = [], list(PEERS)
     for task, label, argv in timed:

@@ -166,3 +166,24 @@ def test_timeline(tmp_path):
     assert all(int(row[1]) > 0 and 0 <= float(row[3]) and start_up <= float(row[4]) <= float(row[5].rstrip(" |")) <= wall for row in stages.values())
     timeline = [row for row in lines if re.match(r"\| \d+\.\d\d \| ", row)]
     assert timeline and all(float(row.split(" | ")[1]) >= 0 for row in timeline)
+
+
+def test_against_runs_the_other_trees_code_from_any_folder(tmp_path):
+    """``--against DIR`` times DIR's code, also when the benchmark runs in a checkout's root,
+    where `python -m grpo_cli` would import that checkout's code instead."""
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "benchmarks/bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    tree = tmp_path / "tree"
+    (tree / "grpo_cli").mkdir(parents=True)
+    (tree / "grpo_cli/__init__.py").write_text("")
+    (tree / "grpo_cli/__main__.py").write_text("import pathlib, sys\npathlib.Path(sys.argv[1]).write_text(__file__)\n")
+    marker = tmp_path / "ran"
+    timed, pairs = bench.against([("advantages", "grpo advantages -o", [*bench.grpo(), str(marker)])], tree)
+    assert [label for _, label, _ in timed] == ["grpo advantages -o", "grpo advantages -o @ tree"] and pairs[-1] == tuple(
+        label for _, label, _ in timed
+    )
+    subprocess.run(timed[1][2], cwd=ROOT, check=True)
+    assert marker.read_text() == str(tree.resolve() / "grpo_cli/__main__.py")
+    ran = subprocess.run([*timed[0][2][:-1], "--version"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert ran.stdout.startswith("grpo ")
