@@ -43,6 +43,26 @@ def at_once(threads: int, nbytes: int, per_thread: int, in_all: int) -> int:
     return max(1, min(threads, min(threads * per_thread, in_all) // max(1, nbytes)))
 
 
+def runs(sizes: list[int], parts: int) -> list[list[int]]:
+    """Items whose sizes are ``sizes`` cut, in order, into runs of about ``1/parts`` of the
+    total: a run ends where the next item would take it past that (a larger item is a run of
+    its own). A row group's columns by their bytes, a file's row groups by their rows.
+
+    >>> runs([8, 8, 100, 100, 100, 8, 8], 2)
+    [[0, 1, 2], [3], [4, 5, 6]]
+    """
+    share = sum(sizes) / max(1, parts)
+    cut: list[list[int]] = [[]]
+    held = 0
+    for k, size in enumerate(sizes):
+        if cut[-1] and held + size > share:
+            cut.append([])
+            held = 0
+        cut[-1].append(k)
+        held += size
+    return cut
+
+
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:
     """``map(fn, items)`` with up to ``threads`` calls in flight (at most :func:`max_in_flight`);
     results keep the order of ``items``, and an exception surfaces at its item's turn. At most

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
-from ..parallel import at_once
+from ..parallel import at_once, runs
 from ..schema import contiguous, list_values
 from .parquet_footer import JoinedFile, Pieces
 
@@ -78,7 +78,7 @@ class RowGroupWriter:
     held encoding (at most ``threads``) as ``threads`` times :data:`ENCODING_BYTES_PER_THREAD`,
     at most :data:`ENCODING_BYTES`, holds (uncompressed), judged on the first row group; each
     row group's columns are cut into runs of about 1/``parts`` of its bytes, ``parts`` the
-    threads per row group held (rounded up: :func:`column_runs`), each encoded on one of the
+    threads per row group held (rounded up: :func:`~grpo_cli.parallel.runs`), each encoded on one of the
     threads as a parquet file in memory, and the files are joined in order
     (:class:`~grpo_cli.io.parquet_footer.JoinedFile`). The file is the same either way.
     """
@@ -151,7 +151,7 @@ class RowGroupWriter:
             return
         nbytes = [column.nbytes for column in group.columns]  # each a walk over the chunks' buffers: once
         self._at_once = at_once(self.threads, sum(nbytes), ENCODING_BYTES_PER_THREAD, ENCODING_BYTES)
-        self._runs = column_runs(nbytes, -(-self.threads // self._at_once))
+        self._runs = runs(nbytes, -(-self.threads // self._at_once))
         empty = self._encoded(self.schema.empty_table())
         self._parallel = (ThreadPoolExecutor(self.threads), JoinedFile(self._out, empty))
 
@@ -185,26 +185,6 @@ def chunked(table: pa.Table, rows: int) -> pa.Table:
     cuts = sorted({0, n, *spanned.tolist(), *np.minimum(spanned + rows, n).tolist()})  # not np.unique, which imports numpy.ma
     pieces = [table.slice(start, end - start).combine_chunks() for start, end in zip(cuts[:-1], cuts[1:])]
     return pa.Table.from_batches([batch for piece in pieces for batch in piece.to_batches(max_chunksize=rows)], table.schema)
-
-
-def column_runs(nbytes: list[int], parts: int) -> list[list[int]]:
-    """Columns whose sizes are ``nbytes`` cut, in order, into runs of about ``1/parts`` of the
-    bytes: a run ends where the next column would take it past that (a larger column is a run
-    of its own).
-
-    >>> column_runs([8, 8, 100, 100, 100, 8, 8], 2)
-    [[0, 1, 2], [3], [4, 5, 6]]
-    """
-    share = sum(nbytes) / max(1, parts)
-    runs: list[list[int]] = [[]]
-    held = 0
-    for k, size in enumerate(nbytes):
-        if runs[-1] and held + size > share:
-            runs.append([])
-            held = 0
-        runs[-1].append(k)
-        held += size
-    return runs
 
 
 def encodings(table: pa.Table) -> dict:

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from grpo_cli import advantages_file, objective_file
 from grpo_cli.errors import UsageError
 from grpo_cli.io import parquet_writer
-from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, chunked, column_runs, encodings, layout
+from grpo_cli.io.parquet_writer import DEFAULT_ROW_GROUP_ROWS, Layout, RowGroupWriter, chunked, encodings, layout
+from grpo_cli.parallel import runs as cut_runs
 
 from ..conftest import SAMPLE, run_grpo
 
@@ -288,10 +289,10 @@ def test_chunks_are_counted_from_the_start_whatever_the_batches(sizes, rows):
 
 
 @given(st.lists(st.integers(0, 1000), min_size=1, max_size=20), st.integers(1, 32))
-def test_column_runs_cut_the_columns_in_order_into_runs_of_about_a_share(nbytes, parts):
+def test_runs_cut_the_columns_in_order_into_runs_of_about_a_share(nbytes, parts):
     """Every column once, in order; a run passes its share of the bytes only where one column
     does; runs that end early end where the next column would pass it."""
-    runs = column_runs(nbytes, parts)
+    runs = cut_runs(nbytes, parts)
     assert [k for run in runs for k in run] == list(range(len(nbytes)))
     share = sum(nbytes) / parts
     for run, following in zip(runs, runs[1:] + [None]):
