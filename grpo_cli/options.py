@@ -12,6 +12,8 @@ An option that takes one value refuses to be given twice (:class:`OneValueEach`)
 
 from __future__ import annotations
 
+import numpy  # noqa: F401  (first, not from within config's import: a command's start-up then faults in fewer pages, tried.csv)
+
 import copy
 import inspect
 from dataclasses import Field, dataclass, fields, replace
