@@ -2,6 +2,7 @@
 per input; JSON Lines written with exact digits and never NaN as null; readers fed garbage
 only raise our errors."""
 
+import itertools
 import json
 import os
 import re
@@ -577,9 +578,10 @@ def test_a_file_that_changes_between_passes_is_refused(tmp_path, sample_parquet,
 
 @pytest.mark.parametrize("budget", [1, 1 << 20])
 def test_parquet_row_groups_read_at_once_give_the_streamed_rows(tmp_path, monkeypatch, budget):
-    """A file whose row groups fit ``threads`` times the read budget is read several row groups
-    at once, each whole; the rows, their order and their types are the streamed reading's, and
-    a damaged page is refused in one line either way."""
+    """A file whose row groups fit ``threads`` times the read budget is read several runs of
+    row groups at once (of about a batch's rows: a batch spans the small row groups of its
+    run); the rows, their order and their types are the streamed reading's, and a damaged
+    page is refused in one line either way."""
     from grpo_cli.errors import InputError
     from grpo_cli.io import open_source
     from grpo_cli.io.formats import parquet
@@ -600,10 +602,12 @@ def test_parquet_row_groups_read_at_once_give_the_streamed_rows(tmp_path, monkey
     pq.write_table(table, path, row_group_size=64, write_page_checksum=True)
     with open_source(str(path)) as source:
         streamed = [b for _, b in source.iter_batches(50)]
-        for threads in (2, 5):
-            at_once = [b for _, b in source.iter_batches(50, ["reward", "logprobs"], threads=threads)]
-            assert max(b.num_rows for b in at_once) <= 50
+        for threads, rows in itertools.product((2, 5), (50, 200)):
+            at_once = [b for _, b in source.iter_batches(rows, ["reward", "logprobs"], threads=threads)]
+            assert max(b.num_rows for b in at_once) <= rows
             assert pa.Table.from_batches(at_once).equals(pa.Table.from_batches(streamed).select(["reward", "logprobs"]))
+            if rows == 200 and budget > 1:  # runs of three row groups of 64 rows, a batch each
+                assert [b.num_rows for b in at_once] == [192] * 5 + [40]
     assert pa.Table.from_batches(streamed).equals(table)
     data = bytearray(path.read_bytes())
     chunk = pq.read_metadata(path).row_group(9).column(1)
