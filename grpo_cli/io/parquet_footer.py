@@ -68,6 +68,11 @@ class _Reader:
         n = self.varint()
         return (n >> 1) ^ -(n & 1)
 
+    def list_header(self) -> tuple[int, int]:
+        """A list's (or set's) element type and length."""
+        header = self.byte()
+        return header & 0x0F, header >> 4 if header >> 4 != 15 else self.varint()
+
     def value(self, kind: int, fields: dict | None = None):
         """A value of thrift type ``kind``; of a struct (or a list's structs), the ``fields``
         named are decoded and the others kept as their bytes."""
@@ -85,9 +90,8 @@ class _Reader:
             self.pos += n
             return self.data[self.pos - n : self.pos]
         if kind in (LIST, SET):
-            header = self.byte()
-            n = header >> 4 if header >> 4 != 15 else self.varint()
-            return header & 0x0F, [self.value(header & 0x0F, fields) for _ in range(n)]
+            element, n = self.list_header()
+            return element, [self.value(element, fields) for _ in range(n)]
         if kind == STRUCT:
             return self.struct({} if fields is None else fields)
         raise ValueError(f"not a parquet footer (thrift type {kind})")
@@ -122,9 +126,9 @@ class _Reader:
             n = self.varint()  # read first: `pos += varint()` would add the length to the pos before it
             self.pos += n
         elif kind in (LIST, SET):
-            header = self.byte()
-            for _ in range(header >> 4 if header >> 4 != 15 else self.varint()):
-                self.skip(header & 0x0F)
+            element, n = self.list_header()
+            for _ in range(n):
+                self.skip(element)
         elif kind == STRUCT:
             while (header := self.byte()) != 0:
                 if not header >> 4:  # the field id follows the header
