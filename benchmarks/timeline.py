@@ -78,16 +78,12 @@ class Calls:
     def timed_batches(self, guarded_batches):
         """The reader's batches, each ``next`` timed as ``read``."""
 
+        read = self.timed("read", next)
+
         @wraps(guarded_batches)
         def batches(*args, **kwargs):
             found = guarded_batches(*args, **kwargs)
-            while True:
-                began, cpu = time.perf_counter(), time.thread_time()
-                batch = next(found, None)
-                with self.lock:
-                    self.calls.append(("read", began - START, time.perf_counter() - START, time.thread_time() - cpu))
-                if batch is None:
-                    return
+            while (batch := read(found, None)) is not None:
                 yield batch
 
         return batches
